@@ -1,0 +1,252 @@
+"""Benchmark of the store library against plain sqlite3 on the same file.
+
+Builds a corpus (100k messages in 1,000 branching sessions by default; `--messages
+1000000` for 1M), then times append, get_history, session search, global search
+and listing through the library and through the plain `sqlite3` module running
+the same statements, and prints p50/p95 and the ratio. Figures, not assertions:
+run it on demand (`make bench`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from store import Session, SessionManager, Store  # noqa: E402
+from store.db import scope_token  # noqa: E402
+from store.search import match_expression, scoped_expression  # noqa: E402
+
+VOCAB_SIZE = 5_000
+
+
+def words(rng: random.Random, vocab: list[str], n: int) -> str:
+    # Zipf-ish: common words are common, rare words are rare, as in real chats.
+    return " ".join(vocab[min(int(rng.paretovariate(1.1)) - 1, VOCAB_SIZE - 1)] for _ in range(n))
+
+
+def build_corpus(path: Path, n_messages: int, n_sessions: int, seed: int = 7) -> dict:
+    """Populate a fresh store file quickly with raw inserts (not what is measured)."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}x{rng.randrange(10**6)}" for i in range(VOCAB_SIZE)]
+    Store(path).close()  # create and migrate through the library
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=wal")
+    con.execute("PRAGMA synchronous=off")
+    per_session = n_messages // n_sessions
+    leaves: list[tuple[str, str]] = []
+    seq = 0
+    stamp = "2026-10-01T00:00:00.000000+00:00"
+    con.execute("BEGIN")
+    for s in range(n_sessions):
+        sid = f"session-{s:05d}"
+        scope = scope_token(sid)
+        con.execute(
+            "INSERT INTO sessions (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            (sid, f"Chat {s}", stamp, f"2026-10-{1 + s % 28:02d}T00:00:{s % 60:02d}.{s:06d}+00:00"),
+        )
+        ids: list[str] = []
+        for i in range(per_session):
+            mid = f"m{i}"
+            # mostly a chain, with a regenerate (sibling) every ~10 messages
+            parent = None if i == 0 else (ids[-2] if i % 10 == 0 and i > 1 else ids[-1])
+            role = "user" if i % 2 == 0 else "assistant"
+            text = words(rng, vocab, rng.randint(8, 60))
+            content = json.dumps({"id": mid, "role": role, "parts": [{"type": "text", "text": text}],
+                                  "created_at": stamp})
+            seq += 1
+            con.execute(
+                "INSERT INTO messages (seq, id, session_id, parent_id, role, content, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (seq, mid, sid, parent, role, content, stamp))
+            con.execute("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                        (seq, text, scope))
+            ids.append(mid)
+        leaves.append((sid, ids[-1]))
+        if s % 100 == 99:
+            con.execute("COMMIT")
+            con.execute("BEGIN")
+    con.execute("COMMIT")
+    con.execute("PRAGMA optimize")
+    con.close()
+    # query words: a mix of mid-frequency words (realistic search terms)
+    queries = [vocab[rng.randrange(20, 400)] for _ in range(200)]
+    return {"leaves": leaves, "queries": queries}
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def pct(samples: list[float], p: float) -> float:
+    return statistics.quantiles(samples, n=100)[int(p) - 1] if len(samples) > 1 else samples[0]
+
+
+def row(name: str, lib: list[float], raw: list[float], target: str) -> None:
+    l50, l95, r50 = pct(lib, 50), pct(lib, 95), pct(raw, 50)
+    print(f"{name:<16} {l50:8.3f} {l95:8.3f} {r50:10.3f} {pct(raw, 95):10.3f} "
+          f"{l50 / r50 if r50 else float('nan'):7.2f}x   {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--sessions", type=int, default=1_000)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--dir", type=Path, default=None, help="where to build the corpus")
+    args = parser.parse_args()
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="chatui-bench-"))
+    path = folder / f"bench-{args.messages}.db"
+    if path.exists():
+        path.unlink()
+    t0 = time.perf_counter()
+    corpus = build_corpus(path, args.messages, args.sessions)
+    print(f"corpus: {args.messages:,} messages in {args.sessions:,} sessions, built in "
+          f"{time.perf_counter() - t0:.1f}s at {path}")
+    rng = random.Random(11)
+    n = args.samples
+
+    store = Store(path)
+    manager = SessionManager(store)
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA synchronous=normal")
+    raw.execute("PRAGMA busy_timeout=10000")
+
+    print(f"\n{'operation':<16} {'lib p50':>8} {'lib p95':>8} {'sqlite3 p50':>10} "
+          f"{'sqlite3 p95':>10} {'ratio':>8}   target (p50)")
+
+    # append: message + FTS row in one transaction, under an explicit parent
+    bench_sid = "bench-append"
+    session = Session(store).for_session(bench_sid)
+    counter = iter(range(10**9))
+    loop = asyncio.new_event_loop()
+    parent = [None]
+
+    def lib_append() -> None:
+        i = next(counter)
+        m = loop.run_until_complete(session.append_message(
+            {"id": f"a{i}", "role": "user", "parts": [{"type": "text", "text": f"hello number {i}"}]},
+            parent[0]))
+        parent[0] = m.id
+
+    raw_parent = [None]
+    raw_scope = scope_token("bench-raw")
+
+    def raw_append() -> None:
+        i = next(counter)
+        mid = f"r{i}"
+        text = f"hello number {i}"
+        content = json.dumps({"id": mid, "role": "user", "parts": [{"type": "text", "text": text}],
+                              "created_at": "2026-11-01T00:00:00+00:00"})
+        raw.execute("BEGIN IMMEDIATE")
+        raw.execute("SELECT 1 FROM messages WHERE session_id = ? AND id = ?", ("bench-raw", mid))
+        if raw_parent[0]:
+            raw.execute("SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
+                        ("bench-raw", raw_parent[0]))
+        cur = raw.execute(
+            "INSERT INTO messages (id, session_id, parent_id, role, content, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (mid, "bench-raw", raw_parent[0], "user", content, "2026-11-01T00:00:00+00:00"))
+        raw.execute("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                    (cur.lastrowid, text, raw_scope))
+        raw.execute("COMMIT")
+        raw_parent[0] = mid
+
+    timed(lib_append, 20)
+    timed(raw_append, 20)
+    row("append", timed(lib_append, n * 5), timed(raw_append, n * 5), "≤ 0.25 ms, ≤ 3×")
+
+    leaves = [rng.choice(corpus["leaves"]) for _ in range(n)]
+    sessions = {sid: Session(store).for_session(sid) for sid, _ in leaves}
+    it = iter(leaves * 2)
+
+    def lib_history() -> None:
+        sid, leaf = next(it)
+        sessions[sid].get_history(leaf)
+
+    it_raw = iter(leaves * 2)
+    cte = """
+        WITH RECURSIVE path(seq, parent_id, depth) AS (
+            SELECT seq, parent_id, 0 FROM messages WHERE session_id = ?1 AND id = ?2
+            UNION ALL
+            SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m
+            JOIN path ON m.session_id = ?1 AND m.id = path.parent_id)
+        SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at
+        FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC"""
+
+    def raw_history() -> None:
+        sid, leaf = next(it_raw)
+        rows = raw.execute(cte, (sid, leaf)).fetchall()
+        raw.execute("SELECT * FROM compactions WHERE session_id = ?", (sid,)).fetchall()
+        [json.loads(r[4]) for r in rows]
+
+    row("get_history", timed(lib_history, n), timed(raw_history, n), "≤ 1 ms, ≤ 2×")
+
+    queries = corpus["queries"]
+    pairs = [(rng.choice(corpus["leaves"])[0], q) for q in queries]
+    it_s = iter(pairs * 2)
+    it_sr = iter(pairs * 2)
+
+    def lib_session_search() -> None:
+        sid, q = next(it_s)
+        manager.search(q, 20, session_id=sid)
+
+    sql = ("SELECT m.id, m.role, m.content, m.created_at, m.session_id, "
+           "snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts, 1.0, 0.0) AS score "
+           "FROM messages_fts f JOIN messages m ON m.seq = f.rowid "
+           "WHERE messages_fts MATCH ? {extra} ORDER BY score LIMIT 20")
+
+    def raw_session_search() -> None:
+        sid, q = next(it_sr)
+        expr = scoped_expression("body", match_expression(q), "scope", scope_token(sid))
+        rows = raw.execute(sql.format(extra="AND m.session_id = ?"), (expr, sid)).fetchall()
+        [json.loads(r[2]) for r in rows]
+
+    row("session search", timed(lib_session_search, n), timed(raw_session_search, n),
+        "≤ 1 ms, ≤ 2×")
+
+    it_g = iter(queries * 2)
+    it_gr = iter(queries * 2)
+
+    def lib_global_search() -> None:
+        manager.search(next(it_g), 20)
+
+    def raw_global_search() -> None:
+        expr = scoped_expression("body", match_expression(next(it_gr)))
+        rows = raw.execute(sql.format(
+            extra="AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
+                  "AND s.deleted_at IS NOT NULL)"), (expr,)).fetchall()
+        [json.loads(r[2]) for r in rows]
+
+    row("global search", timed(lib_global_search, n), timed(raw_global_search, n),
+        "≤ 3 ms, ≤ 2×")
+
+    def lib_list() -> None:
+        manager.list(limit=50)
+
+    def raw_list() -> None:
+        raw.execute("SELECT * FROM sessions WHERE deleted_at IS NULL "
+                    "ORDER BY updated_at DESC, rowid DESC LIMIT 50").fetchall()
+
+    row("list (50)", timed(lib_list, n), timed(raw_list, n), "≤ 0.2 ms, ≤ 2×")
+    loop.close()
+    store.close()
+    raw.close()
+
+
+if __name__ == "__main__":
+    main()

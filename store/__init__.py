@@ -1,0 +1,88 @@
+"""store: session memory for LLM agents.
+
+Tree-structured conversations with branching, context blocks rendered into a
+system prompt, tools the model calls to edit its own memory, non-destructive
+compaction, SQLite FTS5 search and a `SessionManager` for many chats. It
+needs no server (SQLite through peewee) and imports no UI or LLM client.
+"""
+
+from .compaction import create_compact_function
+from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
+from .db import Store
+from .errors import (
+    ContextError,
+    ContextLimitError,
+    DatabaseFileError,
+    DuplicateBlockError,
+    InvalidStatusError,
+    ReadOnlyBlockError,
+    SchemaVersionError,
+    StoreError,
+    UnknownBlockError,
+    UnknownMessageError,
+    UnknownParentError,
+    UnknownProjectError,
+    UnknownSessionError,
+    UnknownSkillError,
+)
+from .manager import ProjectInfo, SessionInfo, SessionManager, SessionStatus
+from .messages import LATEST, Message, Role, SearchResult, StoredCompaction
+from .micro import truncate_older_messages
+from .prompts import PromptCache, StorePromptCache
+from .providers import (
+    DirectorySkillProvider,
+    StaticProvider,
+    StoreContextProvider,
+    StoreSearchProvider,
+    StoreSkillProvider,
+)
+from .session import Session
+from .storage import SessionProvider, StoreSessionProvider
+from .tokens import estimate_message_tokens, estimate_string_tokens
+from .tools import Tool
+
+__all__ = [
+    "BANNER",
+    "LATEST",
+    "ContextBlock",
+    "ContextConfig",
+    "ContextError",
+    "ContextLimitError",
+    "DatabaseFileError",
+    "DirectorySkillProvider",
+    "DuplicateBlockError",
+    "InvalidStatusError",
+    "Message",
+    "ProjectInfo",
+    "PromptCache",
+    "ReadOnlyBlockError",
+    "Role",
+    "SchemaVersionError",
+    "SearchResult",
+    "Session",
+    "SessionInfo",
+    "SessionManager",
+    "SessionProvider",
+    "SessionStatus",
+    "StaticProvider",
+    "Store",
+    "StoreContextProvider",
+    "StoreError",
+    "StorePromptCache",
+    "StoreSearchProvider",
+    "StoreSessionProvider",
+    "StoreSkillProvider",
+    "StoredCompaction",
+    "Tool",
+    "UnknownBlockError",
+    "UnknownMessageError",
+    "UnknownParentError",
+    "UnknownProjectError",
+    "UnknownSessionError",
+    "UnknownSkillError",
+    "create_compact_function",
+    "estimate_message_tokens",
+    "estimate_string_tokens",
+    "render_system_prompt",
+    "truncate_older_messages",
+]

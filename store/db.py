@@ -1,0 +1,182 @@
+"""`Store`: one SQLite database file, opened explicitly and migrated.
+
+Design notes:
+- WAL, foreign keys, a busy timeout and `synchronous=NORMAL` are set on every
+  connection; readers never block the writer, and a second process waits
+  instead of failing with "database is locked".
+- peewee connections are per thread. `:memory:` is therefore per thread too;
+  code that crosses threads must use a file.
+- Every multi-row write runs inside `Store.atomic()`.
+- Storage stays behind this class, so another backend can slot in without
+  touching `Session`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from peewee import SqliteDatabase
+
+from .errors import DatabaseFileError
+from .migrations import migrate
+
+__all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "scope_token"]
+
+DEFAULT_MAX_ROW_BYTES = 1_048_576
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def scope_token(value: str) -> str:
+    """A single FTS token standing for a session or namespace id.
+
+    Hex digits and letters only, so the unicode61 tokenizer keeps it whole and
+    ids that tokenize alike ("chat-1", "chat_1") still get distinct tokens.
+    """
+    return "s" + hashlib.blake2b(value.encode(), digest_size=10).hexdigest()
+
+
+class Store:
+    """A SQLite database holding sessions, messages, context and search indexes.
+
+    Args:
+        path: a file path, or ":memory:" for a private in-memory database.
+        max_row_bytes: messages whose JSON exceeds this have their largest tool
+            outputs shortened (they are never rejected).
+        busy_timeout: seconds a writer waits for another process's lock.
+
+    Raises:
+        DatabaseFileError: the file is not a SQLite database or cannot be opened.
+        SchemaVersionError: the file was written by a newer version.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        max_row_bytes: int = DEFAULT_MAX_ROW_BYTES,
+        busy_timeout: float = 10.0,
+    ) -> None:
+        self.path = str(path)
+        if isinstance(path, str) and "://" in path:
+            raise DatabaseFileError(
+                f"{path}: only SQLite files are supported for now (PostgreSQL is a later goal)"
+            )
+        if max_row_bytes < 1024:
+            raise ValueError("max_row_bytes must be at least 1024")
+        self.max_row_bytes = max_row_bytes
+        if self.path != ":memory:":
+            _check_file(Path(self.path))
+        self.db = SqliteDatabase(
+            self.path,
+            pragmas={
+                "journal_mode": "wal",
+                "foreign_keys": 1,
+                "synchronous": "normal",
+                "busy_timeout": int(busy_timeout * 1000),
+                "cache_size": -16_000,
+                "temp_store": "memory",
+            },
+            timeout=busy_timeout,
+            autoconnect=False,
+            check_same_thread=False,
+        )
+        try:
+            self.db.connect(reuse_if_open=True)
+            migrate(self.db, self.path)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise DatabaseFileError(f"{self.path}: cannot open as a SQLite database: {exc}") from exc
+        except BaseException:
+            self.db.close()
+            raise
+
+    # -- connection ---------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """The calling thread's connection (opened on first use)."""
+        if self.db.is_closed():
+            self.db.connect(reuse_if_open=True)
+        return self.db.connection()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.connection().execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.connection().execute(sql, params).fetchall()
+
+    def atomic(self) -> Any:
+        """A transaction (or savepoint when nested) for multi-row writes."""
+        self.connection()
+        return self.db.atomic()
+
+    def write(self) -> Any:
+        """A write transaction that takes the write lock up front.
+
+        `BEGIN IMMEDIATE` avoids the deadlock two deferred transactions get into
+        when both read and then both try to write (SQLITE_BUSY with no wait).
+        Nested use becomes a savepoint of the outer transaction.
+        """
+        self.connection()
+        return self.db.atomic("IMMEDIATE")
+
+    def close(self) -> None:
+        if not self.db.is_closed():
+            self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+    # -- maintenance --------------------------------------------------------
+
+    def integrity_check(self) -> list[str]:
+        """Problems found in the file and its search indexes ([] when healthy)."""
+        problems = [row[0] for row in self.query("PRAGMA integrity_check") if row[0] != "ok"]
+        for table in ("messages_fts", "search_entries_fts"):
+            try:
+                self.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"{table}: {exc}")
+        missing = self.query(
+            "SELECT count(*) FROM messages m LEFT JOIN messages_fts f ON f.rowid = m.seq "
+            "WHERE f.rowid IS NULL"
+        )[0][0]
+        orphans = self.query(
+            "SELECT count(*) FROM messages_fts f LEFT JOIN messages m ON m.seq = f.rowid "
+            "WHERE m.seq IS NULL"
+        )[0][0]
+        if missing:
+            problems.append(f"{missing} messages are missing from the search index")
+        if orphans:
+            problems.append(f"{orphans} search rows have no message")
+        return problems
+
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise DatabaseFileError(f"{path}: is a directory, not a database file")
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise DatabaseFileError(f"{path}: cannot read: {exc.strerror}") from exc
+        if head and head != _SQLITE_MAGIC:
+            raise DatabaseFileError(f"{path}: not a SQLite database (is this the right file?)")
+    else:
+        parent = path.parent
+        if not parent.exists():
+            try:
+                parent.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise DatabaseFileError(f"{path}: cannot create its folder: {exc.strerror}") from exc

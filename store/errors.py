@@ -1,0 +1,95 @@
+"""Exceptions raised by the store library.
+
+Every error a caller can act on has its own class, all under `StoreError`, so
+"not found" is never confused with "disk full" (sqlite errors pass through).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "StoreError",
+    "DatabaseFileError",
+    "SchemaVersionError",
+    "UnknownParentError",
+    "UnknownMessageError",
+    "UnknownSessionError",
+    "UnknownProjectError",
+    "InvalidStatusError",
+    "ContextError",
+    "ContextLimitError",
+    "ReadOnlyBlockError",
+    "UnknownBlockError",
+    "DuplicateBlockError",
+    "UnknownSkillError",
+]
+
+
+class StoreError(Exception):
+    """Base class of every error the store raises on purpose."""
+
+
+class DatabaseFileError(StoreError):
+    """The database file cannot be used (not SQLite, unreadable, corrupt)."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer chatui/store than this one."""
+
+
+class UnknownParentError(StoreError, ValueError):
+    """`append_message` was given a parent id that does not exist in the session."""
+
+
+class UnknownMessageError(StoreError, KeyError):
+    """No message with that id in the session."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown message"
+
+
+class UnknownSessionError(StoreError, KeyError):
+    """No session with that id (or it was purged)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "unknown session"
+
+
+class UnknownProjectError(StoreError, KeyError):
+    """No project with that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown project"
+
+
+class InvalidStatusError(StoreError, ValueError):
+    """A session status outside `SessionStatus`."""
+
+
+class ContextError(StoreError):
+    """Base class of context-block errors."""
+
+
+class ContextLimitError(ContextError, ValueError):
+    """A write would exceed the block's `max_tokens`; nothing was written."""
+
+
+class ReadOnlyBlockError(ContextError):
+    """The block's provider has no `set`."""
+
+
+class UnknownBlockError(ContextError, KeyError):
+    """No context block with that label."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown block"
+
+
+class DuplicateBlockError(ContextError, ValueError):
+    """A context block with that label already exists."""
+
+
+class UnknownSkillError(ContextError, KeyError):
+    """The skill provider has no document with that key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown skill"

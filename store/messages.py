@@ -1,0 +1,219 @@
+"""The message type every part of the library speaks, and its part shapes.
+
+A `Message` is a plain dataclass; the database stores `to_dict()` as JSON so
+unknown part types and metadata survive a round trip untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "LATEST",
+    "Latest",
+    "Message",
+    "MessageLike",
+    "Role",
+    "SearchResult",
+    "StoredCompaction",
+    "text_part",
+    "tool_call_part",
+    "tool_result_part",
+    "COMPACTION_PREFIX",
+]
+
+Role: TypeAlias = Literal["user", "assistant", "tool", "system"]
+ROLES: frozenset[str] = frozenset({"user", "assistant", "tool", "system"})
+COMPACTION_PREFIX = "compaction_"
+
+
+class Latest:
+    """Sentinel type: "append under the latest leaf" (see `LATEST`)."""
+
+    _instance: Latest | None = None
+
+    def __new__(cls) -> Latest:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "LATEST"
+
+    def __reduce__(self) -> str:
+        return "LATEST"
+
+
+LATEST = Latest()
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, int | float) and math.isfinite(value):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValueError(f"created_at is not an ISO 8601 time: {value!r}") from exc
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    raise ValueError(f"created_at must be a datetime or ISO string, not {type(value).__name__}")
+
+
+@dataclass
+class Message:
+    """One message in a conversation tree.
+
+    `parts` holds dicts with a `type` key (`text`, `reasoning`, `tool-call`,
+    `tool-result`, `file`, or anything else, kept as-is).
+    """
+
+    id: str
+    role: str
+    parts: list[dict[str, Any]]
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    from_user_id: str | None = None
+    from_agent_id: str | None = None
+    delivered_to_session_id: str | None = None
+    token_usage: dict[str, Any] | None = None
+    parent_id: str | None = None
+    """Set on messages read back from a store; ignored when appending."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError("message id must be a non-empty string")
+        if self.role not in ROLES:
+            raise ValueError(f"message role must be one of {sorted(ROLES)}, not {self.role!r}")
+        if not isinstance(self.parts, list) or not all(isinstance(p, dict) for p in self.parts):
+            raise ValueError("message parts must be a list of dicts")
+        if self.from_user_id and self.from_agent_id:
+            raise ValueError("a message has one sender: from_user_id or from_agent_id, not both")
+        if not isinstance(self.metadata, dict):
+            raise ValueError("message metadata must be a dict")
+        self.created_at = _parse_time(self.created_at)
+
+    @property
+    def text(self) -> str:
+        """The text parts joined by newlines."""
+        return "\n".join(
+            p.get("text", "") for p in self.parts if p.get("type") == "text" and p.get("text")
+        )
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [p for p in self.parts if p.get("type") == "tool-call"]
+
+    @property
+    def tool_results(self) -> list[dict[str, Any]]:
+        return [p for p in self.parts if p.get("type") == "tool-result"]
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.id.startswith(COMPACTION_PREFIX)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; `from_dict(to_dict())` gives an equal message."""
+        data: dict[str, Any] = {"id": self.id, "role": self.role, "parts": self.parts}
+        if self.created_at is not None:
+            data["created_at"] = self.created_at.isoformat()
+        if self.metadata:
+            data["metadata"] = self.metadata
+        for key in ("from_user_id", "from_agent_id", "delivered_to_session_id", "token_usage"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        if self.parent_id is not None:
+            data["parent_id"] = self.parent_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """Build a message from a mapping with the same keys as the dataclass.
+
+        Raises:
+            ValueError: a key is missing or has the wrong type.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a message must be a mapping, not {type(data).__name__}")
+        unknown = set(data) - _FIELDS
+        if unknown:
+            raise ValueError(f"unknown message keys: {sorted(unknown)}")
+        for key in ("id", "role"):
+            if key not in data:
+                raise ValueError(f"a message needs {key!r}")
+        parts = data.get("parts")
+        if parts is None and "content" in data and isinstance(data["content"], str):
+            parts = [text_part(data["content"])]  # tolerate {"role", "content"} chat dicts
+        kwargs = {k: v for k, v in data.items() if k != "content"}
+        kwargs["parts"] = [dict(p) if isinstance(p, Mapping) else p for p in (parts or [])]
+        kwargs["metadata"] = dict(data.get("metadata") or {})
+        return cls(**kwargs)
+
+    @classmethod
+    def coerce(cls, value: MessageLike) -> Message:
+        """Accept a `Message` or a mapping; always return a `Message`."""
+        return value if isinstance(value, Message) else cls.from_dict(value)
+
+    def to_json(self) -> str:
+        """Serialise; raises ValueError when a part holds something JSON cannot."""
+        try:
+            return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"),
+                              allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"message {self.id!r} is not JSON-serialisable: {exc}") from exc
+
+
+_FIELDS = {f for f in Message.__dataclass_fields__} | {"content"}
+
+MessageLike: TypeAlias = Message | Mapping[str, Any]
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def tool_call_part(tool_call_id: str, tool_name: str, input: Any) -> dict[str, Any]:
+    return {"type": "tool-call", "tool_call_id": tool_call_id, "tool_name": tool_name,
+            "input": input}
+
+
+def tool_result_part(tool_call_id: str, tool_name: str, output: Any,
+                     is_error: bool = False) -> dict[str, Any]:
+    part = {"type": "tool-result", "tool_call_id": tool_call_id, "tool_name": tool_name,
+            "output": output}
+    if is_error:
+        part["is_error"] = True
+    return part
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One search hit, best first in the lists that carry it."""
+
+    id: str
+    role: str
+    content: str
+    created_at: datetime | None
+    session_id: str
+    snippet: str = ""
+    """A short excerpt with the matches wrapped in `[` `]`."""
+    rank: float = 0.0
+
+
+@dataclass(frozen=True)
+class StoredCompaction:
+    """A summary overlay that hides the path `from_message_id … to_message_id`."""
+
+    id: str
+    session_id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: datetime

@@ -1,0 +1,236 @@
+"""Schema migrations: an ordered list of named functions.
+
+Each migration runs in the same transaction as the row that records it, so a
+crash leaves the file either before or after it. A fresh database is built by
+running all of them (one code path). Table shapes are frozen here as SQL, not
+imported from the live models, so an old migration means today what it meant
+when it was written. A database that records a migration this code does not
+know was written by a newer version and is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from peewee import Database
+
+from .errors import SchemaVersionError
+
+__all__ = ["MIGRATIONS", "migrate", "applied_migrations"]
+
+Migration = Callable[[Database], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def _run(db: Database, script: str) -> None:
+    for statement in script.split(";\n"):
+        if statement.strip():
+            db.execute_sql(statement)
+
+
+@migration
+def m001_messages_and_sessions(db: Database) -> None:
+    # The core: a message tree per session (seq is the append order that
+    # "latest" means), compaction overlays, and the session registry.
+    _run(db, """
+    CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        parent_id TEXT,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (session_id, id)
+    );
+    CREATE INDEX messages_parent ON messages (session_id, parent_id);
+    CREATE TABLE compactions (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        from_message_id TEXT NOT NULL,
+        to_message_id TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX compactions_session ON compactions (session_id, created_at);
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        parent_session_id TEXT,
+        model TEXT,
+        source TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cost REAL NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX sessions_updated ON sessions (updated_at)
+    """)
+
+
+@migration
+def m002_message_search(db: Database) -> None:
+    # Full-text index over message text. `scope` holds one token derived from
+    # the session id so a session-scoped query is an FTS AND, not "rank every
+    # match everywhere, then filter": it stays flat as history grows.
+    _run(db, """
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        body, scope, tokenize = 'porter unicode61'
+    )
+    """)
+
+
+@migration
+def m003_context_storage(db: Database) -> None:
+    # Storage for the built-in providers (writable blocks, searchable entries,
+    # skills) and the frozen system prompts of `with_cached_prompt()`.
+    _run(db, """
+    CREATE TABLE context_blocks (
+        namespace TEXT NOT NULL,
+        label TEXT NOT NULL,
+        content TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (namespace, label)
+    );
+    CREATE TABLE search_entries (
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        content TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (namespace, key)
+    );
+    CREATE VIRTUAL TABLE search_entries_fts USING fts5(
+        content, scope, tokenize = 'porter unicode61'
+    );
+    CREATE TABLE skills (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        content TEXT NOT NULL,
+        description TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (namespace, key)
+    );
+    CREATE TABLE prompts (
+        namespace TEXT PRIMARY KEY,
+        prompt TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE loaded_skills (
+        namespace TEXT NOT NULL,
+        label TEXT NOT NULL,
+        key TEXT NOT NULL,
+        tool_call_id TEXT,
+        message_id TEXT,
+        PRIMARY KEY (namespace, label, key)
+    )
+    """)
+
+
+@migration
+def m004_agents_projects_peers(db: Database) -> None:
+    # Seed 002: senders (never both, backed by a CHECK), peer delivery, token
+    # usage per message; projects, agents, status, metadata and soft delete
+    # on sessions. SQLite cannot add a CHECK to an existing table, so
+    # messages is rebuilt; its FTS rows are keyed by seq, which is kept.
+    _run(db, """
+    CREATE TABLE messages_new (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        parent_id TEXT,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        from_user_id TEXT,
+        from_agent_id TEXT,
+        delivered_to_session_id TEXT,
+        token_usage TEXT,
+        UNIQUE (session_id, id),
+        CHECK (from_user_id IS NULL OR from_agent_id IS NULL)
+    );
+    INSERT INTO messages_new (seq, id, session_id, parent_id, role, content, created_at)
+        SELECT seq, id, session_id, parent_id, role, content, created_at FROM messages;
+    DROP TABLE messages;
+    ALTER TABLE messages_new RENAME TO messages;
+    CREATE INDEX messages_parent ON messages (session_id, parent_id);
+    CREATE INDEX messages_session ON messages (session_id);
+    ALTER TABLE sessions ADD COLUMN agent_id TEXT;
+    ALTER TABLE sessions ADD COLUMN project_id TEXT;
+    ALTER TABLE sessions ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
+    ALTER TABLE sessions ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE sessions ADD COLUMN deleted_at TEXT;
+    CREATE INDEX sessions_project ON sessions (project_id, updated_at);
+    CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        archived_at TEXT
+    );
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        model TEXT,
+        soul TEXT NOT NULL DEFAULT '',
+        description TEXT NOT NULL DEFAULT '',
+        config TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE status_changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT,
+        changed_at TEXT NOT NULL
+    );
+    CREATE INDEX status_changes_session ON status_changes (session_id, seq)
+    """)
+
+
+def applied_migrations(db: Database) -> list[str]:
+    db.execute_sql(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    return [row[0] for row in db.execute_sql("SELECT name FROM schema_migrations ORDER BY rowid")]
+
+
+def migrate(db: Database, path: str = "", upto: str | None = None) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied.
+
+    Args:
+        upto: stop after this migration (tests use it to build old files).
+
+    Raises:
+        SchemaVersionError: the file records migrations this code does not know.
+    """
+    with db.atomic():
+        applied = applied_migrations(db)
+    known = [name for name, _ in MIGRATIONS]
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise SchemaVersionError(
+            f"{path or 'the database'} was written by a newer version of chatui "
+            f"(unknown migrations: {', '.join(unknown)}); upgrade chatui to open it"
+        )
+    done: list[str] = []
+    for name, fn in MIGRATIONS:
+        if name in applied:
+            continue
+        with db.atomic():
+            fn(db)
+            db.execute_sql(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                (name, datetime.now(UTC).isoformat()),
+            )
+        done.append(name)
+        if name == upto:
+            break
+    return done

@@ -1,0 +1,56 @@
+"""Where frozen system prompts are kept (`Session.with_cached_prompt`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+from .db import Store
+
+__all__ = ["PromptCache", "StorePromptCache", "InMemoryPromptCache"]
+
+
+@runtime_checkable
+class PromptCache(Protocol):
+    """Persists one frozen prompt; `get()` returns None before the first `set()`."""
+
+    async def get(self) -> str | None: ...
+    async def set(self, prompt: str) -> None: ...
+
+
+class StorePromptCache:
+    """The frozen prompt of one namespace in the store's `prompts` table."""
+
+    def __init__(self, store: Store, namespace: str) -> None:
+        self.store = store
+        self.namespace = namespace
+
+    async def get(self) -> str | None:
+        rows = self.store.query("SELECT prompt FROM prompts WHERE namespace = ?", (self.namespace,))
+        return rows[0][0] if rows else None
+
+    async def set(self, prompt: str) -> None:
+        with self.store.write():
+            self.store.execute(
+                "INSERT INTO prompts (namespace, prompt, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (namespace) DO UPDATE SET prompt = excluded.prompt, "
+                "updated_at = excluded.updated_at",
+                (self.namespace, prompt, datetime.now(UTC).isoformat()),
+            )
+
+    def clear(self) -> None:
+        with self.store.write():
+            self.store.execute("DELETE FROM prompts WHERE namespace = ?", (self.namespace,))
+
+
+class InMemoryPromptCache:
+    """For sessions without a store: survives only as long as the object."""
+
+    def __init__(self) -> None:
+        self.prompt: str | None = None
+
+    async def get(self) -> str | None:
+        return self.prompt
+
+    async def set(self, prompt: str) -> None:
+        self.prompt = prompt

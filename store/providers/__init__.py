@@ -1,0 +1,33 @@
+"""Built-in context providers and the provider protocols."""
+
+from .directory_skills import DirectorySkillProvider
+from .protocols import (
+    ContextProvider,
+    SearchProvider,
+    SkillProvider,
+    WritableContextProvider,
+    can_set,
+    is_searchable,
+    is_skill,
+    is_writable,
+)
+from .sqlite_context import StoreContextProvider
+from .sqlite_search import StoreSearchProvider
+from .sqlite_skills import StoreSkillProvider
+from .static import StaticProvider
+
+__all__ = [
+    "ContextProvider",
+    "DirectorySkillProvider",
+    "SearchProvider",
+    "SkillProvider",
+    "StaticProvider",
+    "StoreContextProvider",
+    "StoreSearchProvider",
+    "StoreSkillProvider",
+    "WritableContextProvider",
+    "can_set",
+    "is_searchable",
+    "is_skill",
+    "is_writable",
+]

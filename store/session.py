@@ -1,0 +1,508 @@
+"""`Session`: one conversation tree plus its context blocks, tools and compaction.
+
+Design notes:
+- The builder methods only record configuration; storage and providers are
+  resolved on first use, so their order does not matter.
+- `Session` accepts a `Store` (the SQLite default) or any `SessionProvider`.
+- Block contents are cached in the session and refreshed from providers on
+  `refresh_system_prompt()`, on writes through the session, and on first use.
+- The frozen system prompt never changes behind the model's back: tool writes
+  are durable at once; the prompt changes on `refresh_system_prompt()`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .context import (
+    ContextBlock,
+    ContextConfig,
+    InMemoryProvider,
+    make_block,
+    render_system_prompt,
+    run_now,
+)
+from .db import Store
+from .errors import (
+    ContextLimitError,
+    DuplicateBlockError,
+    ReadOnlyBlockError,
+    StoreError,
+    UnknownBlockError,
+    UnknownMessageError,
+)
+from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
+from .overlays import apply_compactions
+from .prompts import InMemoryPromptCache, PromptCache, StorePromptCache
+from .providers import StoreContextProvider
+from .providers.protocols import is_writable
+from .storage import SessionProvider, StoreSessionProvider
+from .tokens import TokenCounter, estimate_message_tokens, estimate_string_tokens
+
+if TYPE_CHECKING:
+    from .tools import Tool
+
+__all__ = ["Session", "CompactFunction", "CompactionErrorHandler"]
+
+log = logging.getLogger(__name__)
+
+CompactFunction = Callable[["Session"], Awaitable[StoredCompaction | None]]
+CompactionErrorHandler = Callable[[BaseException], Any]
+
+
+class Session:
+    """A conversation tree with context blocks, memory tools and compaction.
+
+    Args:
+        storage: a `Store`, or any object implementing `SessionProvider`.
+        context: block configurations (the direct-constructor form).
+        session_id: the id that namespaces messages and block storage.
+    """
+
+    def __init__(
+        self,
+        storage: Store | SessionProvider,
+        *,
+        context: list[ContextConfig] | None = None,
+        session_id: str = "default",
+    ) -> None:
+        if not isinstance(storage, Store) and not isinstance(storage, SessionProvider):
+            raise TypeError("Session needs a Store or an object implementing SessionProvider")
+        self._storage = storage
+        self._session_id = session_id
+        self._configs: list[ContextConfig] = []
+        for config in context or []:
+            self._add_config(config)
+        self._provider: SessionProvider | None = None
+        self._block_providers: dict[str, Any] = {}
+        self._contents: dict[str, str] = {}
+        self._cache_prompt = False
+        self._prompt_cache: PromptCache | None = None
+        self._prompt_cache_arg: PromptCache | None = None
+        self._frozen: str | None = None
+        self._compact_fn: CompactFunction | None = None
+        self._compact_threshold: int | None = None
+        self._token_counter: TokenCounter = estimate_message_tokens
+        self._on_compaction_error: CompactionErrorHandler | None = None
+        self._touch_session = False
+        self._extra_tools: Callable[[], dict[str, Tool]] | None = None
+        self._loaded_skills: set[tuple[str, str]] = set()
+
+    # -- builder ----------------------------------------------------------------
+
+    @classmethod
+    def create(cls, storage: Store | SessionProvider) -> Session:
+        """Start a builder (same as `Session(storage)`)."""
+        return cls(storage)
+
+    def for_session(self, session_id: str) -> Session:
+        if self._provider is not None:
+            raise StoreError("for_session() must be called before the session is used")
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        self._session_id = session_id
+        return self
+
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+    ) -> Session:
+        self._add_config(ContextConfig(label, description, max_tokens, provider))
+        return self
+
+    def with_cached_prompt(self, provider: PromptCache | None = None) -> Session:
+        """Persist the frozen prompt (in the store by default) so it survives restarts."""
+        self._cache_prompt = True
+        self._prompt_cache_arg = provider
+        return self
+
+    def on_compaction(self, fn: CompactFunction) -> Session:
+        self._compact_fn = fn
+        return self
+
+    def compact_after(self, threshold: int, token_counter: TokenCounter | None = None) -> Session:
+        if not isinstance(threshold, int) or threshold <= 0:
+            raise ValueError("compact_after threshold must be a positive integer")
+        self._compact_threshold = threshold
+        if token_counter is not None:
+            self._token_counter = token_counter
+        return self
+
+    def on_compaction_error(self, handler: CompactionErrorHandler) -> Session:
+        self._on_compaction_error = handler
+        return self
+
+    def _add_config(self, config: ContextConfig) -> None:
+        if any(c.label == config.label for c in self._configs):
+            raise DuplicateBlockError(f"a context block {config.label!r} already exists")
+        self._configs.append(config)
+
+    # -- plumbing ---------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def store(self) -> Store | None:
+        return self._storage if isinstance(self._storage, Store) else None
+
+    @property
+    def provider(self) -> SessionProvider:
+        """The message storage (resolved on first use)."""
+        if self._provider is None:
+            if isinstance(self._storage, Store):
+                self._provider = StoreSessionProvider(
+                    self._storage, self._session_id, touch_session=self._touch_session
+                )
+            else:
+                self._provider = self._storage
+        return self._provider
+
+    def _block_provider(self, config: ContextConfig) -> Any:
+        provider = self._block_providers.get(config.label)
+        if provider is None:
+            if config.provider is not None:
+                provider = config.provider
+            elif isinstance(self._storage, Store):
+                provider = StoreContextProvider(self._storage, self._session_id, config.label)
+            else:
+                provider = InMemoryProvider()
+            self._block_providers[config.label] = provider
+        return provider
+
+    def _config(self, label: str) -> ContextConfig:
+        for config in self._configs:
+            if config.label == label:
+                return config
+        known = ", ".join(c.label for c in self._configs) or "none"
+        raise UnknownBlockError(f"no context block {label!r} (blocks: {known})")
+
+    def _prompt_store(self) -> PromptCache | None:
+        if not self._cache_prompt:
+            return None
+        if self._prompt_cache is None:
+            if self._prompt_cache_arg is not None:
+                self._prompt_cache = self._prompt_cache_arg
+            elif isinstance(self._storage, Store):
+                self._prompt_cache = StorePromptCache(self._storage, self._session_id)
+            else:
+                self._prompt_cache = InMemoryPromptCache()
+        return self._prompt_cache
+
+    # -- messages ---------------------------------------------------------------
+
+    async def append_message(
+        self, message: MessageLike, parent_id: str | None | Latest = LATEST
+    ) -> Message:
+        """Store a message (see SPEC 3); may auto-compact, never losing the message."""
+        stored = self.provider.append_message(Message.coerce(message), parent_id)
+        if self._compact_fn is not None and self._compact_threshold is not None:
+            await self._maybe_compact(stored.id)
+        return stored
+
+    def update_message(self, message: MessageLike) -> None:
+        self.provider.update_message(Message.coerce(message))
+
+    def delete_messages(self, message_ids: list[str]) -> None:
+        self.provider.delete_messages(list(message_ids))
+
+    def clear_messages(self) -> None:
+        self.provider.clear_messages()
+        self._loaded_skills.clear()
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        """Root → leaf (the latest leaf by default) with compaction overlays applied."""
+        path = self.provider.get_history(leaf_id)
+        if not path:
+            return path
+        compactions = self.provider.get_compactions()
+        return apply_compactions(path, compactions) if compactions else path
+
+    def get_raw_history(self, leaf_id: str | None = None) -> list[Message]:
+        """Root → leaf without overlays (what the database holds)."""
+        return self.provider.get_history(leaf_id)
+
+    def get_message(self, message_id: str) -> Message | None:
+        return self.provider.get_message(message_id)
+
+    def get_latest_leaf(self) -> Message | None:
+        return self.provider.get_latest_leaf()
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        return self.provider.get_branches(message_id)
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        return self.provider.get_path_length(leaf_id)
+
+    def search(self, query: str, limit: int = 20) -> list[SearchResult]:
+        """FTS5 over this session's messages, best first; never raises on query syntax."""
+        return self.provider.search_messages(query, limit)
+
+    def get_tree(self) -> list[Message]:
+        """Every message of every branch, parents before children, in append order."""
+        get_tree = getattr(self.provider, "get_tree", None)
+        if get_tree is not None:
+            return get_tree()
+        # Generic providers: walk from the roots of the latest path.
+        seen: list[Message] = []
+        stack = [m for m in self.provider.get_history()[:1]]
+        while stack:
+            node = stack.pop(0)
+            seen.append(node)
+            stack.extend(self.provider.get_branches(node.id))
+        return seen
+
+    def get_branch_position(self, message_id: str) -> tuple[int, int]:
+        """(1-based index among its siblings, number of siblings) of a message."""
+        message = self.provider.get_message(message_id)
+        if message is None:
+            raise UnknownMessageError(f"no message {message_id!r}")
+        if message.parent_id is None:
+            roots = getattr(self.provider, "get_roots", None)
+            siblings = roots() if roots else [message]
+        else:
+            siblings = self.provider.get_branches(message.parent_id)
+        ids = [m.id for m in siblings]
+        return ids.index(message_id) + 1, len(ids)
+
+    def latest_leaf_under(self, message_id: str) -> str:
+        """The newest leaf below a message: where switching to that branch lands."""
+        finder = getattr(self.provider, "latest_leaf_under", None)
+        if finder is not None:
+            return finder(message_id)
+        node = message_id
+        while children := self.provider.get_branches(node):
+            node = children[-1].id
+        return node
+
+    # -- compaction -------------------------------------------------------------
+
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        """Overlay `summary` on the path from_id … to_id (both must be on one path)."""
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError("a compaction needs a non-empty summary")
+        path_ids = [m.id for m in self.provider.get_history(to_id)]
+        if from_id not in path_ids:
+            raise ValueError(f"{from_id!r} is not on the path to {to_id!r}")
+        return self.provider.add_compaction(summary, from_id, to_id)
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        return self.provider.get_compactions()
+
+    async def compact(self) -> StoredCompaction | None:
+        """Run the compaction function now; None when there was nothing to compact."""
+        if self._compact_fn is None:
+            raise StoreError("no compaction function: configure one with on_compaction()")
+        return await self._compact_fn(self)
+
+    async def estimate_tokens(self, leaf_id: str | None = None) -> int:
+        """Estimated tokens of the history plus the system prompt."""
+        history = self.get_history(leaf_id)
+        prompt = self._frozen if self._frozen is not None else await self._render()
+        return self._token_counter(history) + estimate_string_tokens(prompt)
+
+    async def _maybe_compact(self, leaf_id: str) -> None:
+        try:
+            assert self._compact_threshold is not None
+            if await self.estimate_tokens(leaf_id) > self._compact_threshold:
+                await self.compact()
+        except Exception as exc:  # the message is stored; compaction is best effort
+            handler = self._on_compaction_error
+            if handler is None:
+                log.warning("auto-compaction of %s failed: %s", self._session_id, exc)
+                return
+            try:
+                result = handler(exc)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("on_compaction_error handler failed")
+
+    # -- context blocks ---------------------------------------------------------
+
+    async def _load(self, config: ContextConfig) -> str:
+        value = await self._block_provider(config).get()
+        content = "" if value is None else str(value)
+        self._contents[config.label] = content
+        return content
+
+    def _content_now(self, config: ContextConfig) -> str:
+        if config.label not in self._contents:
+            done, value = run_now(self._block_provider(config).get())
+            if not done:
+                return ""  # an I/O provider: loaded on the first async call
+            self._contents[config.label] = "" if value is None else str(value)
+        return self._contents[config.label]
+
+    def get_context_block(self, label: str) -> ContextBlock | None:
+        for config in self._configs:
+            if config.label == label:
+                return make_block(config, self._block_provider(config), self._content_now(config))
+        return None
+
+    def get_context_blocks(self) -> list[ContextBlock]:
+        return [
+            make_block(c, self._block_provider(c), self._content_now(c)) for c in self._configs
+        ]
+
+    async def load_context(self) -> list[ContextBlock]:
+        """Reload every block from its provider and return them."""
+        for config in self._configs:
+            await self._load(config)
+        return self.get_context_blocks()
+
+    def _writable_provider(self, label: str) -> tuple[ContextConfig, Any]:
+        config = self._config(label)
+        provider = self._block_provider(config)
+        if not is_writable(provider):
+            raise ReadOnlyBlockError(f"context block {label!r} is read-only")
+        return config, provider
+
+    def _check_limit(self, config: ContextConfig, content: str) -> None:
+        if config.max_tokens is not None:
+            tokens = estimate_string_tokens(content)
+            if tokens > config.max_tokens:
+                raise ContextLimitError(
+                    f"{config.label!r} would hold {tokens} tokens; its limit is "
+                    f"{config.max_tokens}"
+                )
+
+    async def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Write a block's whole content through its provider.
+
+        Raises:
+            UnknownBlockError, ReadOnlyBlockError, ContextLimitError (nothing written).
+        """
+        if not isinstance(content, str):
+            raise TypeError("block content must be a string")
+        config, provider = self._writable_provider(label)
+        self._check_limit(config, content)
+        await provider.set(content)
+        self._contents[label] = content
+        return make_block(config, provider, content)
+
+    async def append_context_block(self, label: str, content: str) -> ContextBlock:
+        """Append to a block, adding a newline separator when needed."""
+        if not isinstance(content, str):
+            raise TypeError("block content must be a string")
+        config, provider = self._writable_provider(label)
+        current = await self._load(config)
+        joined = current + ("\n" if current and not current.endswith("\n") and content
+                            and not content.startswith("\n") else "") + content
+        self._check_limit(config, joined)
+        await provider.set(joined)
+        self._contents[label] = joined
+        return make_block(config, provider, joined)
+
+    async def add_context(
+        self,
+        label: str,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+    ) -> ContextBlock:
+        """Add a block at runtime; the frozen prompt changes on refresh."""
+        config = ContextConfig(label, description, max_tokens, provider)
+        self._add_config(config)
+        await self._load(config)
+        block = self.get_context_block(label)
+        assert block is not None
+        return block
+
+    def remove_context(self, label: str) -> bool:
+        before = len(self._configs)
+        self._configs = [c for c in self._configs if c.label != label]
+        self._block_providers.pop(label, None)
+        self._contents.pop(label, None)
+        return len(self._configs) != before
+
+    def block_provider(self, label: str) -> Any:
+        """The provider behind a block (for tools and advanced callers)."""
+        return self._block_provider(self._config(label))
+
+    # -- system prompt ----------------------------------------------------------
+
+    async def _render(self) -> str:
+        for config in self._configs:
+            if config.label not in self._contents:
+                await self._load(config)
+        return render_system_prompt(self.get_context_blocks())
+
+    async def freeze_system_prompt(self) -> str:
+        """The prompt as first rendered; stable across block changes and restarts."""
+        if self._frozen is not None:
+            return self._frozen
+        cache = self._prompt_store()
+        if cache is not None:
+            cached = await cache.get()
+            if cached is not None:
+                self._frozen = cached
+                return cached
+        self._frozen = await self._render()
+        if cache is not None:
+            await cache.set(self._frozen)
+        return self._frozen
+
+    async def refresh_system_prompt(self) -> str:
+        """Reload every block, re-render, persist and return the new prompt."""
+        for config in self._configs:
+            await self._load(config)
+        self._frozen = render_system_prompt(self.get_context_blocks())
+        cache = self._prompt_store()
+        if cache is not None:
+            await cache.set(self._frozen)
+        return self._frozen
+
+    # -- tools ------------------------------------------------------------------
+
+    async def tools(self) -> dict[str, Tool]:
+        """The memory tools this session's blocks bring (see SPEC 3)."""
+        from .tools import session_tools
+
+        tools = session_tools(self)
+        if self._extra_tools is not None:
+            tools.update(self._extra_tools())
+        return tools
+
+    # Loaded-skill bookkeeping, persisted with the store when there is one.
+
+    def _skill_namespace(self) -> str:
+        return self._session_id
+
+    def mark_skill_loaded(self, label: str, key: str, loaded: bool) -> None:
+        store = self.store
+        if store is None:
+            (self._loaded_skills.add if loaded else self._loaded_skills.discard)((label, key))
+            return
+        with store.write():
+            if loaded:
+                store.execute(
+                    "INSERT OR IGNORE INTO loaded_skills (namespace, label, key) VALUES (?, ?, ?)",
+                    (self._skill_namespace(), label, key),
+                )
+            else:
+                store.execute(
+                    "DELETE FROM loaded_skills WHERE namespace = ? AND label = ? AND key = ?",
+                    (self._skill_namespace(), label, key),
+                )
+
+    def loaded_skills(self) -> set[tuple[str, str]]:
+        """(label, key) of every skill document loaded and not unloaded."""
+        store = self.store
+        if store is None:
+            return set(self._loaded_skills)
+        rows = store.query(
+            "SELECT label, key FROM loaded_skills WHERE namespace = ?", (self._skill_namespace(),)
+        )
+        return {(r[0], r[1]) for r in rows}
+
+    def __repr__(self) -> str:
+        return f"Session({self._session_id!r}, blocks={[c.label for c in self._configs]})"

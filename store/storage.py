@@ -1,0 +1,400 @@
+"""Message-tree storage: the `SessionProvider` protocol and its SQLite implementation.
+
+Design notes and invariants:
+- A session's messages form a forest linked by `parent_id`; `seq` (the
+  SQLite rowid) is the append order, which is what "latest" means.
+- A message id is unique within its session. Appending an id that exists is
+  a no-op that returns the stored message.
+- The FTS row of a message has the message's `seq` as its rowid and is
+  written in the same transaction as the message, so search never drifts.
+- Providers return raw paths; `Session` applies compaction overlays.
+- Deleting a message re-attaches its children to its parent, so deleting
+  never makes other messages unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
+
+from .db import Store, scope_token
+from .errors import UnknownMessageError, UnknownParentError
+from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
+from .micro import shrink_to_row_limit
+from .search import match_expression, scoped_expression
+
+__all__ = ["SessionProvider", "StoreSessionProvider", "now", "search_messages"]
+
+ParentRef = str | None | Latest
+
+_COLUMNS = "seq, id, parent_id, role, content, created_at"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+@runtime_checkable
+class SessionProvider(Protocol):
+    """What `Session` needs from message storage (implement it to bring your own)."""
+
+    def get_message(self, message_id: str) -> Message | None: ...
+    def get_history(self, leaf_id: str | None = None) -> list[Message]: ...
+    def get_latest_leaf(self) -> Message | None: ...
+    def get_branches(self, message_id: str) -> list[Message]: ...
+    def get_path_length(self, leaf_id: str | None = None) -> int: ...
+    def append_message(self, message: Message, parent_id: ParentRef = LATEST) -> Message: ...
+    def update_message(self, message: Message) -> None: ...
+    def delete_messages(self, message_ids: list[str]) -> None: ...
+    def clear_messages(self) -> None: ...
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction: ...
+    def get_compactions(self) -> list[StoredCompaction]: ...
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]: ...
+
+
+def index_text(message: Message) -> str:
+    """What search sees of a message: its text and reasoning."""
+    return "\n".join(
+        str(p.get("text") or "") for p in message.parts if p.get("type") in ("text", "reasoning")
+    )
+
+
+def row_to_message(row: tuple[Any, ...]) -> Message:
+    """(seq, id, parent_id, role, content, created_at) → Message."""
+    data = json.loads(row[4])
+    data.pop("parent_id", None)
+    message = Message.from_dict(data)
+    message.parent_id = row[2]
+    if message.created_at is None:
+        message.created_at = datetime.fromisoformat(row[5])
+    return message
+
+
+class StoreSessionProvider:
+    """`SessionProvider` over a `Store`, for one session id.
+
+    Args:
+        touch_session: also bump `sessions.updated_at` in each write's
+            transaction (the `SessionManager` turns this on).
+    """
+
+    def __init__(self, store: Store, session_id: str, *, touch_session: bool = False) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        self.store = store
+        self.session_id = session_id
+        self.scope = scope_token(session_id)
+        self.touch_session = touch_session
+
+    # -- reads ----------------------------------------------------------------
+
+    def get_message(self, message_id: str) -> Message | None:
+        rows = self.store.query(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND id = ?",
+            (self.session_id, message_id),
+        )
+        return row_to_message(rows[0]) if rows else None
+
+    def _path_rows(self, leaf_id: str | None) -> list[tuple[Any, ...]]:
+        if leaf_id is None:
+            leaf = self._latest_leaf_id()
+            if leaf is None:
+                return []
+            leaf_id = leaf
+        rows = self.store.query(
+            f"""
+            WITH RECURSIVE path(seq, parent_id, depth) AS (
+                SELECT seq, parent_id, 0 FROM messages WHERE session_id = ?1 AND id = ?2
+                UNION ALL
+                SELECT m.seq, m.parent_id, path.depth + 1
+                FROM messages m JOIN path ON m.session_id = ?1 AND m.id = path.parent_id
+                WHERE path.depth < 1000000
+            )
+            SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}
+            FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC
+            """,
+            (self.session_id, leaf_id),
+        )
+        if not rows:
+            raise UnknownMessageError(f"no message {leaf_id!r} in session {self.session_id!r}")
+        return rows
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        return [row_to_message(r) for r in self._path_rows(leaf_id)]
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        return len(self._path_rows(leaf_id))
+
+    def _latest_leaf_id(self) -> str | None:
+        rows = self.store.query(
+            """
+            SELECT m.id FROM messages m WHERE m.session_id = ?1 AND NOT EXISTS (
+                SELECT 1 FROM messages c WHERE c.session_id = ?1 AND c.parent_id = m.id
+            ) ORDER BY m.seq DESC LIMIT 1
+            """,
+            (self.session_id,),
+        )
+        return rows[0][0] if rows else None
+
+    def get_latest_leaf(self) -> Message | None:
+        leaf = self._latest_leaf_id()
+        return self.get_message(leaf) if leaf is not None else None
+
+    def latest_leaf_under(self, message_id: str) -> str:
+        """The newest leaf in the subtree rooted at `message_id` (itself if a leaf)."""
+        rows = self.store.query(
+            """
+            WITH RECURSIVE sub(seq, id) AS (
+                SELECT seq, id FROM messages WHERE session_id = ?1 AND id = ?2
+                UNION ALL
+                SELECT m.seq, m.id FROM messages m JOIN sub
+                    ON m.session_id = ?1 AND m.parent_id = sub.id
+            )
+            SELECT sub.id FROM sub WHERE NOT EXISTS (
+                SELECT 1 FROM messages c WHERE c.session_id = ?1 AND c.parent_id = sub.id
+            ) ORDER BY sub.seq DESC LIMIT 1
+            """,
+            (self.session_id, message_id),
+        )
+        if not rows:
+            raise UnknownMessageError(f"no message {message_id!r} in session {self.session_id!r}")
+        return rows[0][0]
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        rows = self.store.query(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND parent_id = ? ORDER BY seq",
+            (self.session_id, message_id),
+        )
+        return [row_to_message(r) for r in rows]
+
+    def get_roots(self) -> list[Message]:
+        rows = self.store.query(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND parent_id IS NULL "
+            "ORDER BY seq",
+            (self.session_id,),
+        )
+        return [row_to_message(r) for r in rows]
+
+    def get_tree(self) -> list[Message]:
+        """Every message of the session, all branches, in append order (one query)."""
+        rows = self.store.query(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? ORDER BY seq",
+            (self.session_id,),
+        )
+        return [row_to_message(r) for r in rows]
+
+    def count(self) -> int:
+        return self.store.query(
+            "SELECT count(*) FROM messages WHERE session_id = ?", (self.session_id,)
+        )[0][0]
+
+    # -- writes ---------------------------------------------------------------
+
+    def _touch(self, when: str) -> None:
+        if self.touch_session:
+            self.store.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (when, self.session_id)
+            )
+
+    def append_message(self, message: MessageLike, parent_id: ParentRef = LATEST) -> Message:
+        message = Message.coerce(message)
+        content = message.to_json()  # fails early on parts JSON cannot hold
+        if len(content.encode()) > self.store.max_row_bytes:
+            message = shrink_to_row_limit(message, self.store.max_row_bytes)
+        if message.created_at is None:
+            message.created_at = now()
+        with self.store.write():
+            existing = self.get_message(message.id)
+            if existing is not None:
+                return existing
+            if isinstance(parent_id, Latest):
+                parent = self._latest_leaf_id()
+            elif parent_id is None:
+                parent = None
+            elif isinstance(parent_id, str):
+                found = self.store.query(
+                    "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
+                    (self.session_id, parent_id),
+                )
+                if not found:
+                    raise UnknownParentError(
+                        f"parent {parent_id!r} is not a message of session {self.session_id!r}"
+                    )
+                parent = parent_id
+            else:
+                raise TypeError("parent_id must be a message id, None or LATEST")
+            stored = Message.from_dict(message.to_dict())
+            stored.parent_id = None
+            stored.created_at = message.created_at
+            cursor = self.store.execute(
+                "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
+                "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    message.id, self.session_id, parent, message.role, stored.to_json(),
+                    _iso(message.created_at), message.from_user_id, message.from_agent_id,
+                    message.delivered_to_session_id,
+                    json.dumps(message.token_usage) if message.token_usage is not None else None,
+                ),
+            )
+            self.store.execute(
+                "INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                (cursor.lastrowid, index_text(message), self.scope),
+            )
+            self._touch(_iso(now()))
+        stored.parent_id = parent
+        return stored
+
+    def update_message(self, message: MessageLike) -> None:
+        message = Message.coerce(message)
+        content = message.to_json()
+        if len(content.encode()) > self.store.max_row_bytes:
+            message = shrink_to_row_limit(message, self.store.max_row_bytes)
+        with self.store.write():
+            rows = self.store.query(
+                "SELECT seq, created_at FROM messages WHERE session_id = ? AND id = ?",
+                (self.session_id, message.id),
+            )
+            if not rows:
+                raise UnknownMessageError(
+                    f"no message {message.id!r} in session {self.session_id!r}"
+                )
+            seq, created = rows[0]
+            stored = Message.from_dict(message.to_dict())
+            stored.parent_id = None
+            if stored.created_at is None:
+                stored.created_at = datetime.fromisoformat(created)
+            self.store.execute(
+                "UPDATE messages SET role = ?, content = ?, from_user_id = ?, from_agent_id = ?, "
+                "delivered_to_session_id = ?, token_usage = ? WHERE seq = ?",
+                (
+                    message.role, stored.to_json(), message.from_user_id, message.from_agent_id,
+                    message.delivered_to_session_id,
+                    json.dumps(message.token_usage) if message.token_usage is not None else None,
+                    seq,
+                ),
+            )
+            self.store.execute(
+                "UPDATE messages_fts SET body = ? WHERE rowid = ?", (index_text(message), seq)
+            )
+            self._touch(_iso(now()))
+
+    def delete_messages(self, message_ids: list[str]) -> None:
+        if isinstance(message_ids, str):
+            message_ids = [message_ids]
+        with self.store.write():
+            for message_id in message_ids:
+                rows = self.store.query(
+                    "SELECT seq, parent_id FROM messages WHERE session_id = ? AND id = ?",
+                    (self.session_id, message_id),
+                )
+                if not rows:
+                    continue
+                seq, parent = rows[0]
+                self.store.execute(
+                    "UPDATE messages SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
+                    (parent, self.session_id, message_id),
+                )
+                self.store.execute("DELETE FROM messages_fts WHERE rowid = ?", (seq,))
+                self.store.execute("DELETE FROM messages WHERE seq = ?", (seq,))
+            self._touch(_iso(now()))
+
+    def clear_messages(self) -> None:
+        with self.store.write():
+            self.store.execute(
+                "DELETE FROM messages_fts WHERE rowid IN "
+                "(SELECT seq FROM messages WHERE session_id = ?)",
+                (self.session_id,),
+            )
+            self.store.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
+            self.store.execute("DELETE FROM compactions WHERE session_id = ?", (self.session_id,))
+            self.store.execute(
+                "DELETE FROM loaded_skills WHERE namespace = ?", (self.session_id,)
+            )
+            self._touch(_iso(now()))
+
+    # -- compactions ------------------------------------------------------------
+
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        created = now()
+        compaction = StoredCompaction(
+            id=uuid.uuid4().hex, session_id=self.session_id, summary=summary,
+            from_message_id=from_id, to_message_id=to_id, created_at=created,
+        )
+        with self.store.write():
+            self.store.execute(
+                "INSERT INTO compactions (id, session_id, summary, from_message_id, "
+                "to_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (compaction.id, self.session_id, summary, from_id, to_id, _iso(created)),
+            )
+        return compaction
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        rows = self.store.query(
+            "SELECT id, session_id, summary, from_message_id, to_message_id, created_at "
+            "FROM compactions WHERE session_id = ? ORDER BY created_at, rowid",
+            (self.session_id,),
+        )
+        return [
+            StoredCompaction(r[0], r[1], r[2], r[3], r[4], datetime.fromisoformat(r[5]))
+            for r in rows
+        ]
+
+    # -- search -----------------------------------------------------------------
+
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
+        return search_messages(self.store, query, limit, session_id=self.session_id)
+
+
+def search_messages(
+    store: Store,
+    query: str,
+    limit: int = 20,
+    *,
+    session_id: str | None = None,
+    include_deleted: bool = False,
+) -> list[SearchResult]:
+    """FTS5 search over messages, best first; never raises for any query text.
+
+    With `session_id`, the scope token is part of the FTS match, so the work
+    depends on that session's matches, not on every match in the database.
+    """
+    expression = match_expression(query)
+    if expression is None or limit <= 0:
+        return []
+    scope = scope_token(session_id) if session_id is not None else None
+    match = scoped_expression("body", expression, "scope", scope)
+    deleted = "" if include_deleted or session_id is not None else (
+        "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
+        "AND s.deleted_at IS NOT NULL)"
+    )
+    exact = "AND m.session_id = ?" if session_id is not None else ""
+    params: list[Any] = [match]
+    if session_id is not None:
+        params.append(session_id)
+    params.append(int(limit))
+    rows = store.query(
+        f"""
+        SELECT m.id, m.role, m.content, m.created_at, m.session_id,
+               snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts, 1.0, 0.0) AS score
+        FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+        WHERE messages_fts MATCH ? {exact} {deleted}
+        ORDER BY score LIMIT ?
+        """,
+        params,
+    )
+    results = []
+    for mid, role, content, created, sid, snippet, score in rows:
+        text = index_text(Message.from_dict({k: v for k, v in json.loads(content).items()
+                                             if k != "parent_id"}))
+        results.append(SearchResult(
+            id=mid, role=role, content=text, created_at=datetime.fromisoformat(created),
+            session_id=sid, snippet=snippet, rank=score,
+        ))
+    return results

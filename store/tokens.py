@@ -1,0 +1,55 @@
+"""Heuristic token estimation (no tokenizer download, deterministic)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .messages import Message
+
+__all__ = ["estimate_string_tokens", "estimate_message_tokens", "TokenCounter", "part_text"]
+
+TokenCounter = Callable[[list[Message]], int]
+PER_MESSAGE_OVERHEAD = 4
+
+
+def estimate_string_tokens(text: str) -> int:
+    """`ceil(max(chars / 4, words * 1.3))`; 0 for the empty string."""
+    if not text:
+        return 0
+    return math.ceil(max(len(text) / 4, len(text.split()) * 1.3))
+
+
+def part_text(part: dict[str, Any]) -> str:
+    """The text of a part that counts toward the context window."""
+    kind = part.get("type")
+    if kind in ("text", "reasoning"):
+        return str(part.get("text") or "")
+    if kind == "tool-call":
+        return _as_text(part.get("input"))
+    if kind == "tool-result":
+        return _as_text(part.get("output"))
+    return ""
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def estimate_message_tokens(messages: Iterable[Message]) -> int:
+    """Sum of 4 per message plus the estimate of its text, reasoning and tool I/O."""
+    total = 0
+    for message in messages:
+        total += PER_MESSAGE_OVERHEAD
+        for part in message.parts:
+            total += estimate_string_tokens(part_text(part))
+    return total

@@ -1,0 +1,27 @@
+"""Shared fixtures. Each engineer appends fixtures below; keep them small."""
+
+from __future__ import annotations
+
+import pytest
+
+from store import SessionManager, Store
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own CHATUI_HOME so nothing touches the real user dirs."""
+    home = tmp_path_factory.mktemp("chatui-home")
+    monkeypatch.setenv("CHATUI_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A file-backed store (peewee connections are per thread; files work across threads)."""
+    with Store(tmp_path / "test.db") as s:
+        yield s
+
+
+@pytest.fixture
+def manager(store):
+    return SessionManager(store)

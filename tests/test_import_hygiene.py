@@ -1,0 +1,24 @@
+"""The layering holds at run time: importing store pulls in no UI or LLM code."""
+
+import subprocess
+import sys
+
+
+def modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return set(out.split())
+
+
+def test_import_store_loads_no_textual_rich_or_litellm():
+    loaded = modules_after("import store")
+    assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich", "litellm")}
+
+
+def test_store_exports_what_it_declares():
+    import store
+
+    missing = [name for name in store.__all__ if not hasattr(store, name)]
+    assert missing == []
