@@ -1,0 +1,83 @@
+"""Where chatui keeps its files.
+
+One place knows every location. `CHATUI_HOME` moves all of it (config, data,
+logs) under one folder — tests use it, and so can a user with two setups.
+Folders are created private (0700) and files we write are 0600: chats are
+personal and the config may name providers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_config_path, user_data_path
+
+__all__ = [
+    "APP_NAME",
+    "HOME_ENV",
+    "config_dir",
+    "config_file",
+    "data_dir",
+    "default_db",
+    "ensure_private_dir",
+    "log_file",
+    "make_private",
+    "state_file",
+]
+
+APP_NAME = "chatui"
+HOME_ENV = "CHATUI_HOME"
+
+
+def _home() -> Path | None:
+    value = os.environ.get(HOME_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def config_dir() -> Path:
+    """The folder holding `config.toml` (not created here)."""
+    home = _home()
+    return home / "config" if home else user_config_path(APP_NAME, appauthor=False)
+
+
+def data_dir() -> Path:
+    """The folder holding the database, state and logs (not created here)."""
+    home = _home()
+    return home / "data" if home else user_data_path(APP_NAME, appauthor=False)
+
+
+def config_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def default_db() -> Path:
+    return data_dir() / "chats.db"
+
+
+def state_file() -> Path:
+    """Small UI state the app remembers (theme, last chat); never secrets."""
+    return data_dir() / "state.json"
+
+
+def log_file() -> Path:
+    return data_dir() / "chatui.log"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) with mode 0700; tighten it if it exists and is ours."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass  # a folder we cannot chmod is still usable; the files inside are 0600
+    return path
+
+
+def make_private(path: Path) -> None:
+    """Set a file we wrote to 0600 (best effort: some filesystems ignore modes)."""
+    try:
+        path.chmod(0o600)
+    except OSError:
+        pass

@@ -1,0 +1,66 @@
+"""Turning a `Config` into the store objects a chat runs on.
+
+Block scopes map to provider namespaces: a `chat` block lives under the
+session id (so fork copies it and purge removes it), a `global` block under
+one shared namespace every chat sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from store import (
+    DirectorySkillProvider,
+    SessionManager,
+    StaticProvider,
+    Store,
+    StoreContextProvider,
+    StoreSearchProvider,
+)
+
+from . import paths
+from .config import BlockConfig, Config
+
+__all__ = ["GLOBAL_NAMESPACE", "block_provider", "build_manager", "skills_path"]
+
+GLOBAL_NAMESPACE = "global"
+
+
+def skills_path(value: str | None) -> Path:
+    """A skills folder from config (relative paths are beside the config file)."""
+    if not value:
+        return paths.config_dir() / "skills"
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else paths.config_dir() / path
+
+
+def block_provider(store: Store, block: BlockConfig) -> Any:
+    """The provider for a block: an object, a factory `f(session_id)`, or None (default)."""
+    if block.kind == "static":
+        return StaticProvider(block.text)
+    if block.kind == "skills":
+        return DirectorySkillProvider(skills_path(block.path))
+    if block.kind == "searchable":
+        if block.scope == "global":
+            return StoreSearchProvider(store, f"{GLOBAL_NAMESPACE}/{block.label}")
+        factory: Callable[[str], Any] = lambda sid: StoreSearchProvider(  # noqa: E731
+            store, f"{sid}/{block.label}")
+        return factory
+    if block.scope == "global":
+        return StoreContextProvider(store, GLOBAL_NAMESPACE, block.label)
+    return None  # the store's per-session writable block
+
+
+def build_manager(store: Store, config: Config,
+                  blocks: tuple[BlockConfig, ...] | None = None) -> SessionManager:
+    """A `SessionManager` whose chats carry the configured blocks and cached prompts."""
+    manager = SessionManager(store).with_cached_prompt()
+    for block in config.blocks if blocks is None else blocks:
+        manager.with_context(block.label, description=block.description,
+                             max_tokens=block.max_tokens, provider=block_provider(store, block))
+    if config.skills_dir and not any(b.kind == "skills" for b in config.blocks):
+        manager.with_context("skills", description="Documents you can load when relevant",
+                             provider=DirectorySkillProvider(skills_path(config.skills_dir)))
+    return manager
