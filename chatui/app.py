@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -25,6 +26,8 @@ from store import (
     Session,
     SessionManager,
     Store,
+    estimate_message_tokens,
+    estimate_string_tokens,
 )
 from widgets import ConversationStats
 
@@ -33,15 +36,13 @@ from .chat_state import ChatSnapshot
 from .config import Config, ConfigError, load_config
 from .engine import ChatEngine
 from .logs import setup_logging
-from .screens.chat_list import ChatListScreen
-from .screens.dialogs import TextPrompt
-from .screens.help import HelpScreen
 from .screens.main import MainScreen
-from .screens.model_picker import ModelPicker
-from .screens.search import SearchHit, SearchScreen
 from .state import UiState, load_state, save_state
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 from .wiring import block_provider, build_manager
+
+if TYPE_CHECKING:
+    from .screens.search import SearchHit
 
 __all__ = ["ChatApp", "run"]
 
@@ -155,7 +156,9 @@ class ChatApp(App[int]):
                                      compact_at=self.config.compact_at)
         info = main.chat.info
         session = self.manager.get_session(info.id)
-        tokens = await session.estimate_tokens(main.chat.active_leaf)
+        history = main.snapshot.history if main.snapshot else []
+        tokens = (estimate_message_tokens(history)
+                  + estimate_string_tokens(await session.freeze_system_prompt()))
         compactions = main.snapshot.compactions if main.snapshot else 0
         return ConversationStats(
             tokens=tokens, window=window, model=model, input_tokens=info.input_tokens,
@@ -238,6 +241,8 @@ class ChatApp(App[int]):
         self.notify("New chat — it is saved when you send the first message.", timeout=3)
 
     def action_chats(self) -> None:
+        from .screens.chat_list import ChatListScreen  # modal screens load on first use
+
         main = self.main
 
         async def chosen(session_id: str | None) -> None:
@@ -252,6 +257,8 @@ class ChatApp(App[int]):
         self.push_screen(ChatListScreen(self.manager, main.session_id), chosen)
 
     def action_search(self) -> None:
+        from .screens.search import SearchScreen
+
         main = self.main
 
         async def chosen(hit: SearchHit | None) -> None:
@@ -276,6 +283,8 @@ class ChatApp(App[int]):
         return list(seen.items())
 
     def action_choose_model(self) -> None:
+        from .screens.model_picker import ModelPicker
+
         main = self.main
 
         async def chosen(model: str | None) -> None:
@@ -302,6 +311,8 @@ class ChatApp(App[int]):
         await self.main.toggle_pane("tree")
 
     def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -356,6 +367,8 @@ class ChatApp(App[int]):
         await main.redraw()
 
     def rename_chat(self) -> None:
+        from .screens.dialogs import TextPrompt
+
         main = self.main
         if main.chat is None:
             return

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from store import Message, Session, SessionInfo, SessionManager, UnknownMessageError
+from store.overlays import apply_compactions
 
 __all__ = ["ChatSnapshot", "ChatState"]
 
@@ -119,12 +120,20 @@ class ChatState:
     # -- reading ------------------------------------------------------------------
 
     def snapshot(self) -> ChatSnapshot:
-        """Everything the panes show, read in a handful of queries."""
+        """Everything the panes show, from one read of the tree (plus compactions)."""
         info = self.info
         tree = self.session.get_tree()
         leaf = self._leaf_of(tree, self.active_leaf)
         self._active = leaf
-        history = self.session.get_history(leaf) if leaf else []
+        by_id = {m.id: m for m in tree}
+        raw: list[Message] = []
+        node = leaf
+        while node is not None and node in by_id:
+            raw.append(by_id[node])
+            node = by_id[node].parent_id
+        raw.reverse()
+        compactions = self.session.get_compactions() if raw else []
+        history = apply_compactions(raw, compactions) if compactions else raw
         children: dict[str | None, list[str]] = defaultdict(list)
         for m in tree:
             children[m.parent_id].append(m.id)
@@ -134,8 +143,7 @@ class ChatState:
                 for i, kid in enumerate(kids, 1):
                     positions[kid] = (i, len(kids))
         covered: dict[str, list[Message]] = {}
-        if any(m.is_compaction for m in history):
-            raw = self.session.get_raw_history(leaf)
+        if compactions:
             index = {m.id: i for i, m in enumerate(raw)}
             for m in history:
                 if m.is_compaction:

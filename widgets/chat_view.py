@@ -67,7 +67,7 @@ class ChatView(VerticalScroll, can_focus=False):
     ChatView { height: 1fr; padding: 1 1 0 1; }
     """
 
-    def __init__(self, *, page_size: int = 40, name: str | None = None,
+    def __init__(self, *, page_size: int = 16, name: str | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.page_size = page_size
@@ -201,8 +201,8 @@ class ChatView(VerticalScroll, can_focus=False):
         for note in self.query("#empty-note"):
             await note.remove()
 
-    async def add_message(self, message: Message,
-                          position: tuple[int, int] = (1, 1)) -> MessageView:
+    async def add_message(self, message: Message, position: tuple[int, int] = (1, 1),
+                          *, streaming: bool = False) -> MessageView:
         """Show a newly stored message at the end (tool results fold into their reply)."""
         await self._remove_empty_note()
         views = self.views
@@ -213,7 +213,7 @@ class ChatView(VerticalScroll, can_focus=False):
             return views[-1]
         item = _Item(message)
         self._items.append(item)
-        view = MessageView(message, position=position)
+        view = MessageView(message, position=position, streaming=streaming)
         await self.mount(view)
         self.scroll_end(animate=False)
         return view
@@ -221,7 +221,7 @@ class ChatView(VerticalScroll, can_focus=False):
     async def start_reply(self, message: Message,
                           position: tuple[int, int] = (1, 1)) -> MessageView:
         """Mount an empty reply that will stream; keeps the view pinned to the bottom."""
-        view = await self.add_message(message, position)
+        view = await self.add_message(message, position, streaming=True)
         self.anchor()
         return view
 

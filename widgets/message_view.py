@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,10 +25,17 @@ from store import Message
 
 from .sanitize import clean, one_line
 
-__all__ = ["MessageView", "code_blocks", "status_of"]
+__all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+# Anything Markdown would render differently from plain text.
+_MARKDOWN_HINTS = re.compile(r"[*_`#\[\]|<>~]|^\s*(?:[-+]\s|\d+[.)]\s)|^\s*$", re.MULTILINE)
+
+
+def looks_like_markdown(text: str) -> bool:
+    """True when rendering `text` as Markdown would change how it looks."""
+    return bool(_MARKDOWN_HINTS.search(text.strip()))
 
 
 def code_blocks(text: str) -> list[str]:
@@ -78,7 +86,7 @@ class MessageView(Vertical, can_focus=True):
     MessageView.-user { border-left: outer $accent 50%; }
     MessageView.-compaction { border-left: outer $secondary; }
     MessageView > .message--header { color: $text-muted; height: 1; }
-    MessageView > Markdown { padding: 0 0; margin: 0; }
+    MessageView > .message--body { padding: 0 0; margin: 0; }
     MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
     MessageView.-error > .message--header, MessageView.-cancelled > .message--header,
     MessageView.-interrupted > .message--header { color: $warning; }
@@ -123,6 +131,7 @@ class MessageView(Vertical, can_focus=True):
         position: tuple[int, int] = (1, 1),
         tool_results: Sequence[Message] = (),
         covered: Sequence[Message] = (),
+        streaming: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -132,6 +141,7 @@ class MessageView(Vertical, can_focus=True):
         self.position = position
         self.tool_results: list[Message] = list(tool_results)
         self.covered = list(covered)
+        self._streaming = streaming
         self._stream: MarkdownStream | None = None
         self._streamed = ""
         self._update_classes()
@@ -189,7 +199,7 @@ class MessageView(Vertical, can_focus=True):
         if reasoning.strip():
             with Collapsible(title="thinking", collapsed=True):
                 yield Static(Text(reasoning), classes="message--tool-output")
-        yield Markdown(clean(self.message.text), open_links=False)
+        yield self._body()
         yield from self._compose_tools()
         if self.covered:
             with Collapsible(title=f"show the {len(self.covered)} messages it covers",
@@ -198,6 +208,22 @@ class MessageView(Vertical, can_focus=True):
                     role = ROLE_NAMES.get(m.role, m.role)
                     yield Static(Text(f"{role}: {one_line(m.text or '', 400)}"),
                                  classes="message--covered")
+
+    def _body(self) -> Static | Markdown:
+        """The message text: a Markdown widget while streaming, otherwise a cheap Static.
+
+        Textual's Markdown widget builds a widget per block (tens of ms for a long
+        reply); finished messages are drawn by Rich's Markdown renderer in one Static,
+        so opening a long chat stays fast.
+        """
+        text = clean(self.message.text)
+        if self._streaming:
+            return Markdown(text, open_links=False, classes="message--body")
+        if looks_like_markdown(text):
+            theme = "monokai" if self.app.current_theme.dark else "default"
+            return Static(RichMarkdown(text, code_theme=theme, hyperlinks=False),
+                          classes="message--body")
+        return Static(Text(text), classes="message--body")
 
     def _compose_tools(self) -> ComposeResult:
         results: dict[str, dict[str, Any]] = {}
@@ -234,6 +260,7 @@ class MessageView(Vertical, can_focus=True):
             stream, self._stream = self._stream, None
             await stream.stop()
         self._streamed = ""
+        self._streaming = False
         self._update_classes()
         await self.recompose()
 
@@ -251,6 +278,12 @@ class MessageView(Vertical, can_focus=True):
             return
         if self._stream is None:
             self._streamed = clean(self.message.text)
+            if not self._streaming:
+                self._streaming = True
+                await self.query_one(".message--body").remove()
+                await self.mount(Markdown(self._streamed, open_links=False,
+                                          classes="message--body"),
+                                 after=self.query_one(".message--header"))
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         self._streamed += fragment
         await self._stream.write(fragment)

@@ -44,7 +44,6 @@ from ..events import (
     TurnFailed,
     UsageRecorded,
 )
-from .dialogs import TextPrompt
 
 if TYPE_CHECKING:
     from ..app import ChatApp
@@ -364,6 +363,8 @@ class MainScreen(Screen[None]):
                 self.notify("Only your own messages can be edited; r regenerates a reply.",
                             severity="warning")
                 return
+            from .dialogs import TextPrompt
+
             self.app.push_screen(
                 TextPrompt("Edit message — the edit becomes a new branch; the original stays",
                            message.text, multiline=True),
