@@ -55,18 +55,19 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
     if system_prompt:
         out.append({"role": "system", "content": system_prompt})
     answered = _answered_calls(history)
+    pending: set[str] = set()  # calls sent and not yet answered, of the last assistant message
     for index, message in enumerate(history):
-        if message.is_compaction:
-            out.append({"role": "assistant", "content": f"{SUMMARY_LABEL}\n\n{message.text}"})
-            continue
-        if message.role == "tool":
-            calls = _calls_before(out)
+        if message.role == "tool" and not message.is_compaction:
             for part in message.tool_results:
                 call_id = str(part.get("tool_call_id") or "")
-                if call_id in calls:
+                if call_id in pending:
                     out.append({"role": "tool", "tool_call_id": call_id,
                                 "content": _output(part.get("output"))})
-                    calls.discard(call_id)
+                    pending.discard(call_id)
+            continue
+        pending = set()
+        if message.is_compaction:
+            out.append({"role": "assistant", "content": f"{SUMMARY_LABEL}\n\n{message.text}"})
             continue
         text = _text(message)
         if message.role == "assistant":
@@ -79,6 +80,7 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
                      "function": {"name": str(p.get("tool_name") or ""),
                                   "arguments": _arguments(p.get("input"))}}
                     for p in calls]
+                pending = {c["id"] for c in entry["tool_calls"]}
             if entry["content"] is None and "tool_calls" not in entry:
                 continue  # an empty reply (failed before any text) says nothing
             out.append(entry)
@@ -107,15 +109,3 @@ def _answered_calls(history: list[Message]) -> dict[int, set[str]]:
             follow += 1
         answered[index] = ids & results
     return answered
-
-
-def _calls_before(out: list[dict[str, Any]]) -> set[str]:
-    """Call ids of the nearest assistant message, if only tool messages follow it."""
-    for entry in reversed(out):
-        if entry["role"] == "tool":
-            continue
-        if entry["role"] == "assistant":
-            return {c["id"] for c in entry.get("tool_calls", [])} - {
-                e["tool_call_id"] for e in out if e["role"] == "tool"}
-        return set()
-    return set()

@@ -35,6 +35,7 @@ from store import (
     StoreError,
     Tool,
     create_compact_function,
+    estimate_message_tokens,
 )
 from store.messages import Latest
 
@@ -145,7 +146,10 @@ class ChatEngine:
         model = self.model_for(session_id)
         writer = summary_model(self.config, model)
         window = llm.context_window(model, self.options_for(model))
-        tail = min(DEFAULT_TAIL_BUDGET, window // 4) if window else DEFAULT_TAIL_BUDGET
+        # Keep at most a quarter of the window, and at most a third of what the path's
+        # messages hold now, so compacting frees a real share (min_tail_messages holds).
+        tokens = estimate_message_tokens(session.get_history(leaf_id))
+        tail = min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else []))
         compact_fn = create_compact_function(
             make_summarizer(writer, self.options_for(writer),
                             timeout=self.config.request_timeout),
