@@ -191,8 +191,14 @@ def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
         return DemoReply(f"The tool answered:\n\n```\n{result[:1500]}\n```")
 
     said = _text(last.get("content")).strip()
-    if _SUMMARY_MARK in said and "## Topic" not in said and "Summarise" in said:
+    if _SUMMARY_MARK in said and "Summarise the conversation" in said:
         return DemoReply(_summary(said))
+    if _RECALL.search(said):
+        memory = _block(system, "memory")
+        if memory:
+            return DemoReply(f"Here is what I have in memory:\n\n{memory}")
+        return DemoReply("My memory block is empty. Tell me something with "
+                         "*remember that …* and I will save it.")
     if "set_context" in available:
         label = _memory_label(available["set_context"])
         for pattern, template in _REMEMBER:
@@ -207,12 +213,6 @@ def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
             if match:
                 query = match.group("q").strip().rstrip("?.!").strip("\"'“”")
                 return DemoReply(tool_name="session_search", arguments={"query": query[:200]})
-    if _RECALL.search(said):
-        memory = _block(system, "memory")
-        if memory:
-            return DemoReply(f"Here is what I have in memory:\n\n{memory}")
-        return DemoReply("My memory block is empty. Tell me something with "
-                         "*remember that …* and I will save it.")
     if _CODE.search(said):
         language = next((lang for lang in _LANGUAGES if re.search(rf"\b{lang}\b", said, re.I)),
                         "python")
