@@ -474,8 +474,7 @@ def _call_kwargs(model: str, api_base: str | None, timeout: float) -> dict[str, 
     }
     if api_base and not is_demo(model):
         kwargs["api_base"] = api_base
-        if not any(os.environ.get(k) for k in ("OPENAI_API_KEY",)) and \
-                kwargs["model"].startswith("openai/"):
+        if not os.environ.get("OPENAI_API_KEY") and _provider(kwargs["model"]) == "openai":
             # Local OpenAI-compatible servers take any key, but the SDK insists on one.
             kwargs["api_key"] = "no-key-needed"
     return kwargs

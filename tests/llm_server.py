@@ -57,6 +57,7 @@ class Scripted:
     finish_reason: str | None = None
     lines: list[str] = field(default_factory=list)
     """Raw SSE `data:` payloads for malformed streams."""
+    reasoning: str = ""
 
 
 def _words(value: str) -> list[str]:
@@ -65,9 +66,13 @@ def _words(value: str) -> list[str]:
 
 
 def text(value: str, *, delay: float = 0.0, usage: tuple[int, int] | None = (12, 7),
-         finish_reason: str = "stop") -> Scripted:
-    """A streamed (or, for non-streamed requests, plain) text reply, word by word."""
-    return Scripted("text", text=value, delay=delay, usage=usage, finish_reason=finish_reason)
+         finish_reason: str = "stop", reasoning: str = "") -> Scripted:
+    """A streamed (or, for non-streamed requests, plain) text reply, word by word.
+
+    `reasoning` is streamed first as `reasoning_content` deltas (as reasoning models do).
+    """
+    return Scripted("text", text=value, delay=delay, usage=usage, finish_reason=finish_reason,
+                    reasoning=reasoning)
 
 
 def tool_calls(*calls: tuple[str, Any] | tuple[str, str, Any], text_before: str = "",
@@ -327,6 +332,8 @@ class _Handler(BaseHTTPRequestHandler):
             }))
 
         delta({"role": "assistant", "content": ""})
+        for word in _words(reply.reasoning):
+            delta({"reasoning_content": word})
         for word in _words(reply.text):
             if reply.delay:
                 if self.owner.wait(reply.delay):

@@ -382,3 +382,15 @@ async def test_tool_arguments_are_stored_as_json_objects(chat):
     assert call["input"] == args
     assert json.loads(chat.server.requests[1]["messages"][-2]["tool_calls"][0]["function"][
         "arguments"]) == args
+
+
+async def test_reasoning_is_stored_as_its_own_part_and_not_sent_back(chat):
+    chat.server.script(script.text("Four.", reasoning="2 plus 2 is 4."), script.text("ok"))
+    events = await run(chat.engine.send(chat.sid, "2+2?"))
+    kinds = {d.kind for d in of(events, ReplyDelta)}
+    assert kinds == {"text", "reasoning"}
+    stored = of(events, ReplyFinished)[0].message
+    assert stored.parts == [{"type": "reasoning", "text": "2 plus 2 is 4."},
+                            {"type": "text", "text": "Four."}]
+    await run(chat.engine.send(chat.sid, "thanks"))
+    assert "2 plus 2" not in json.dumps(chat.server.last["messages"])

@@ -313,3 +313,11 @@ def test_warm_up_imports_litellm_without_touching_the_network():
         print(attempts)
     """)
     assert out.strip() == "[]"
+
+
+async def test_reasoning_content_is_streamed_separately(llm_server, fake_key):
+    llm_server.script(script.text("Answer.", reasoning="Let me think step by step."))
+    chunks = await collect(llm_server)
+    assert "".join(c.text for c in chunks if isinstance(c, llm.ReasoningChunk)) == \
+        "Let me think step by step."
+    assert "".join(c.text for c in chunks if isinstance(c, llm.TextChunk)) == "Answer."
