@@ -42,3 +42,32 @@ def _utc_clock():
     else:
         os.environ["TZ"] = old
     time.tzset()
+
+
+# -- LLM side (engine, llm, demo) -------------------------------------------------
+
+
+@pytest.fixture
+def llm_server():
+    """A scripted OpenAI-compatible server on 127.0.0.1 (see tests/llm_server.py)."""
+    from tests.llm_server import LLMServer
+
+    server = LLMServer().start()
+    yield server
+    server.stop()
+
+
+FAKE_OPENAI_KEY = "sk-test-FAKEKEY-0123456789abcdefXYZ"
+
+
+@pytest.fixture
+def fake_key(monkeypatch):
+    """A recognisable fake OPENAI_API_KEY; other providers' keys removed."""
+    import os
+
+    for name in list(os.environ):
+        if name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
+    monkeypatch.setenv("CHATUI_DEMO_DELAY", "0")
+    return FAKE_OPENAI_KEY

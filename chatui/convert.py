@@ -1,0 +1,111 @@
+"""Stored messages → the OpenAI chat format LiteLLM takes.
+
+Invariant: every `tool_calls` entry sent has exactly one `tool` message
+answering it, right after its assistant message, and every `tool` message
+answers a call sent before it. Providers reject anything else, and a
+cancelled or failed tool round leaves such orphans in the tree, so they are
+dropped here rather than sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from store import Message
+
+__all__ = ["SUMMARY_LABEL", "to_openai_messages"]
+
+SUMMARY_LABEL = "[Summary of the earlier conversation]"
+
+
+def _arguments(value: Any) -> str:
+    """Tool-call input as the JSON string OpenAI expects."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value if value is not None else {}, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))
+
+
+def _output(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _text(message: Message) -> str:
+    return "".join(str(p.get("text") or "") for p in message.parts if p.get("type") == "text")
+
+
+def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[str, Any]]:
+    """The messages for one model call: the system prompt, then the history.
+
+    Text parts become `content`; assistant tool-call parts become `tool_calls`;
+    a `tool` message becomes one OpenAI `tool` message per result; a
+    compaction overlay is sent as assistant text labelled as a summary;
+    reasoning parts are not sent; partial replies are sent as the text they
+    have. Tool calls without results (and results without calls) are dropped.
+    """
+    out: list[dict[str, Any]] = []
+    if system_prompt:
+        out.append({"role": "system", "content": system_prompt})
+    answered = _answered_calls(history)
+    pending: set[str] = set()  # calls sent and not yet answered, of the last assistant message
+    for index, message in enumerate(history):
+        if message.role == "tool" and not message.is_compaction:
+            for part in message.tool_results:
+                call_id = str(part.get("tool_call_id") or "")
+                if call_id in pending:
+                    out.append({"role": "tool", "tool_call_id": call_id,
+                                "content": _output(part.get("output"))})
+                    pending.discard(call_id)
+            continue
+        pending = set()
+        if message.is_compaction:
+            out.append({"role": "assistant", "content": f"{SUMMARY_LABEL}\n\n{message.text}"})
+            continue
+        text = _text(message)
+        if message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            calls = [p for p in message.tool_calls
+                     if str(p.get("tool_call_id") or "") in answered.get(index, set())]
+            if calls:
+                entry["tool_calls"] = [
+                    {"id": str(p["tool_call_id"]), "type": "function",
+                     "function": {"name": str(p.get("tool_name") or ""),
+                                  "arguments": _arguments(p.get("input"))}}
+                    for p in calls]
+                pending = {c["id"] for c in entry["tool_calls"]}
+            if entry["content"] is None and "tool_calls" not in entry:
+                continue  # an empty reply (failed before any text) says nothing
+            out.append(entry)
+        elif message.role in ("user", "system"):
+            if text or message.role == "user":
+                out.append({"role": message.role, "content": text})
+    return out
+
+
+def _answered_calls(history: list[Message]) -> dict[int, set[str]]:
+    """For each assistant message (by index), the call ids a following tool message answers.
+
+    Only the tool message(s) directly after the assistant message count, as
+    OpenAI requires the results to follow their calls at once.
+    """
+    answered: dict[int, set[str]] = {}
+    for index, message in enumerate(history):
+        if message.role != "assistant" or message.is_compaction or not message.tool_calls:
+            continue
+        ids = {str(p.get("tool_call_id") or "") for p in message.tool_calls}
+        results: set[str] = set()
+        follow = index + 1
+        while follow < len(history) and history[follow].role == "tool" \
+                and not history[follow].is_compaction:
+            results |= {str(p.get("tool_call_id") or "") for p in history[follow].tool_results}
+            follow += 1
+        answered[index] = ids & results
+    return answered

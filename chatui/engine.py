@@ -1,0 +1,400 @@
+"""`ChatEngine`: one chat turn from the user's words to a stored reply, with no UI.
+
+Design notes:
+- Nothing is lost: the user's message is stored before the model is
+  called; the reply is stored empty the moment it starts and rewritten as
+  it streams (`replies.ReplyWriter`); a cancel or an error leaves whatever
+  arrived, marked incomplete with its status (`cancelled`, `error`).
+- A turn that fails before anything is stored (no API key, a database
+  that refuses the write, bad input) yields `TurnFailed` first, so the UI
+  can keep the typed text in the input box.
+- Provider errors never raise out of `send`/`regenerate`/`edit`: they end
+  the turn with `TurnFailed`. Only cancellation propagates.
+- The system prompt is refreshed at the start of each user action (so
+  memory written last turn is in it) and stays frozen within the turn.
+- Old branches are never touched: regenerate and edit append siblings.
+- LiteLLM is imported lazily by `chatui.llm`; importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from store import (
+    LATEST,
+    Message,
+    Session,
+    SessionManager,
+    StoredCompaction,
+    StoreError,
+    Tool,
+    create_compact_function,
+    estimate_message_tokens,
+)
+from store.messages import Latest
+
+from . import llm
+from .config import Config, ModelOptions
+from .convert import to_openai_messages
+from .events import (
+    Compacted,
+    MemoryChanged,
+    MessageStored,
+    Notice,
+    ReplyDelta,
+    ReplyFinished,
+    ReplyStarted,
+    TurnEvent,
+    TurnFailed,
+    UsageRecorded,
+)
+from .replies import ReplyWriter, new_id, run_tools
+from .summaries import make_summarizer, summary_model
+
+__all__ = ["ChatEngine", "ContextUsage"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TAIL_BUDGET = 20_000
+"""Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """How full the model's context window is for one path of a chat."""
+
+    tokens: int
+    """Estimated tokens of the history (overlays applied) plus the system prompt."""
+    window: int | None
+    """The model's context window, None when LiteLLM does not know it."""
+    model: str
+
+    @property
+    def fraction(self) -> float | None:
+        """tokens / window, None when the window is unknown."""
+        return self.tokens / self.window if self.window else None
+
+
+class _LeafView:
+    """A session seen through one branch, for `store.create_compact_function`.
+
+    The store's compaction function summarises `session.get_history()` (the
+    latest leaf); the engine compacts the branch the user is on.
+    """
+
+    def __init__(self, session: Session, leaf_id: str | None) -> None:
+        self._session = session
+        self._leaf = leaf_id
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        return self._session.get_history(leaf_id or self._leaf)
+
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        return self._session.add_compaction(summary, from_id, to_id)
+
+
+class ChatEngine:
+    """Runs chat turns for the sessions of one `SessionManager`.
+
+    Args:
+        manager: from `chatui.wiring.build_manager(store, config)`.
+        config: the app's configuration (model, limits, compaction).
+        flush_interval: most seconds between writes of a streaming reply.
+    """
+
+    def __init__(self, manager: SessionManager, config: Config, *,
+                 flush_interval: float = 0.25) -> None:
+        self.manager = manager
+        self.config = config
+        self.flush_interval = flush_interval
+
+    # -- facts --------------------------------------------------------------------
+
+    def model_for(self, session_id: str) -> str:
+        """The session's model, else the configured default."""
+        info = self.manager.get(session_id, include_deleted=True)
+        return (info.model if info is not None and info.model else None) or self.config.model
+
+    def options_for(self, model: str) -> ModelOptions:
+        return self.config.options_for(model)
+
+    async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
+        """Estimated tokens of the path to `leaf_id` (latest leaf if None) + system prompt."""
+        session = self.manager.get_session(session_id)
+        model = self.model_for(session_id)
+        tokens = await session.estimate_tokens(leaf_id)
+        return ContextUsage(tokens, llm.context_window(model, self.options_for(model)), model)
+
+    # -- compaction ---------------------------------------------------------------
+
+    async def compact(self, session_id: str, leaf_id: str | None = None
+                      ) -> StoredCompaction | None:
+        """Summarise the middle of the path to `leaf_id` (latest leaf if None).
+
+        Returns None when there is nothing to compact (nothing is stored).
+
+        Raises:
+            LLMError: the summary could not be written (nothing is stored).
+        """
+        session = self.manager.get_session(session_id)
+        model = self.model_for(session_id)
+        writer = summary_model(self.config, model)
+        window = llm.context_window(model, self.options_for(model))
+        # Keep at most a quarter of the window, and at most a third of what the path's
+        # messages hold now, so compacting frees a real share (min_tail_messages holds).
+        tokens = estimate_message_tokens(session.get_history(leaf_id))
+        tail = min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else []))
+        compact_fn = create_compact_function(
+            make_summarizer(writer, self.options_for(writer),
+                            timeout=self.config.request_timeout),
+            tail_token_budget=max(tail, 1))
+        try:
+            return await compact_fn(_LeafView(session, leaf_id))
+        except llm.LLMError:
+            raise
+        except ValueError as exc:  # the summariser answered with nothing
+            raise llm.LLMError("bad_response", "The summary came back empty", str(exc),
+                               "Try again, or set compaction_model in the config.") from None
+
+    # -- turns ------------------------------------------------------------------------
+
+    async def send(self, session_id: str, text: str, *,
+                   parent_id: str | None | Latest = LATEST) -> AsyncIterator[TurnEvent]:
+        """Store the user's message under `parent_id`, then stream the reply under it."""
+        if not isinstance(text, str) or not text.strip():
+            yield TurnFailed(session_id, "There is nothing to send",
+                             hint="Type a message first.", kind="bad_input")
+            return
+        async with aclosing(self._user_turn(session_id, text, parent_id)) as events:
+            async for event in events:
+                yield event
+
+    async def regenerate(self, session_id: str, message_id: str) -> AsyncIterator[TurnEvent]:
+        """A new reply: a sibling of an assistant message, or under a user message."""
+        session = self.manager.get_session(session_id)
+        message = session.get_message(message_id)
+        problem = self._not_regenerable(message)
+        if problem:
+            yield TurnFailed(session_id, problem, hint="Select a user or assistant message.",
+                             kind="bad_input")
+            return
+        assert message is not None
+        parent = message.id if message.role == "user" else message.parent_id
+        assert parent is not None
+        async with aclosing(self._turn(session_id, parent)) as events:
+            async for event in events:
+                yield event
+
+    async def edit(self, session_id: str, message_id: str, text: str
+                   ) -> AsyncIterator[TurnEvent]:
+        """A new user message beside `message_id` (same parent) with `text`, then a reply."""
+        session = self.manager.get_session(session_id)
+        message = session.get_message(message_id)
+        if message is None or message.role != "user":
+            yield TurnFailed(session_id, "Only your own messages can be edited",
+                             hint="Select a user message and press e.", kind="bad_input")
+            return
+        if not isinstance(text, str) or not text.strip():
+            yield TurnFailed(session_id, "The edited message is empty",
+                             hint="Type the new text, or press escape to keep the old one.",
+                             kind="bad_input")
+            return
+        async with aclosing(self._user_turn(session_id, text, message.parent_id)) as events:
+            async for event in events:
+                yield event
+
+    @staticmethod
+    def _not_regenerable(message: Message | None) -> str | None:
+        if message is None:
+            return "That message does not exist (any more)"
+        if message.is_compaction:
+            return "A summary cannot be regenerated"
+        if message.role == "assistant" and message.parent_id is None:
+            return "This reply has nothing to answer"
+        if message.role not in ("user", "assistant"):
+            return f"A {message.role} message cannot be regenerated"
+        return None
+
+    def _preflight(self, session_id: str) -> TurnFailed | None:
+        """A reason the model cannot be called at all (checked before any write)."""
+        model = self.model_for(session_id)
+        problem = llm.key_problem(model, self.options_for(model).api_base)
+        if problem:
+            return TurnFailed(session_id, f"No API key for {model}", problem,
+                              "Set the key in your environment and restart, or pick another "
+                              "model with ctrl+l (demo works offline).", kind="auth")
+        return None
+
+    async def _user_turn(self, session_id: str, text: str,
+                         parent_id: str | None | Latest) -> AsyncIterator[TurnEvent]:
+        failed = self._preflight(session_id)
+        if failed:
+            yield failed
+            return
+        session = self.manager.get_session(session_id)
+        try:
+            user = await session.append_message(
+                Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]),
+                parent_id)
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
+                             "Nothing was sent. Check the disk and the database file, then "
+                             "press enter again.", kind="storage")
+            return
+        except Exception as exc:  # peewee wraps sqlite errors in its own classes
+            if type(exc).__module__.split(".")[0] != "peewee":
+                raise
+            yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
+                             "Nothing was sent. Check the disk and the database file, then "
+                             "press enter again.", kind="storage")
+            return
+        yield MessageStored(session_id, user)
+        async with aclosing(self._turn(session_id, user.id, preflight=False)) as events:
+            async for event in events:
+                yield event
+
+    async def _turn(self, session_id: str, parent_id: str, *, preflight: bool = True
+                    ) -> AsyncIterator[TurnEvent]:
+        """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept."""
+        if preflight:
+            failed = self._preflight(session_id)
+            if failed:
+                yield failed
+                return
+        self.manager.set_status(session_id, "active")
+        try:
+            async with aclosing(self._reply_loop(session_id, parent_id)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            try:
+                self.manager.set_status(session_id, "idle")
+            except Exception:  # the session may have been purged meanwhile
+                log.debug("could not set %s idle", session_id, exc_info=True)
+
+    async def _tools(self, session: Session) -> dict[str, Tool]:
+        tools = dict(await session.tools())
+        tools.update(self.manager.tools())
+        return tools
+
+    async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncIterator[TurnEvent]:
+        session = self.manager.get_session(session_id)
+        model = self.model_for(session_id)
+        options = self.options_for(model)
+        system_prompt = await session.refresh_system_prompt()
+        tools = await self._tools(session)
+        schemas = [tool.to_openai() for tool in tools.values()] or None
+        parent = parent_id
+        compacted = False
+        rounds = 0
+        while True:
+            rounds += 1
+            writer = ReplyWriter(session, model, self.flush_interval)
+            started = await writer.start(parent)
+            yield ReplyStarted(session_id, started, model)
+            while True:  # one model call; repeated once after a context-length compaction
+                messages = to_openai_messages(system_prompt, session.get_history(parent))
+                try:
+                    async with aclosing(self._stream(session_id, writer, model, options,
+                                                     messages, schemas)) as events:
+                        async for event in events:
+                            yield event
+                    break
+                except llm.LLMError as error:
+                    if error.kind == "context_length" and not compacted \
+                            and not writer.has_content:
+                        compacted = True
+                        yield Notice(session_id, "The conversation is too long for "
+                                     f"{model}; compacting it and trying again.", "warning")
+                        done = await self._compact_quietly(session_id, parent)
+                        if isinstance(done, Compacted):
+                            yield done
+                            writer.reset()
+                            continue
+                        if done is not None:
+                            yield done
+                    finished = writer.finish("error", error=error.title, error_kind=error.kind)
+                    yield ReplyFinished(session_id, finished, "error")
+                    yield TurnFailed(session_id, error.title, error.detail, error.hint,
+                                     error.kind)
+                    return
+                except (asyncio.CancelledError, GeneratorExit):
+                    writer.finish("cancelled")
+                    raise
+            status = "tool_calls" if writer.calls else "complete"
+            finished = writer.finish(status)
+            if writer.usage is not None:
+                self.manager.add_usage(session_id, writer.usage["input"],
+                                       writer.usage["output"], writer.usage["cost"])
+                yield UsageRecorded(session_id, finished.id, writer.usage["input"],
+                                    writer.usage["output"], writer.usage["cost"])
+            yield ReplyFinished(session_id, finished, status)
+            if status == "complete":
+                compaction = await self._auto_compact(session_id, finished.id)
+                if compaction is not None:
+                    yield compaction
+                return
+            run = await run_tools(session, tools, writer.calls, finished.id)
+            yield MessageStored(session_id, run.message)
+            if run.changed_labels:
+                yield MemoryChanged(session_id, tuple(run.changed_labels))
+            parent = run.message.id
+            if rounds >= self.config.max_tool_rounds:
+                yield Notice(session_id, f"Stopped after {rounds} model calls in one turn "
+                             f"(max_tool_rounds = {self.config.max_tool_rounds}). Send a "
+                             "message to let the model continue.", "warning")
+                return
+
+    async def _stream(self, session_id: str, writer: ReplyWriter, model: str,
+                      options: ModelOptions, messages: list[dict[str, Any]],
+                      schemas: list[dict[str, Any]] | None) -> AsyncIterator[TurnEvent]:
+        """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
+        stream = llm.stream_completion(
+            model, messages, tools=schemas, api_base=options.api_base,
+            timeout=self.config.request_timeout, max_retries=self.config.max_retries)
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, llm.TextChunk):
+                    writer.add_text(chunk.text)
+                    yield ReplyDelta(session_id, writer.id, chunk.text)
+                elif isinstance(chunk, llm.ReasoningChunk):
+                    writer.add_reasoning(chunk.text)
+                    yield ReplyDelta(session_id, writer.id, chunk.text, "reasoning")
+                elif isinstance(chunk, llm.ToolCallChunk):
+                    writer.add_call(chunk.id, chunk.name, chunk.arguments_json)
+                elif isinstance(chunk, llm.UsageChunk):
+                    writer.usage = {"input": chunk.input_tokens, "output": chunk.output_tokens,
+                                    "cost": chunk.cost}
+                elif isinstance(chunk, llm.RetryChunk):
+                    yield Notice(session_id, f"{chunk.error.title}; trying again in "
+                                 f"{chunk.delay:.1f}s (retry {chunk.attempt} of "
+                                 f"{chunk.max_retries}).", "warning")
+                writer.maybe_flush()
+        finally:
+            await stream.aclose()
+
+    async def _compact_quietly(self, session_id: str, leaf_id: str
+                               ) -> Compacted | Notice | None:
+        """Compact the path to `leaf_id`; a failure is a Notice, nothing is lost."""
+        try:
+            compaction = await self.compact(session_id, leaf_id)
+        except llm.LLMError as error:
+            return Notice(session_id, f"Compaction failed: {error.title}. {error.hint}",
+                          "warning")
+        except Exception as exc:
+            log.warning("compaction of %s failed", session_id, exc_info=True)
+            return Notice(session_id, f"Compaction failed: {llm.redact(str(exc))}", "warning")
+        return Compacted(session_id, compaction) if compaction is not None else None
+
+    async def _auto_compact(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
+        """Compact when the path fills more than `compact_at` of the window."""
+        usage = await self.context_usage(session_id, leaf_id)
+        if usage.window and usage.tokens > self.config.compact_at * usage.window:
+            return await self._compact_quietly(session_id, leaf_id)
+        return None

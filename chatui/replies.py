@@ -1,0 +1,167 @@
+"""Writing a streaming reply to the store, and running the tools it asks for.
+
+Invariant: from the moment a reply starts, the database holds it. The
+assistant message is stored empty and marked incomplete, then rewritten
+with the text so far at most every `flush_interval` seconds, and once more
+when it ends with its final status. A process killed mid-reply leaves the
+text up to the last flush, still marked incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from store import Message, Session, Tool
+
+from .events import ReplyStatus
+
+__all__ = ["ReplyWriter", "ToolRun", "new_id", "run_tools"]
+
+log = logging.getLogger(__name__)
+
+
+def new_id() -> str:
+    """A fresh message id."""
+    return uuid.uuid4().hex
+
+
+class ReplyWriter:
+    """One assistant message being streamed into the store."""
+
+    def __init__(self, session: Session, model: str, flush_interval: float) -> None:
+        self.session = session
+        self.model = model
+        self.flush_interval = flush_interval
+        self.id = new_id()
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self.usage: dict[str, Any] | None = None
+        self._last_flush = 0.0
+        self._dirty = False
+
+    async def start(self, parent_id: str) -> Message:
+        """Store the empty reply (status streaming, incomplete) under `parent_id`."""
+        message = Message(id=self.id, role="assistant", parts=[],
+                          metadata={"model": self.model, "status": "streaming",
+                                    "incomplete": True})
+        stored = await self.session.append_message(message, parent_id)
+        self._last_flush = time.monotonic()
+        return stored
+
+    def reset(self) -> None:
+        """Forget what streamed (before a retry into the same message)."""
+        self.text.clear()
+        self.reasoning.clear()
+        self.calls.clear()
+        self.usage = None
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self.text or self.reasoning or self.calls)
+
+    def add_text(self, text: str) -> None:
+        self.text.append(text)
+        self._dirty = True
+
+    def add_reasoning(self, text: str) -> None:
+        self.reasoning.append(text)
+        self._dirty = True
+
+    def add_call(self, call_id: str, name: str, arguments_json: str) -> None:
+        try:
+            arguments: Any = json.loads(arguments_json) if arguments_json.strip() else {}
+        except ValueError:
+            arguments = arguments_json  # kept as sent; the tool answers with an Error
+        self.calls.append({"type": "tool-call", "tool_call_id": call_id, "tool_name": name,
+                           "input": arguments})
+        self._dirty = True
+
+    def _message(self, metadata: dict[str, Any]) -> Message:
+        parts: list[dict[str, Any]] = []
+        if self.reasoning:
+            parts.append({"type": "reasoning", "text": "".join(self.reasoning)})
+        if self.text:
+            parts.append({"type": "text", "text": "".join(self.text)})
+        parts.extend(self.calls)
+        return Message(id=self.id, role="assistant", parts=parts, metadata=metadata,
+                       token_usage=self.usage)
+
+    def maybe_flush(self) -> None:
+        """Write the text so far if `flush_interval` has passed since the last write."""
+        if self._dirty and time.monotonic() - self._last_flush >= self.flush_interval:
+            self.flush()
+
+    def flush(self) -> None:
+        self.session.update_message(self._message(
+            {"model": self.model, "status": "streaming", "incomplete": True}))
+        self._last_flush = time.monotonic()
+        self._dirty = False
+
+    def finish(self, status: ReplyStatus, *, error: str | None = None,
+               error_kind: str | None = None) -> Message:
+        """Store the reply in its final form and return it as stored."""
+        metadata: dict[str, Any] = {"model": self.model, "status": status}
+        if status in ("cancelled", "error"):
+            metadata["incomplete"] = True
+        if error:
+            metadata["error"] = error
+            metadata["error_kind"] = error_kind or "unknown"
+        self.session.update_message(self._message(metadata))
+        self._dirty = False
+        stored = self.session.get_message(self.id)
+        assert stored is not None
+        return stored
+
+
+@dataclass
+class ToolRun:
+    """What running one round of tool calls produced."""
+
+    message: Message
+    changed_labels: list[str] = field(default_factory=list)
+
+
+async def run_tools(session: Session, tools: dict[str, Tool], calls: list[dict[str, Any]],
+                    parent_id: str) -> ToolRun:
+    """Run each call, store ONE `tool` message with every result under `parent_id`.
+
+    A tool never raises for model input (they answer `Error: …`); an
+    unknown tool or an unexpected failure becomes an error result too, so
+    every call gets exactly one result.
+    """
+    parts: list[dict[str, Any]] = []
+    changed: list[str] = []
+    for call in calls:
+        name = str(call.get("tool_name") or "")
+        tool = tools.get(name)
+        if tool is None:
+            output = (f"Error: unknown tool {name!r}; available: "
+                      f"{', '.join(sorted(tools)) or 'none'}")
+        else:
+            arguments = call.get("input")
+            try:
+                output = await tool.call_json(arguments if isinstance(arguments, str | dict)
+                                              else json.dumps(arguments))
+            except Exception as exc:  # tools promise not to raise; a bug must not end the turn
+                log.warning("tool %s raised", name, exc_info=True)
+                output = f"Error: {name} failed: {exc}"
+        is_error = output.startswith("Error:")
+        part = {"type": "tool-result", "tool_call_id": call.get("tool_call_id"),
+                "tool_name": name, "output": output}
+        if is_error:
+            part["is_error"] = True
+        parts.append(part)
+        arguments = call.get("input")
+        if name == "set_context" and not is_error and isinstance(arguments, dict):
+            label = arguments.get("label")
+            if isinstance(label, str) and label not in changed:
+                changed.append(label)
+    message = Message(id=new_id(), role="tool", parts=parts)
+    stored = await session.append_message(message, parent_id)
+    return ToolRun(stored, changed)

@@ -1,0 +1,391 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1 for tests.
+
+Tests queue the responses the "model" gives (`server.script(text("Hi"))`),
+point LiteLLM at `server.base_url` and then read `server.requests` to see
+exactly what the model was sent. It speaks just enough of the OpenAI wire
+format for the real LiteLLM client: `POST /v1/chat/completions` (streamed as
+SSE in chunked transfer encoding, or plain JSON) and `GET /v1/models`.
+
+Faults are scripted the same way: HTTP errors in OpenAI's error shape, a
+stream cut off mid-token (the connection is closed without the final chunk),
+malformed chunks, and a hang that outlasts the client's timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "LLMServer",
+    "Scripted",
+    "broken_stream",
+    "context_length_error",
+    "error",
+    "hang",
+    "json_reply",
+    "malformed",
+    "text",
+    "tool_calls",
+]
+
+
+@dataclass
+class Scripted:
+    """One scripted answer to one chat-completions request."""
+
+    kind: str
+    text: str = ""
+    calls: list[tuple[str, str, str]] = field(default_factory=list)
+    """(id, name, arguments JSON) of tool calls."""
+    delay: float = 0.0
+    """Seconds between streamed chunks."""
+    usage: tuple[int, int] | None = (12, 7)
+    """(prompt_tokens, completion_tokens) sent when the client asks for usage."""
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    seconds: float = 30.0
+    """How long a hang lasts (it also ends when the server stops)."""
+    finish_reason: str | None = None
+    lines: list[str] = field(default_factory=list)
+    """Raw SSE `data:` payloads for malformed streams."""
+    reasoning: str = ""
+
+
+def _words(value: str) -> list[str]:
+    """Split into word-sized deltas whose concatenation is exactly `value`."""
+    return re.findall(r"\s*\S+|\s+$", value)
+
+
+def text(value: str, *, delay: float = 0.0, usage: tuple[int, int] | None = (12, 7),
+         finish_reason: str = "stop", reasoning: str = "") -> Scripted:
+    """A streamed (or, for non-streamed requests, plain) text reply, word by word.
+
+    `reasoning` is streamed first as `reasoning_content` deltas (as reasoning models do).
+    """
+    return Scripted("text", text=value, delay=delay, usage=usage, finish_reason=finish_reason,
+                    reasoning=reasoning)
+
+
+def tool_calls(*calls: tuple[str, Any] | tuple[str, str, Any], text_before: str = "",
+               delay: float = 0.0, usage: tuple[int, int] | None = (20, 9)) -> Scripted:
+    """Streamed tool calls: each call is (name, arguments) or (id, name, arguments).
+
+    Arguments may be a dict (encoded here) or a raw string (sent as-is, so a
+    test can send invalid JSON). They are split across several chunks the
+    way OpenAI does.
+    """
+    normalised = []
+    for i, call in enumerate(calls):
+        if len(call) == 2:
+            call_id, name, args = f"call_{i}_{uuid.uuid4().hex[:6]}", call[0], call[1]
+        else:
+            call_id, name, args = call  # type: ignore[misc]
+        raw = args if isinstance(args, str) else json.dumps(args)
+        normalised.append((call_id, name, raw))
+    return Scripted("tools", text=text_before, calls=normalised, delay=delay, usage=usage,
+                    finish_reason="tool_calls")
+
+
+def json_reply(value: str, *, usage: tuple[int, int] | None = (12, 7)) -> Scripted:
+    """A non-streamed chat completion, whatever the request asked for."""
+    return Scripted("json", text=value, usage=usage)
+
+
+def error(status: int, message: str = "", *, code: str | None = None,
+          type: str = "invalid_request_error", headers: dict[str, str] | None = None,
+          body: Any = None) -> Scripted:
+    """An HTTP error in OpenAI's `{"error": {...}}` shape (or a raw `body`)."""
+    if body is None:
+        body = {"error": {"message": message or f"error {status}", "type": type,
+                          "param": None, "code": code}}
+    return Scripted("error", status=status, body=body, headers=dict(headers or {}))
+
+
+def context_length_error() -> Scripted:
+    """OpenAI's 400 for a prompt longer than the model's window."""
+    return error(400, "This model's maximum context length is 8192 tokens. However, your "
+                      "messages resulted in 9000 tokens. Please reduce the length of the "
+                      "messages.", code="context_length_exceeded")
+
+
+def broken_stream(value: str, *, delay: float = 0.0) -> Scripted:
+    """Stream `value` word by word, then drop the connection mid-token (no [DONE])."""
+    return Scripted("broken", text=value, delay=delay)
+
+
+def malformed(*lines: str, text_before: str = "") -> Scripted:
+    """A stream whose `data:` payloads include garbage (after `text_before` streamed)."""
+    return Scripted("malformed", text=text_before,
+                    lines=list(lines) or ["{this is not json", "[1, 2"])
+
+
+def hang(seconds: float = 30.0, *, text_before: str = "") -> Scripted:
+    """Answer nothing (or stream `text_before` first) for `seconds`."""
+    return Scripted("hang", text=text_before, seconds=seconds)
+
+
+class LLMServer:
+    """The running server. Start with `start()`, stop with `stop()` (or use the fixture)."""
+
+    def __init__(self, model_ids: tuple[str, ...] = ("test-model",)) -> None:
+        self.queue: deque[Scripted] = deque()
+        self.requests: list[dict[str, Any]] = []
+        """JSON bodies of every chat-completions request, in arrival order."""
+        self.request_times: list[float] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.default: Scripted | None = None
+        """Answer used when the queue is empty (None: a 500 saying the script ran out)."""
+        self.model_ids = model_ids
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ------------------------------------------------------------
+
+    def script(self, *responses: Scripted) -> LLMServer:
+        """Queue answers; each request takes the next one."""
+        with self._lock:
+            self.queue.extend(responses)
+        return self
+
+    def text(self, value: str, **kwargs: Any) -> LLMServer:
+        return self.script(text(value, **kwargs))
+
+    def tool_calls(self, *calls: Any, **kwargs: Any) -> LLMServer:
+        return self.script(tool_calls(*calls, **kwargs))
+
+    def error(self, status: int, message: str = "", **kwargs: Any) -> LLMServer:
+        return self.script(error(status, message, **kwargs))
+
+    def _next(self) -> Scripted | None:
+        with self._lock:
+            if self.queue:
+                return self.queue.popleft()
+            return self.default
+
+    # -- lifecycle --------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LLMServer:
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
+                                        daemon=True, name="llm-server")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True when the server is stopping (handlers end early)."""
+        return self._stopping.wait(seconds)
+
+    # -- reading what was sent ---------------------------------------------------
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def messages(self, index: int = -1) -> list[dict[str, Any]]:
+        return self.requests[index]["messages"]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients hanging up mid-stream is what these tests do on purpose
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: LLMServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep tests quiet
+        pass
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None
+                   ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, payload: str) -> None:
+        data = f"data: {payload}\n\n".encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self._chunk("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _cut(self) -> None:
+        """Drop the connection without finishing the chunked body."""
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            self.connection.shutdown(2)
+        except OSError:
+            pass
+
+    # -- routes -------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if self.path.rstrip("/").endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": "tests"}
+                for m in self.owner.model_ids]})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}",
+                                            "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route {self.path}",
+                                            "type": "invalid_request_error"}})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send_json(400, {"error": {"message": "body is not JSON",
+                                            "type": "invalid_request_error"}})
+            return
+        owner = self.owner
+        with owner._lock:
+            owner.requests.append(body)
+            owner.request_times.append(time.monotonic())
+            owner.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+        reply = owner._next()
+        if reply is None:
+            self._send_json(500, {"error": {"message": "the test script has no response left",
+                                            "type": "server_error"}})
+            return
+        self._answer(body, reply)
+
+    def _answer(self, body: dict[str, Any], reply: Scripted) -> None:
+        model = body.get("model", "test-model")
+        stream = bool(body.get("stream"))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        if reply.kind == "error":
+            self._send_json(reply.status, reply.body, reply.headers)
+            return
+        if reply.kind == "json" or (not stream and reply.kind in ("text", "tools")):
+            self._send_json(200, _completion(model, reply))
+            return
+        if reply.kind == "hang" and not reply.text:
+            self.owner.wait(reply.seconds)
+            self._cut()
+            return
+        self._start_stream()
+        chunk_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+
+        def delta(d: dict[str, Any], finish: str | None = None) -> None:
+            self._chunk(json.dumps({
+                "id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": d, "finish_reason": finish}],
+            }))
+
+        delta({"role": "assistant", "content": ""})
+        for word in _words(reply.reasoning):
+            delta({"reasoning_content": word})
+        for word in _words(reply.text):
+            if reply.delay:
+                if self.owner.wait(reply.delay):
+                    return self._cut()
+            delta({"content": word})
+        if reply.kind == "broken":
+            # Half of a JSON chunk, then the connection goes: a token cut in two.
+            partial = b'data: {"id": "x", "choices": [{"delta": {"content": "trunc'
+            self.wfile.write(f"{len(partial) + 40:x}\r\n".encode() + partial)
+            return self._cut()
+        if reply.kind == "hang":
+            self.owner.wait(reply.seconds)
+            return self._cut()
+        if reply.kind == "malformed":
+            for line in reply.lines:
+                self._chunk(line)
+            delta({}, "stop")
+            self._end_stream()
+            return
+        for index, (call_id, name, args) in enumerate(reply.calls):
+            delta({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                   "function": {"name": name, "arguments": ""}}]})
+            step = max(1, len(args) // 3)
+            for start in range(0, len(args), step):
+                if reply.delay and self.owner.wait(reply.delay):
+                    return self._cut()
+                delta({"tool_calls": [{"index": index,
+                                       "function": {"arguments": args[start:start + step]}}]})
+        delta({}, reply.finish_reason or "stop")
+        if include_usage and reply.usage is not None:
+            prompt, completion = reply.usage
+            self._chunk(json.dumps({
+                "id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model, "choices": [],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion},
+            }))
+        self._end_stream()
+
+
+def _completion(model: str, reply: Scripted) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in reply.calls]
+    prompt, completion = reply.usage or (0, 0)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+        "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if reply.calls else "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    }
