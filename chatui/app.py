@@ -172,7 +172,7 @@ class ChatApp(App[int]):
         model = main.model
         if model in self._warned_models:
             return
-        problem = llm.key_problem(model, self.config.options_for(model))
+        problem = llm.key_problem(model, self.config.options_for(model).api_base)
         if problem:
             self._warned_models.add(model)
             self.call_after_refresh(self._key_notice, main, model, problem)

@@ -7,6 +7,7 @@ about what is stored and how a turn runs live there, not here.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ from widgets import (
     one_line,
 )
 
+from .. import llm
 from ..chat_state import ChatSnapshot, ChatState
 from ..events import (
     Compacted,
@@ -220,6 +222,8 @@ class MainScreen(Screen[None]):
         engine = self.app.engine
         finished = False
         try:
+            if not self.app.llm_ready:  # sent before the warm-up finished: wait off-thread
+                await asyncio.to_thread(llm.warm_up)
             chat = self.ensure_chat(text) if kind == "send" else self.chat
             assert chat is not None
             if kind == "send":
