@@ -231,19 +231,22 @@ def test_bad_documents_import_nothing(store, change, expected):
 
 
 def test_a_failure_while_writing_rolls_everything_back(store, monkeypatch):
+    import store.transfer as transfer
+
     docs = [bad(lambda d, i=i: d["session"].update(id=f"s{i}")) for i in range(3)]
     calls = []
-    original = StoreSessionProvider.append_message
+    original = transfer.index_text
 
-    def failing(self, message, parent_id=None):
+    def failing(message):
         calls.append(message.id)
-        if len(calls) == 5:
+        if len(calls) == 5:  # the third chat's first message
             raise OSError("disk full")
-        return original(self, message, parent_id)
+        return original(message)
 
-    monkeypatch.setattr(StoreSessionProvider, "append_message", failing)
+    monkeypatch.setattr(transfer, "index_text", failing)
     with pytest.raises(OSError):
         import_sessions(store, docs)
+    assert len(calls) == 5
     assert store.query("SELECT count(*) FROM sessions")[0][0] == 0
     assert store.query("SELECT count(*) FROM messages")[0][0] == 0
     assert store.integrity_check() == []
