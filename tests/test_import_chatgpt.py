@@ -6,9 +6,11 @@ import json
 import zipfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatui.porting import ImportFormatError, load_documents
-from store import SessionManager, import_sessions
+from store import SessionManager, Store, import_sessions
 
 T0 = 1_700_000_000.0
 
@@ -177,3 +179,60 @@ def test_broken_trees_are_refused(store, tmp_path, breakage, expected):
     with pytest.raises(ImportFormatError, match=expected) as info:
         load_documents(path, "chatgpt")
     assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+@st.composite
+def mappings(draw):
+    """A random ChatGPT mapping: a null root, then nodes under any earlier node; some
+    nodes are hidden (skipped on import), and any node may be the current one."""
+    n = draw(st.integers(1, 25))
+    mapping = {"root": node("root", None, [])}
+    ids = ["root"]
+    hidden = set()
+    for i in range(n):
+        nid = f"n{i}"
+        parent = draw(st.sampled_from(ids))
+        if draw(st.integers(0, 4)) == 0:
+            hidden.add(nid)
+            message = msg(nid, "system", [""], i, is_visually_hidden_from_conversation=True)
+        else:
+            message = msg(nid, draw(st.sampled_from(["user", "assistant"])), [f"text {i}"], i)
+        mapping[nid] = node(nid, parent, [], message)
+        mapping[parent]["children"].append(nid)
+        ids.append(nid)
+    current = draw(st.sampled_from(ids[1:]))
+    return mapping, hidden | {"root"}, current
+
+
+def kept_parent(mapping, skipped, nid):
+    parent = mapping[nid]["parent"]
+    while parent is not None and parent in skipped:
+        parent = mapping[parent]["parent"]
+    return parent
+
+
+@settings(max_examples=80, deadline=None)
+@given(mappings())
+def test_any_tree_is_kept_exactly(tmp_path_factory, generated):
+    mapping, skipped, current = generated
+    conv = {"title": "t", "create_time": T0, "update_time": T0, "mapping": mapping,
+            "current_node": current, "conversation_id": "c"}
+    path = write_export(tmp_path_factory.mktemp("gpt"), [conv])
+    with Store(":memory:") as store:
+        [outcome] = import_file(store, path)
+        expected = {nid: kept_parent(mapping, skipped, nid) for nid in mapping
+                    if nid not in skipped}
+        assert parents_of(store, outcome.session_id) == expected
+        session = SessionManager(store).get_session(outcome.session_id)
+        # Siblings keep ChatGPT's order.
+        for nid in expected:
+            kids = [m.id for m in session.get_branches(nid)]
+            assert kids == [k for k in expected if expected[k] == nid]
+        active = current if current not in skipped else kept_parent(mapping, skipped, current)
+        info = SessionManager(store).get(outcome.session_id)
+        assert info.metadata.get("active_leaf") == active
+        # The current leaf is appended last (so it is also the latest leaf) whenever
+        # that keeps sibling order: it has no children and no younger siblings.
+        siblings = [k for k in expected if expected[k] == expected.get(active)]
+        if active is not None and not session.get_branches(active) and siblings[-1] == active:
+            assert session.get_latest_leaf().id == active

@@ -107,7 +107,11 @@ def _conversation(conv: Any, where: str, path: Path) -> dict[str, Any]:
         if raw is not None and not isinstance(raw, dict):
             raise ImportFormatError(f"{where}: mapping[{key!r}].message is not an object")
         message = _message(raw, parent, created) if raw else None
-        nodes.append(Node(key, parent, message, (position.get(key, 1 << 30), index)))
+        # Siblings in creation order: ChatGPT's children lists are, and the times say
+        # so across the gap left by a skipped node.
+        when = raw.get("create_time") if raw else None
+        when = when if isinstance(when, int | float) and not isinstance(when, bool) else 1e18
+        nodes.append(Node(key, parent, message, (when, position.get(key, 1 << 30), index)))
     current = conv.get("current_node")
     if current is not None and not isinstance(current, str):
         raise ImportFormatError(f"{where}: current_node is not a node id")
