@@ -36,7 +36,7 @@ from store import (
 from . import paths
 from .porting import IMPORTERS, ImportFormatError, load_documents
 from .porting.markdown import render_markdown
-from .porting.text import json_safe, neutralise, one_line
+from .porting.text import json_safe, one_line
 from .porting.tree import outline, path_view
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
@@ -205,7 +205,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _out(_json({
             "session": _session_json(info), "leaf": view.leaf, "total": view.total,
-            "messages": [{**m.to_dict(), "parent_id": m.parent_id} for m in view.path],
+            "messages": [_message_json(m) for m in view.path],
             "forks": [{"position": f.position, "message_id": f.message_id,
                        "siblings": list(f.siblings)} for f in view.forks],
             "below": list(view.below)}))
@@ -222,6 +222,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _kinds(message: Any) -> str:
     return "[" + ", ".join(str(p.get("type")) for p in message.parts) + "]"
+
+
+def _message_json(message: Any) -> dict[str, Any]:
+    """Every field, null when unset (the shape of `export --format json`)."""
+    data = {"id": message.id, "parent_id": message.parent_id}
+    data.update({k: getattr(message, k) for k in message.__dataclass_fields__ if k not in data})
+    data["created_at"] = message.created_at.isoformat() if message.created_at else None
+    return data
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
@@ -449,5 +457,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return OK
     except KeyboardInterrupt:
         return 130
-    print(f"chatui: error: {neutralise(message)}", file=sys.stderr)
+    print(f"chatui: error: {one_line(message)}", file=sys.stderr)
     return code
