@@ -52,10 +52,12 @@ async def test_the_other_branch_on_request(manager):
 
 async def test_active_leaf_from_metadata_wins(manager):
     info = await branching_chat(manager)
-    manager.update_metadata(info.id, active_leaf="a2")
+    manager.update_metadata(info.id, active_leaf="t1")
     view = path_view(manager.store, manager.get(info.id))
     assert [m.id for m in view.path] == ["q1", "a2", "t1"]
     assert [(f.position, f.others) for f in view.forks] == [(2, ("a1",))]
+    manager.update_metadata(info.id, active_leaf="gone")  # a stale hint is ignored
+    assert path_view(manager.store, manager.get(info.id)).leaf == "q2"
 
 
 async def test_empty_chat(manager):

@@ -1,9 +1,9 @@
 """One chat's tree seen from one branch: the path shown, and what forks off it.
 
 The whole tree is read in one query and walked in memory, so a chat of any
-size costs one round trip. "Active" follows the app: the session's
-`metadata["active_leaf"]` when it names a message (its newest leaf, so
-replies added under it since are included), else the latest leaf.
+size costs one round trip. "Active" follows the app (`chatui.chat_state`):
+the session's `metadata["active_leaf"]` when it names a message, else the
+latest leaf.
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ def path_view(store: Store, info: SessionInfo, through: str | None = None) -> Pa
     if through is not None and through not in by_id:
         raise KeyError(through)
     hint = info.metadata.get("active_leaf")
-    start = through if through is not None else hint if hint in by_id else None
-    if start is not None:
-        leaf: str | None = _newest_leaf_under(start, children, order)
+    if through is not None:
+        leaf: str | None = _newest_leaf_under(through, children, order)
+    elif isinstance(hint, str) and hint in by_id:
+        leaf = hint  # what the app shows when it opens this chat
     else:
         leaves = [m.id for m in tree if not children.get(m.id)]
         leaf = leaves[-1] if leaves else None
