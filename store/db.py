@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from peewee import DatabaseError as PeeweeDatabaseError
 from peewee import SqliteDatabase
 
 from .errors import DatabaseFileError
@@ -88,7 +89,7 @@ class Store:
         try:
             self.db.connect(reuse_if_open=True)
             migrate(self.db, self.path)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:  # peewee wraps them
             self.db.close()
             raise DatabaseFileError(f"{self.path}: cannot open as a SQLite database: {exc}") from exc
         except BaseException:
@@ -173,6 +174,8 @@ def _check_file(path: Path) -> None:
             raise DatabaseFileError(f"{path}: cannot read: {exc.strerror}") from exc
         if head and head != _SQLITE_MAGIC:
             raise DatabaseFileError(f"{path}: not a SQLite database (is this the right file?)")
+        if head:
+            _refuse_foreign(path)
     else:
         parent = path.parent
         if not parent.exists():
@@ -180,3 +183,25 @@ def _check_file(path: Path) -> None:
                 parent.mkdir(parents=True, mode=0o700)
             except OSError as exc:
                 raise DatabaseFileError(f"{path}: cannot create its folder: {exc.strerror}") from exc
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse another program's SQLite file before the WAL pragma or a migration writes to it.
+
+    Looked at through an immutable read-only connection: no lock, no -wal/-shm, nothing
+    written. A chatui file records `schema_migrations` in the transaction before its
+    first table, so a file with tables but without it was made by someone else.
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {row[0] for row in rows}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseFileError(f"{path}: cannot open as a SQLite database: {exc}") from exc
+    if tables and "schema_migrations" not in tables:
+        shown = ", ".join(sorted(tables)[:3])
+        raise DatabaseFileError(f"{path}: not a chatui database (it holds {shown}); left unchanged")
