@@ -407,6 +407,7 @@ def run(*, db_path: Path | None = None, model: str | None = None,
     path = Path(db_path) if db_path else paths.default_db()
     try:
         paths.ensure_private_dir(path.parent)
+        paths.create_private_file(path)  # before SQLite: its -wal/-shm copy this mode
         store = Store(path)
     except (DatabaseFileError, SchemaVersionError) as exc:
         print(f"chatui: {exc}", file=sys.stderr)
@@ -414,7 +415,7 @@ def run(*, db_path: Path | None = None, model: str | None = None,
     except OSError as exc:
         print(f"chatui: {path}: {exc.strerror}", file=sys.stderr)
         return 3
-    paths.make_private(path)
+    paths.make_private_db(path)
     setup_logging()
     try:
         app = ChatApp(store, config, model=model, theme=theme)

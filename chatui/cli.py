@@ -84,7 +84,12 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
         raise CliError(f"{path}: no database there", DATABASE)
     existed = path.exists()
     if not existed:
-        paths.ensure_private_dir(path.parent)
+        try:
+            paths.ensure_private_dir(path.parent)
+            paths.create_private_file(path)  # before SQLite: its -wal/-shm copy this mode
+        except OSError as exc:
+            raise CliError(f"{path}: cannot create the database: {exc.strerror}",
+                           DATABASE) from exc
     with Store(path) as store:
         if not existed:
             paths.make_private(path)

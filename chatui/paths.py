@@ -18,11 +18,13 @@ __all__ = [
     "HOME_ENV",
     "config_dir",
     "config_file",
+    "create_private_file",
     "data_dir",
     "default_db",
     "ensure_private_dir",
     "log_file",
     "make_private",
+    "make_private_db",
     "state_file",
 ]
 
@@ -81,3 +83,21 @@ def make_private(path: Path) -> None:
         path.chmod(0o600)
     except OSError:
         pass
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` empty with mode 0600 unless it exists.
+
+    A database must be private before SQLite first opens it: the -wal and -shm
+    files SQLite makes beside it copy the database file's mode.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
+def make_private_db(path: Path) -> None:
+    """0600 for a database file and the -wal/-shm files SQLite keeps beside it."""
+    for suffix in ("", "-wal", "-shm"):
+        make_private(path.with_name(path.name + suffix))

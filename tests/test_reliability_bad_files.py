@@ -216,3 +216,50 @@ def test_config_without_read_permission(tmp_path):
     done = chatui(home)
     assert done.returncode != 0
     one_error_line(done, str(config), "cannot read")
+
+
+@pytest.mark.parametrize("command", [[], ["list"]])
+def test_database_folder_that_cannot_be_made(tmp_path, command):
+    home = tmp_path / "home"
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("a file where a folder would go\n")
+    db = blocker / "chats.db"
+    done = chatui(home, *command, "--db", str(db)) if command else chatui(home, "--db", str(db))
+    assert done.returncode != 0
+    one_error_line(done, str(db))
+    assert blocker.read_text() == "a file where a folder would go\n"
+
+
+def test_import_creating_a_database_where_it_cannot(tmp_path):
+    home = tmp_path / "home"
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("x")
+    source = tmp_path / "empty.jsonl"
+    source.write_text("")
+    done = chatui(home, "import", str(source), "--from", "chatui", "--db",
+                  str(blocker / "chats.db"))
+    assert done.returncode in (3, 4)
+    one_error_line(done)
+
+
+# -- the same refusals, in-process, at the store boundary ----------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(BAD_DATABASES))
+def test_store_refuses_without_writing(tmp_path, name):
+    from store import DatabaseFileError, SchemaVersionError
+
+    db = tmp_path / "x.db"
+    make, words = BAD_DATABASES[name]
+    make(db)
+    before = fingerprint(tmp_path)
+    with pytest.raises((DatabaseFileError, SchemaVersionError), match=words):
+        Store(db)
+    assert fingerprint(tmp_path) == before
+
+
+def test_an_empty_file_is_a_new_database(tmp_path):
+    db = tmp_path / "empty.db"
+    db.touch()
+    with Store(db) as store:
+        assert store.integrity_check() == []
