@@ -301,6 +301,9 @@ class MainScreen(Screen[None]):
             case UsageRecorded() | Compacted():
                 if isinstance(event, Compacted):
                     await self.redraw()
+                    # A context-length retry compacts mid-turn: stream into the new views.
+                    self._streams = {mid: view for mid in self._streams
+                                     if (view := self.chat_view.view_for(mid)) is not None}
                 else:
                     await self.refresh_sidebar(blocks=False)
             case Notice(text=text, level=level):
