@@ -12,6 +12,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING
 
+from peewee import DatabaseError as PeeweeError
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -221,6 +222,7 @@ class MainScreen(Screen[None]):
         """Run one turn in the engine and show its events as they come."""
         engine = self.app.engine
         finished = False
+        failure: tuple[str, str] | None = None  # (text, title) shown once the turn is drawn
         try:
             if not self.app.llm_ready:  # sent before the warm-up finished: wait off-thread
                 await asyncio.to_thread(llm.warm_up)
@@ -237,28 +239,31 @@ class MainScreen(Screen[None]):
             async for event in events:
                 await self.show_event(event)
             finished = True
-        except (sqlite3.Error, StoreError, OSError) as exc:  # disk full, read-only file
+        except (sqlite3.Error, StoreError, OSError, PeeweeError) as exc:  # disk full, read-only
             self.app.log_error(exc)
-            await self.chat_view.notice(
-                f"{exc}\nNothing you typed is lost: it is still in the input box. Fix the "
-                "problem (free disk space, check the file's permissions) and press enter "
-                "again.", "error", title="Could not save to the database")
+            kept = ("Nothing you typed is lost: it is still in the input box." if
+                    self.chat_input.text else "Your message is saved; the reply may be cut "
+                    "short.")
+            failure = (f"{exc}\n{kept} Fix the problem (free disk space, check the file's "
+                       "permissions) and press enter again.", "Could not save to the database")
         except Exception as exc:  # a bug: say so, keep the app running
             self.app.log_error(exc)
-            await self.chat_view.notice(f"{type(exc).__name__}: {exc}", "error",
-                                        title="Something went wrong (details in the log)")
+            failure = (f"{type(exc).__name__}: {exc}",
+                       "Something went wrong (details in the log)")
         finally:
             self._streams.clear()
             self.chat_input.set_class(False, "-busy")
-            self.call_after_refresh(self.after_turn, finished)
+            self.call_after_refresh(self.after_turn, finished, failure)
 
-    async def after_turn(self, finished: bool) -> None:
+    async def after_turn(self, finished: bool, failure: tuple[str, str] | None = None) -> None:
         """Show the stored end state: a cancelled or failed turn is re-read from the store."""
         self.update_title()
         if self.chat is not None and not finished:
             await self.redraw()
         else:
             await self.refresh_sidebar()
+        if failure is not None:  # after the redraw, which would wipe it
+            await self.chat_view.notice(failure[0], "error", title=failure[1])
 
     def _shown_leaf(self) -> str | None:
         ids = self.chat_view.shown_ids
