@@ -12,6 +12,7 @@ Steps are JSON lists:
     ["wait_text", "words"]    wait until a shown message contains the words
     ["say", "tag"]            print `tag` on stdout (the parent waits for it)
     ["files"]                 print {relative path: mode} of every file under CHATUI_HOME
+    ["views"]                 print [[header, text], ...] of the messages shown
     ["hold"]                  wait forever (the parent kills the process)
     ["quit"]                  press ctrl+q
 """
@@ -72,6 +73,10 @@ CHILD = textwrap.dedent("""
                 print(args[0], flush=True)
             elif kind == "files":
                 print(json.dumps(files()), flush=True)
+            elif kind == "views":
+                from widgets import MessageView
+                print(json.dumps([[v.header().plain, v.text]
+                                  for v in app.screen.query(MessageView)]), flush=True)
             elif kind == "hold":
                 await asyncio.sleep(3600)
             elif kind == "quit":
