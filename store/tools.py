@@ -52,7 +52,7 @@ class Tool:
             },
         }
 
-    async def __call__(self, **arguments: Any) -> str:
+    async def __call__(self, /, **arguments: Any) -> str:  # `self` may be a model's key
         problem = validate_arguments(self.parameters, arguments)
         if problem:
             return f"Error: {problem}"
