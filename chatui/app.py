@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
@@ -29,7 +30,7 @@ from store import (
     estimate_message_tokens,
     estimate_string_tokens,
 )
-from widgets import ConversationStats
+from widgets import ConversationStats, clean
 
 from . import llm, paths
 from .chat_state import ChatSnapshot
@@ -182,6 +183,14 @@ class ChatApp(App[int]):
             f"{problem}\nPast chats are all here and searchable. To chat now without a key, "
             "press ctrl+l and pick `demo` (offline).", "warning",
             title=f"{model} needs an API key")
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Toasts name chats, models and errors — untrusted text: shown as written, never
+        parsed as markup (a chat named "what does [/] do?" would crash the app), with
+        escape sequences removed."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout,
+                       markup=False)
 
     def log_error(self, exc: BaseException) -> None:
         log.error("%s", exc, exc_info=exc)

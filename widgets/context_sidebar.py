@@ -75,7 +75,7 @@ class ContextSidebar(VerticalScroll):
         yield TokenGauge("context", id="conversation-gauge")
         yield Static("", id="spend", classes="sidebar--line")
         yield Static("", id="compaction", classes="sidebar--line")
-        yield Static("", id="model", classes="sidebar--line")
+        yield Static("", id="model", classes="sidebar--line", markup=False)  # a typed name
 
     @property
     def blocks(self) -> list[ContextBlock]:

@@ -25,8 +25,11 @@ _ESCAPES = re.compile(
     """,
     re.VERBOSE,
 )
-# C0 controls except \t and \n, DEL, C1 controls, and a lone ESC.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls except \t and \n, DEL, C1 controls, a lone ESC, and the bidi controls
+# that would reorder what the terminal shows (as `chatui.porting.text` escapes them).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                       "\u2066-\u2069]")
+_LINE_SEPARATORS = re.compile("[\u2028\u2029]")
 _CR_LINE = re.compile(r"\r(?!\n)")
 
 
@@ -37,6 +40,7 @@ def clean(text: str) -> str:
     text = _ESCAPES.sub("", text)
     text = text.replace("\r\n", "\n")
     text = _CR_LINE.sub("\n", text)  # a bare CR would overwrite the line before it
+    text = _LINE_SEPARATORS.sub("\n", text)
     return _CONTROLS.sub("", text)
 
 

@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
-from widgets import ChatInput
+from widgets import ChatInput, clean
 
 __all__ = ["Confirm", "TextPrompt"]
 
@@ -23,7 +23,7 @@ class TextPrompt(ModalScreen[str | None]):
                  hint: str = "") -> None:
         super().__init__()
         self.title_text = title
-        self.value = value
+        self.value = clean(value)  # names and messages may hold escape sequences
         self.multiline = multiline
         self.hint = hint
 

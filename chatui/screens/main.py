@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from peewee import DatabaseError as PeeweeError
+from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -171,8 +172,8 @@ class MainScreen(Screen[None]):
         status = "" if self.chat is None else self.chat.info.status
         busy = " · replying… (escape cancels)" if self.generating else ""
         waiting = f" · {status}" if status == "awaiting_peer" else ""
-        self.query_one("#chat-title", Static).update(
-            f"{clean(one_line(name, 60))} · {clean(self.model)}{waiting}{busy}")
+        self.query_one("#chat-title", Static).update(Text(  # names are text, not markup
+            f"{clean(one_line(name, 60))} · {clean(self.model)}{waiting}{busy}"))
 
     def redraw_tree(self) -> None:
         if self.chat is None:

@@ -29,7 +29,8 @@ class ModelPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="models"):
-            yield Label(f"Model for this chat (now: {self.current})", id="models-title")
+            yield Label(f"Model for this chat (now: {self.current})", id="models-title",
+                        markup=False)
             yield Input(placeholder="any LiteLLM model name, e.g. gpt-4o-mini, "
                         "anthropic/claude-sonnet-4-5, ollama/llama3.2", id="models-input")
             yield OptionList(*self._options(""), id="models-list")

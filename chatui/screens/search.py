@@ -98,7 +98,7 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         if not query.strip():
             status.update("Type to search every chat and every branch.")
         elif not self.hits:
-            status.update(f"Nothing matches {query!r}.")
+            status.update(Text(f"Nothing matches {query!r}."))  # the query is not markup
         else:
             more = "+" if len(self.hits) == self.limit else ""
             status.update(f"{len(self.hits)}{more} matches · enter opens · ↓ to the list")
