@@ -13,6 +13,8 @@ Steps are JSON lists:
     ["say", "tag"]            print `tag` on stdout (the parent waits for it)
     ["files"]                 print {relative path: mode} of every file under CHATUI_HOME
     ["views"]                 print [[header, text], ...] of the messages shown
+    ["call", "name"]          call the app's method `name` (a command palette entry)
+    ["pause", seconds]        let the app run
     ["hold"]                  wait forever (the parent kills the process)
     ["quit"]                  press ctrl+q
 """
@@ -77,6 +79,12 @@ CHILD = textwrap.dedent("""
                 from widgets import MessageView
                 print(json.dumps([[v.header().plain, v.text]
                                   for v in app.screen.query(MessageView)]), flush=True)
+            elif kind == "call":
+                result = getattr(app, args[0])()
+                if asyncio.iscoroutine(result):
+                    await result
+            elif kind == "pause":
+                await pilot.pause(args[0])
             elif kind == "hold":
                 await asyncio.sleep(3600)
             elif kind == "quit":
