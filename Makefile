@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check bench fmt clean
+.PHONY: run test check bench soak fmt clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11+ is needed (set PYTHON=...)"; exit 1; }
@@ -32,6 +32,9 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py $(ARGS)
+
+soak: $(STAMP)
+	$(BIN)/python bench/soak_bench.py $(ARGS)
 
 fmt: $(STAMP)
 	$(BIN)/ruff format .
