@@ -82,10 +82,12 @@ def expand_everything(app) -> None:
 
 
 async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config, llm_server):
+    words = " ".join(f"w{i}" for i in range(30))
     llm_server.script(
-        script.text(f"Hello {HOSTILE} and [a link](http://evil.example/) {SPLIT} " +
-                    " ".join(f"w{i}" for i in range(80)), delay=0.02,
-                    reasoning=f"thinking {HOSTILE}"),
+        # streams, then stalls: the reply stays on screen mid-stream until escape
+        script.hang(60, text_before=f"Hello {HOSTILE} and [a link](http://evil.example/) "
+                                    f"{SPLIT} {words}"),
+        script.text(f"Thought through {HOSTILE} end", reasoning=f"thinking {HOSTILE}"),
         script.tool_calls(("load_context", {"label": "skills", "key": "trap"}),
                           ("set_context", {"label": "memory", "content": f"fact {HOSTILE}"})),
         script.text(f"Done {HOSTILE} done"))
@@ -93,18 +95,22 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await type_and_send(pilot, "Say something")
-        for _ in range(200):  # mid-stream: the Markdown stream widget is on screen
+        for _ in range(500):
             await pilot.pause(0.02)
             views = app.main.chat_view.views
-            if views and "w5" in views[-1].text:
+            if views and "w29" in views[-1].text:
                 break
         await pilot.pause(0.2)  # let the stream paint
-        assert app.main.generating
-        assert_neutral(app, "ABCDEFG", "split")
+        assert app.main.generating  # the Markdown stream widget is what is on screen
+        assert_neutral(app, "ABCDEFG", "split", "w29")
+        await pilot.press("escape")  # cancelled: redrawn from the store as a finished view
+        await idle(pilot)
+        assert_neutral(app, "ABCDEFG", "w29")
+        await type_and_send(pilot, "Think first")
         await idle(pilot)
         expand_everything(app)
         await pilot.pause()
-        assert_neutral(app, "ABCDEFG", "thinking")
+        assert_neutral(app, "Thought through", "thinking")
         await type_and_send(pilot, "Use the tools")
         await idle(pilot)
         expand_everything(app)
