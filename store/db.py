@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -193,15 +194,20 @@ def _refuse_foreign(path: Path) -> None:
     first table, so a file with tables but without it was made by someone else.
     """
     uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
+    for attempt in range(3):  # unlocked reads can meet another process's checkpoint
         try:
-            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            tables = {row[0] for row in rows}
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseFileError(f"{path}: cannot open as a SQLite database: {exc}") from exc
+            conn = sqlite3.connect(uri, uri=True)
+            try:
+                rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                tables = {row[0] for row in rows}
+            finally:
+                conn.close()
+            break
+        except sqlite3.DatabaseError as exc:
+            if attempt == 2:
+                raise DatabaseFileError(
+                    f"{path}: cannot open as a SQLite database: {exc}") from exc
+            time.sleep(0.05)
     if tables and "schema_migrations" not in tables:
         shown = ", ".join(sorted(tables)[:3])
         raise DatabaseFileError(f"{path}: not a chatui database (it holds {shown}); left unchanged")

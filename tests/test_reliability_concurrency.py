@@ -155,3 +155,25 @@ def test_two_chatui_imports_at_once(tmp_path):
         per_chat = {r[0] for r in store.query(
             "SELECT count(*) FROM messages GROUP BY session_id")}
         assert len(per_chat) == 1  # every chat has the same, whole tree
+
+
+def test_opening_while_another_process_writes(tmp_path):
+    """Opening checks the file before touching it; that look must not mistake another
+    process's writes and checkpoints for a damaged or foreign file."""
+    db = tmp_path / "busy.db"
+    with Store(db) as store:
+        SessionManager(store).create("busy", id="busy")
+    go = tmp_path / "go"
+    writer = start(WRITER, db, "W", "busy", 3000, go)
+    time.sleep(0.3)
+    go.touch()
+    opened = 0
+    while writer.poll() is None:
+        with Store(db) as store:  # raises DatabaseFileError if the look went wrong
+            store.query("SELECT count(*) FROM messages")
+        opened += 1
+    assert finish(writer) == "done\n"
+    assert opened > 5
+    with Store(db) as store:
+        assert store.integrity_check() == []
+        assert store.query("SELECT count(*) FROM messages")[0][0] == 3000
