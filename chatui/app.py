@@ -36,6 +36,7 @@ from .chat_state import ChatSnapshot
 from .config import Config, ConfigError, load_config
 from .engine import ChatEngine
 from .logs import setup_logging
+from .palette import PaletteCommands
 from .screens.main import MainScreen
 from .state import UiState, load_state, save_state
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
@@ -49,7 +50,7 @@ __all__ = ["ChatApp", "run"]
 log = logging.getLogger(__name__)
 
 
-class ChatApp(App[int]):
+class ChatApp(PaletteCommands, App[int]):
     """The chatui application."""
 
     TITLE = "chatui"
@@ -316,80 +317,14 @@ class ChatApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from self.chat_commands(screen)
+        yield from super().get_system_commands(screen)
+
     async def action_quit(self) -> None:
         self.main.cancel_generation()
         save_state(self.ui_state, self.state_path)
         self.exit(0)
-
-    # -- command palette ----------------------------------------------------------
-
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        main = self.main
-        yield SystemCommand("New chat", "Start a new chat (ctrl+n)", self.action_new_chat)
-        yield SystemCommand("Chats", "List, open, rename, delete chats (ctrl+s)",
-                            self.action_chats)
-        yield SystemCommand("Search", "Search every chat (ctrl+f)", self.action_search)
-        yield SystemCommand("Model", "Choose the model for this chat (ctrl+l)",
-                            self.action_choose_model)
-        if main.chat is not None:
-            yield SystemCommand("Compact now", "Summarise the middle of this chat to free "
-                                "context (the originals stay)", self.compact_now)
-            yield SystemCommand("Rename chat", "Give this chat a new name", self.rename_chat)
-            yield SystemCommand("Delete chat", "Move this chat to the deleted chats "
-                                "(restore it from the chat list)", self.delete_chat)
-        yield SystemCommand("Toggle sidebar", "Show or hide the context sidebar (ctrl+b)",
-                            self.action_toggle_sidebar)
-        yield SystemCommand("Toggle tree", "Show or hide the message tree (ctrl+t)",
-                            self.action_toggle_tree)
-        yield SystemCommand("Keys", "Every key chatui answers to (F1)", self.action_help)
-        yield from super().get_system_commands(screen)
-
-    @work(exclusive=True, group="compact", exit_on_error=False)
-    async def compact_now(self) -> None:
-        main = self.main
-        if main.chat is None:
-            return
-        if main.generating:
-            self.notify("Wait for the reply to finish first.", severity="warning")
-            return
-        self.notify("Compacting…")
-        try:
-            result = await self.engine.compact(main.chat.session_id, main.chat.active_leaf)
-        except Exception as exc:
-            self.log_error(exc)
-            self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
-            return
-        if result is None:
-            self.notify("Nothing to compact yet: the chat is short.")
-        else:
-            self.notify("Compacted: the summary stands in for the middle of the chat; expand "
-                        "it to see the originals.")
-        await main.redraw()
-
-    def rename_chat(self) -> None:
-        from .screens.dialogs import TextPrompt
-
-        main = self.main
-        if main.chat is None:
-            return
-        chat = main.chat
-
-        def done(name: str | None) -> None:
-            if name and name.strip():
-                self.manager.rename(chat.session_id, name)
-                main.update_title()
-
-        self.push_screen(TextPrompt("Rename chat", chat.info.name), done)
-
-    async def delete_chat(self) -> None:
-        main = self.main
-        if main.chat is None:
-            return
-        info = self.manager.delete(main.chat.session_id)
-        self.notify(f"Deleted {info.name!r} — restore it from the chat list (ctrl+s, t).")
-        recent = self.manager.list(limit=1)
-        await main.open_chat(recent[0].id if recent else None)
-
 
 def run(*, db_path: Path | None = None, model: str | None = None,
         theme: str | None = None) -> int:
