@@ -26,6 +26,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
+from peewee import DatabaseError as PeeweeDatabaseError
+
 from store import (
     LATEST,
     Message,
@@ -50,6 +52,7 @@ from .events import (
     ReplyDelta,
     ReplyFinished,
     ReplyStarted,
+    ReplyStatus,
     TurnEvent,
     TurnFailed,
     UsageRecorded,
@@ -60,6 +63,9 @@ from .summaries import make_summarizer, summary_model
 __all__ = ["ChatEngine", "ContextUsage"]
 
 log = logging.getLogger(__name__)
+
+STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
+"""What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
 
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
@@ -242,14 +248,7 @@ class ChatEngine:
             user = await session.append_message(
                 Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]),
                 parent_id)
-        except (StoreError, sqlite3.Error, OSError) as exc:
-            yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
-                             "Nothing was sent. Check the disk and the database file, then "
-                             "press enter again.", kind="storage")
-            return
-        except Exception as exc:  # peewee wraps sqlite errors in its own classes
-            if type(exc).__module__.split(".")[0] != "peewee":
-                raise
+        except STORAGE_ERRORS as exc:
             yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
                              "Nothing was sent. Check the disk and the database file, then "
                              "press enter again.", kind="storage")
@@ -296,45 +295,48 @@ class ChatEngine:
         while True:
             rounds += 1
             writer = ReplyWriter(session, model, self.flush_interval)
-            started = await writer.start(parent)
-            yield ReplyStarted(session_id, started, model)
-            while True:  # one model call; repeated once after a context-length compaction
-                messages = to_openai_messages(system_prompt, session.get_history(parent))
-                try:
-                    async with aclosing(self._stream(session_id, writer, model, options,
-                                                     messages, schemas)) as events:
-                        async for event in events:
-                            yield event
-                    break
-                except llm.LLMError as error:
+            try:
+                started = await writer.start(parent)
+                yield ReplyStarted(session_id, started, model)
+                while True:  # one model call; once more after a context-length compaction
+                    messages = to_openai_messages(system_prompt, session.get_history(parent))
+                    error: llm.LLMError | None = None
+                    try:
+                        async with aclosing(self._stream(session_id, writer, model, options,
+                                                         messages, schemas)) as events:
+                            async for event in events:
+                                yield event
+                    except llm.LLMError as exc:
+                        error = exc
+                    if error is None:
+                        break
                     if error.kind == "context_length" and not compacted \
                             and not writer.has_content:
                         compacted = True
                         yield Notice(session_id, "The conversation is too long for "
                                      f"{model}; compacting it and trying again.", "warning")
                         done = await self._compact_quietly(session_id, parent)
-                        if isinstance(done, Compacted):
-                            yield done
-                            writer.reset()
-                            continue
                         if done is not None:
                             yield done
+                        if isinstance(done, Compacted):
+                            writer.reset()
+                            continue
                     finished = writer.finish("error", error=error.title, error_kind=error.kind)
                     yield ReplyFinished(session_id, finished, "error")
                     yield TurnFailed(session_id, error.title, error.detail, error.hint,
                                      error.kind)
                     return
-                except (asyncio.CancelledError, GeneratorExit):
-                    writer.finish("cancelled")
-                    raise
-            status = "tool_calls" if writer.calls else "complete"
-            finished = writer.finish(status)
-            if writer.usage is not None:
-                self.manager.add_usage(session_id, writer.usage["input"],
-                                       writer.usage["output"], writer.usage["cost"])
-                yield UsageRecorded(session_id, finished.id, writer.usage["input"],
-                                    writer.usage["output"], writer.usage["cost"])
-            yield ReplyFinished(session_id, finished, status)
+                status: ReplyStatus = "tool_calls" if writer.calls else "complete"
+                finished = writer.finish(status)
+                if writer.usage is not None:
+                    self.manager.add_usage(session_id, writer.usage["input"],
+                                           writer.usage["output"], writer.usage["cost"])
+                    yield UsageRecorded(session_id, finished.id, writer.usage["input"],
+                                        writer.usage["output"], writer.usage["cost"])
+                yield ReplyFinished(session_id, finished, status)
+            except (asyncio.CancelledError, GeneratorExit):
+                writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
+                raise
             if status == "complete":
                 compaction = await self._auto_compact(session_id, finished.id)
                 if compaction is not None:
