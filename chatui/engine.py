@@ -132,6 +132,7 @@ class ChatEngine:
 
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
         """Estimated tokens of the path to `leaf_id` (latest leaf if None) + system prompt."""
+        await llm.ensure_loaded()  # the window comes from LiteLLM's model info
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         tokens = await session.estimate_tokens(leaf_id)
@@ -148,6 +149,7 @@ class ChatEngine:
         Raises:
             LLMError: the summary could not be written (nothing is stored).
         """
+        await llm.ensure_loaded()
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         writer = summary_model(self.config, model)
@@ -227,8 +229,9 @@ class ChatEngine:
             return f"A {message.role} message cannot be regenerated"
         return None
 
-    def _preflight(self, session_id: str) -> TurnFailed | None:
+    async def _preflight(self, session_id: str) -> TurnFailed | None:
         """A reason the model cannot be called at all (checked before any write)."""
+        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
         model = self.model_for(session_id)
         problem = llm.key_problem(model, self.options_for(model).api_base)
         if problem:
@@ -239,7 +242,7 @@ class ChatEngine:
 
     async def _user_turn(self, session_id: str, text: str,
                          parent_id: str | None | Latest) -> AsyncIterator[TurnEvent]:
-        failed = self._preflight(session_id)
+        failed = await self._preflight(session_id)
         if failed:
             yield failed
             return
@@ -262,7 +265,7 @@ class ChatEngine:
                     ) -> AsyncIterator[TurnEvent]:
         """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept."""
         if preflight:
-            failed = self._preflight(session_id)
+            failed = await self._preflight(session_id)
             if failed:
                 yield failed
                 return

@@ -26,7 +26,9 @@ from .llm_env import (
     DEMO_CONTEXT_WINDOW,
     DEMO_MODEL,
     DEMO_PROVIDER,
+    ensure_loaded,
     is_demo,
+    is_loaded,
     load_litellm,
     provider_of,
     warm_up,
@@ -51,7 +53,9 @@ __all__ = [
     "complete",
     "completion_cost",
     "context_window",
+    "ensure_loaded",
     "is_demo",
+    "is_loaded",
     "key_problem",
     "litellm_model",
     "map_error",
@@ -227,7 +231,7 @@ async def stream_completion(
     Raises:
         LLMError: anything that went wrong, already readable.
     """
-    litellm = load_litellm()
+    litellm = await ensure_loaded()
     kwargs = _call_kwargs(model, api_base, timeout)
     kwargs.update(messages=messages, stream=True, stream_options={"include_usage": True})
     if tools:
@@ -322,7 +326,7 @@ async def complete(model: str, messages: list[dict[str, Any]], *, api_base: str 
     Raises:
         LLMError: the call failed or returned no text.
     """
-    litellm = load_litellm()
+    litellm = await ensure_loaded()
     kwargs = _call_kwargs(model, api_base, timeout)
     try:
         response = await litellm.acompletion(messages=messages, **kwargs)

@@ -8,6 +8,7 @@ runs in a background thread after its first frame), never at module top.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -19,7 +20,9 @@ __all__ = [
     "DEMO_CONTEXT_WINDOW",
     "DEMO_MODEL",
     "DEMO_PROVIDER",
+    "ensure_loaded",
     "is_demo",
+    "is_loaded",
     "key_env_name",
     "load_litellm",
     "provider_of",
@@ -79,6 +82,22 @@ def load_litellm() -> Any:
 def warm_up() -> None:
     """Import LiteLLM now (call it from a background thread after the first frame)."""
     load_litellm()
+
+
+def is_loaded() -> bool:
+    """True once LiteLLM is imported (model facts are then cheap to ask for)."""
+    return _litellm_module is not None
+
+
+async def ensure_loaded() -> Any:
+    """The `litellm` module, importing it in a worker thread if needed.
+
+    The event loop keeps running meanwhile (a UI stays responsive when the
+    user sends before the background warm-up has finished).
+    """
+    if _litellm_module is not None:
+        return _litellm_module
+    return await asyncio.to_thread(load_litellm)
 
 
 def is_demo(model: str) -> bool:
