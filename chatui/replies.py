@@ -167,6 +167,11 @@ async def run_tools(session: Session, tools: dict[str, Tool], calls: list[dict[s
             part["is_error"] = True
         parts.append(part)
         arguments = call.get("input")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
         if name == "set_context" and not is_error and isinstance(arguments, dict):
             label = arguments.get("label")
             if isinstance(label, str) and label not in changed:
