@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import threading
+import warnings
 from typing import Any
 
 __all__ = [
@@ -72,6 +73,10 @@ def load_litellm() -> Any:
             if hasattr(litellm, "telemetry"):
                 litellm.telemetry = False
             logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
+            # LiteLLM 1.106 trips pydantic deprecation warnings on every streamed chunk;
+            # they are LiteLLM's to fix and would only scribble on the terminal.
+            warnings.filterwarnings("ignore", category=DeprecationWarning,
+                                    module=r"litellm(\.|$)")
             from .demo import register
 
             register(litellm)
