@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -173,7 +173,7 @@ class ChatEngine:
     # -- turns ------------------------------------------------------------------------
 
     async def send(self, session_id: str, text: str, *,
-                   parent_id: str | None | Latest = LATEST) -> AsyncIterator[TurnEvent]:
+                   parent_id: str | None | Latest = LATEST) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it."""
         if not isinstance(text, str) or not text.strip():
             yield TurnFailed(session_id, "There is nothing to send",
@@ -183,7 +183,7 @@ class ChatEngine:
             async for event in events:
                 yield event
 
-    async def regenerate(self, session_id: str, message_id: str) -> AsyncIterator[TurnEvent]:
+    async def regenerate(self, session_id: str, message_id: str) -> AsyncGenerator[TurnEvent, None]:
         """A new reply: a sibling of an assistant message, or under a user message."""
         session = self.manager.get_session(session_id)
         message = session.get_message(message_id)
@@ -200,7 +200,7 @@ class ChatEngine:
                 yield event
 
     async def edit(self, session_id: str, message_id: str, text: str
-                   ) -> AsyncIterator[TurnEvent]:
+                   ) -> AsyncGenerator[TurnEvent, None]:
         """A new user message beside `message_id` (same parent) with `text`, then a reply."""
         session = self.manager.get_session(session_id)
         message = session.get_message(message_id)
@@ -241,7 +241,7 @@ class ChatEngine:
         return None
 
     async def _user_turn(self, session_id: str, text: str,
-                         parent_id: str | None | Latest) -> AsyncIterator[TurnEvent]:
+                         parent_id: str | None | Latest) -> AsyncGenerator[TurnEvent, None]:
         failed = await self._preflight(session_id)
         if failed:
             yield failed
@@ -262,7 +262,7 @@ class ChatEngine:
                 yield event
 
     async def _turn(self, session_id: str, parent_id: str, *, preflight: bool = True
-                    ) -> AsyncIterator[TurnEvent]:
+                    ) -> AsyncGenerator[TurnEvent, None]:
         """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept."""
         if preflight:
             failed = await self._preflight(session_id)
@@ -285,7 +285,7 @@ class ChatEngine:
         tools.update(self.manager.tools())
         return tools
 
-    async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncIterator[TurnEvent]:
+    async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncGenerator[TurnEvent, None]:
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         options = self.options_for(model)
@@ -358,7 +358,7 @@ class ChatEngine:
 
     async def _stream(self, session_id: str, writer: ReplyWriter, model: str,
                       options: ModelOptions, messages: list[dict[str, Any]],
-                      schemas: list[dict[str, Any]] | None) -> AsyncIterator[TurnEvent]:
+                      schemas: list[dict[str, Any]] | None) -> AsyncGenerator[TurnEvent, None]:
         """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
         stream = llm.stream_completion(
             model, messages, tools=schemas, api_base=options.api_base,

@@ -17,7 +17,7 @@ import logging
 import os
 import random
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -220,7 +220,7 @@ async def stream_completion(
     api_base: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = 2,
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     """Stream one model call as chunks.
 
     A 429 is retried (after Retry-After, else exponential backoff) up to
