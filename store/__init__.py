@@ -40,6 +40,18 @@ from .session import Session
 from .storage import SessionProvider, StoreSessionProvider
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
+from .transfer import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    ImportOutcome,
+    TransferError,
+    document_entries,
+    documents_from_entries,
+    export_session,
+    export_sessions,
+    import_sessions,
+    load_export,
+)
 
 __all__ = [
     "BANNER",
@@ -85,4 +97,15 @@ __all__ = [
     "estimate_string_tokens",
     "render_system_prompt",
     "truncate_older_messages",
+    # backup and restore (store.transfer)
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "ImportOutcome",
+    "TransferError",
+    "document_entries",
+    "documents_from_entries",
+    "export_session",
+    "export_sessions",
+    "import_sessions",
+    "load_export",
 ]

@@ -27,6 +27,23 @@ def manager(store):
     return SessionManager(store)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _utc_clock():
+    """Times render in UTC so screenshots and assertions do not depend on the machine."""
+    import os
+    import time
+
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if old is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
 # -- LLM side (engine, llm, demo) -------------------------------------------------
 
 

@@ -1,1 +1,7 @@
-"""chatui package."""
+"""chatui's bundled theme files (`*.toml`); `chatui.theming` loads and validates them."""
+
+from pathlib import Path
+
+__all__ = ["THEMES_DIR"]
+
+THEMES_DIR = Path(__file__).parent

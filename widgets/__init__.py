@@ -1,1 +1,32 @@
-"""chatui package."""
+"""Textual widgets for chatui: the message tree, chat pane, input and context sidebar.
+
+They take `store` data (messages, context blocks) and post Textual messages;
+they never call a model or open a database.
+"""
+
+from .chat_input import ChatInput
+from .chat_view import ChatNotice, ChatView
+from .context_sidebar import ContextSidebar, ConversationStats
+from .message_tree import MessageTree, TreeEntry, preview
+from .message_view import MessageView, code_blocks, status_of
+from .sanitize import clean, one_line
+from .token_gauge import TokenGauge, fill_level, format_tokens
+
+__all__ = [
+    "ChatInput",
+    "ChatNotice",
+    "ChatView",
+    "ContextSidebar",
+    "ConversationStats",
+    "MessageTree",
+    "MessageView",
+    "TokenGauge",
+    "TreeEntry",
+    "clean",
+    "code_blocks",
+    "fill_level",
+    "format_tokens",
+    "one_line",
+    "preview",
+    "status_of",
+]

@@ -1,0 +1,147 @@
+"""Benchmark of the app as a user feels it: first frame, opening a long chat, switching branch.
+
+First frame is measured in tmux, from launching `chatui` until its screen shows (the
+footer's key hints are drawn), with an empty database and with 1,000 chats / 100k
+messages. The rest run the app headless (Textual's `run_test`) and time the operation
+from the key press to the redrawn screen. Figures, not assertions: `make bench`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from store_bench import build_corpus  # noqa: E402
+
+from store import SessionManager, Store  # noqa: E402
+
+CHATUI = str(Path(sys.executable).with_name("chatui"))
+READY_MARK = "palette"  # the footer's last hint: drawn once the first frame is complete
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+
+
+def first_frame(db: Path, home: Path, runs: int) -> list[float]:
+    """Milliseconds from launch to the first complete frame, per run."""
+    times = []
+    for _ in range(runs):
+        name = f"bench-{uuid.uuid4().hex[:8]}"
+        env = f"CHATUI_HOME={home}"
+        start = time.perf_counter()
+        tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45",
+             f"{env} {CHATUI} --db {db} --model demo")
+        elapsed = None
+        while time.perf_counter() - start < 10:
+            if READY_MARK in tmux("capture-pane", "-p", "-t", name):
+                elapsed = (time.perf_counter() - start) * 1000
+                break
+            time.sleep(0.002)
+        tmux("kill-session", "-t", name)
+        if elapsed is None:
+            raise RuntimeError("the app did not draw within 10 s")
+        times.append(elapsed)
+        time.sleep(0.3)
+    return times
+
+
+def long_chat(store: Store, n: int) -> str:
+    """A chat of `n` messages with a regenerated reply every 20 messages."""
+    manager = SessionManager(store)
+    info = manager.create("Long chat", model="demo")
+    loop = asyncio.new_event_loop()
+    parent = None
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        body = (f"Message {i}: " + "some words about the topic at hand " * 6
+                + ("\n\n```python\nprint('hello')\n```" if i % 7 == 0 else ""))
+        msg = {"id": f"m{i}", "role": role, "parts": [{"type": "text", "text": body}]}
+        stored = loop.run_until_complete(manager.append(info.id, msg, parent))
+        if role == "assistant" and i % 20 == 19:
+            alt = {"id": f"alt{i}", "role": "assistant",
+                   "parts": [{"type": "text", "text": f"Alternative reply {i}"}]}
+            loop.run_until_complete(manager.append(info.id, alt, parent))
+        parent = stored.id
+    loop.close()
+    return info.id
+
+
+async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[float]]:
+    from chatui.app import ChatApp
+    from chatui.config import Config
+    from chatui.state import UiState
+
+    store = Store(db)
+    results: dict[str, list[float]] = {"open 2,000-message chat": [], "switch branch": []}
+    app = ChatApp(store, Config(), ui_state=UiState(), warm_llm=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        main = app.main
+        for _ in range(runs):
+            await main.open_chat(None)
+            await pilot.pause()
+            t = time.perf_counter()
+            await main.open_chat(chat_id)
+            await pilot.pause()
+            results["open 2,000-message chat"].append((time.perf_counter() - t) * 1000)
+        assert main.chat is not None
+        target = "m1999" if main.chat_view.view_for("m1999") else main.chat_view.views[-1]
+        for i in range(runs):
+            view = main.chat_view.views[-2]
+            t = time.perf_counter()
+            await main.act(view.message_id, "previous" if i % 2 == 0 else "next")
+            await pilot.pause()
+            results["switch branch"].append((time.perf_counter() - t) * 1000)
+        del target
+    store.close()
+    return results
+
+
+def report(name: str, samples: list[float], target: str) -> None:
+    print(f"{name:<28} median {statistics.median(samples):7.1f} ms   "
+          f"min {min(samples):7.1f}   max {max(samples):7.1f}   target {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--messages", type=int, default=100_000)
+    args = parser.parse_args()
+    if not shutil.which("tmux"):
+        sys.exit("tmux is needed for the first-frame figures")
+    folder = Path(tempfile.mkdtemp(prefix="chatui-app-bench-"))
+    home = folder / "home"
+    os.environ["CHATUI_HOME"] = str(home)
+
+    empty = folder / "empty.db"
+    Store(empty).close()
+    big = folder / "big.db"
+    build_corpus(big, args.messages, 1_000)
+    print(f"databases in {folder}")
+    report("first frame, empty db", first_frame(empty, home, args.runs), "≤ 350 ms")
+    report(f"first frame, 1k chats/{args.messages // 1000}k msgs",
+           first_frame(big, home, args.runs), "≤ 400 ms")
+
+    chat_db = folder / "long.db"
+    with Store(chat_db) as store:
+        chat_id = long_chat(store, 2_000)
+    timings = asyncio.run(in_app_timings(chat_db, chat_id, args.runs))
+    report("open 2,000-message chat", timings["open 2,000-message chat"], "≤ 300 ms")
+    report("switch branch", timings["switch branch"], "≤ 100 ms")
+
+
+if __name__ == "__main__":
+    main()

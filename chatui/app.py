@@ -1,0 +1,424 @@
+"""`ChatApp`: composition and routing — services in, screens out.
+
+Start-up is kept light: the first frame needs only Textual, the store and
+the last chat. LiteLLM (seconds to import) is warmed in a thread after the
+first paint; until then nothing asks it anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
+
+from store import (
+    ContextBlock,
+    DatabaseFileError,
+    SchemaVersionError,
+    Session,
+    SessionManager,
+    Store,
+    estimate_message_tokens,
+    estimate_string_tokens,
+)
+from widgets import ConversationStats
+
+from . import llm, paths
+from .chat_state import ChatSnapshot
+from .config import Config, ConfigError, load_config
+from .engine import ChatEngine
+from .logs import setup_logging
+from .screens.main import MainScreen
+from .state import UiState, load_state, save_state
+from .theming import DEFAULT_DARK, derived_tokens, load_themes
+from .wiring import block_provider, build_manager
+
+if TYPE_CHECKING:
+    from .screens.search import SearchHit
+
+__all__ = ["ChatApp", "run"]
+
+log = logging.getLogger(__name__)
+
+
+class ChatApp(App[int]):
+    """The chatui application."""
+
+    TITLE = "chatui"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("ctrl+n", "new_chat", "New chat", id="app.new_chat"),
+        Binding("ctrl+s", "chats", "Chats", id="app.chats"),
+        Binding("ctrl+f", "search", "Search", id="app.search"),
+        Binding("ctrl+l", "choose_model", "Model", id="app.model"),
+        Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
+        Binding("ctrl+t", "toggle_tree", "Tree", id="app.tree"),
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    def __init__(self, store: Store, config: Config, *, model: str | None = None,
+                 theme: str | None = None, ui_state: UiState | None = None,
+                 state_path: Path | None = None, warm_llm: bool = True) -> None:
+        super().__init__()
+        self.store = store
+        self.config = config
+        self.state_path = state_path
+        self.ui_state = ui_state if ui_state is not None else load_state(state_path)
+        self.manager: SessionManager = build_manager(store, config)
+        self.engine = ChatEngine(self.manager, config)
+        self.launch_model = model
+        self.llm_ready = False
+        self._warm = warm_llm
+        self._windows: dict[str, int | None] = {}
+        self._warned_models: set[str] = set()
+        for custom in load_themes():
+            self.register_theme(custom)
+        self._theme_choice = theme or self.ui_state.theme or config.theme or DEFAULT_DARK
+        self.theme = self._theme_choice if self._theme_choice in self.available_themes \
+            else DEFAULT_DARK
+
+    # -- services the screens use ------------------------------------------------
+
+    @property
+    def default_model(self) -> str:
+        """The model of a new chat: the one open, else --model, else the config's."""
+        main = self._main()
+        if main is not None and main.chat is not None:
+            return main.model
+        return self.launch_model or self.config.model
+
+    def _main(self) -> MainScreen | None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        return None
+
+    @property
+    def main(self) -> MainScreen:
+        main = self._main()
+        assert main is not None, "the main screen is always at the bottom of the stack"
+        return main
+
+    def remember_chat(self, session_id: str | None) -> None:
+        self.ui_state.last_session_id = session_id
+        save_state(self.ui_state, self.state_path)
+
+    def remember_panes(self, tree: bool, sidebar: bool) -> None:
+        self.ui_state.show_tree, self.ui_state.show_sidebar = tree, sidebar
+        save_state(self.ui_state, self.state_path)
+
+    def hops_for(self, snapshot: ChatSnapshot) -> dict[str, str]:
+        """Message id → a cross-session marker for the tree (peer messages)."""
+        hops: dict[str, str] = {}
+        for message in snapshot.tree:
+            if message.from_agent_id:
+                hops[message.id] = f"from {message.from_agent_id}"
+            elif message.delivered_to_session_id and \
+                    message.delivered_to_session_id != snapshot.info.id:
+                hops[message.id] = "sent to a peer"
+        return hops
+
+    async def template_blocks(self) -> list[ContextBlock]:
+        """The blocks a new chat will have (what the sidebar shows before the first send)."""
+        session = Session(self.store).for_session("__new_chat__")
+        for block in self.config.blocks:
+            provider = block_provider(self.store, block)
+            if callable(provider):
+                provider = provider("__new_chat__")
+            session.with_context(block.label, description=block.description,
+                                 max_tokens=block.max_tokens, provider=provider)
+        return await session.load_context()
+
+    def context_window(self, model: str) -> int | None:
+        """The model's context window, once LiteLLM is loaded (None before, or unknown)."""
+        if not self.llm_ready:
+            return self.config.options_for(model).context_window
+        if model not in self._windows:
+            self._windows[model] = llm.context_window(model, self.config.options_for(model))
+        return self._windows[model]
+
+    async def conversation_stats(self, main: MainScreen) -> ConversationStats:
+        model = main.model
+        window = self.context_window(model)
+        if main.chat is None:
+            blocks = await self.template_blocks()
+            tokens = sum(b.tokens for b in blocks)
+            return ConversationStats(tokens=tokens, window=window, model=model,
+                                     compact_at=self.config.compact_at)
+        info = main.chat.info
+        session = self.manager.get_session(info.id)
+        history = main.snapshot.history if main.snapshot else []
+        tokens = (estimate_message_tokens(history)
+                  + estimate_string_tokens(await session.freeze_system_prompt()))
+        compactions = main.snapshot.compactions if main.snapshot else 0
+        return ConversationStats(
+            tokens=tokens, window=window, model=model, input_tokens=info.input_tokens,
+            output_tokens=info.output_tokens, cost=info.cost, compactions=compactions,
+            compact_at=self.config.compact_at)
+
+    def after_chat_drawn(self, main: MainScreen) -> None:
+        """Say how to set a key up when the chat's model has none (once per model)."""
+        if not self.llm_ready:
+            return
+        model = main.model
+        if model in self._warned_models:
+            return
+        problem = llm.key_problem(model, self.config.options_for(model).api_base)
+        if problem:
+            self._warned_models.add(model)
+            self.call_after_refresh(self._key_notice, main, model, problem)
+
+    async def _key_notice(self, main: MainScreen, model: str, problem: str) -> None:
+        await main.chat_view.notice(
+            f"{problem}\nPast chats are all here and searchable. To chat now without a key, "
+            "press ctrl+l and pick `demo` (offline).", "warning",
+            title=f"{model} needs an API key")
+
+    def log_error(self, exc: BaseException) -> None:
+        log.error("%s", exc, exc_info=exc)
+
+    # -- start-up ---------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    async def open_first_chat(self, main: MainScreen) -> None:
+        """The chat open last time (or the newest); called once the main screen exists."""
+        last = self.ui_state.last_session_id
+        info = self.manager.get(last) if last else None
+        if info is None:
+            recent = self.manager.list(limit=1)
+            info = recent[0] if recent else None
+        if info is not None and self.launch_model and info.model != self.launch_model:
+            self.manager.set_model(info.id, self.launch_model)
+        await main.open_chat(info.id if info else None, model=self.launch_model)
+        if self._warm:
+            self.call_after_refresh(self.warm_llm)
+
+    @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
+    def warm_llm(self) -> None:
+        llm.warm_up()
+        self.call_from_thread(self._llm_ready)
+
+    async def _llm_ready(self) -> None:
+        self.llm_ready = True
+        main = self.main
+        await main.refresh_sidebar(blocks=False)
+        self.after_chat_drawn(main)
+
+    def _theme_changed(self, theme: object) -> None:
+        name = getattr(theme, "name", None)
+        if name and name != self.ui_state.theme:
+            self.ui_state.theme = name
+            save_state(self.ui_state, self.state_path)
+
+    def get_css_variables(self) -> dict[str, str]:
+        variables = super().get_css_variables()
+        tokens = derived_tokens(variables)
+        tokens.update({k: v for k, v in self.current_theme.variables.items() if k in tokens})
+        variables.update(tokens)
+        return variables
+
+    # -- actions ----------------------------------------------------------------
+
+    async def action_new_chat(self) -> None:
+        main = self.main
+        if self.screen is not main:
+            return
+        await main.open_chat(None, model=main.model)
+        self.notify("New chat — it is saved when you send the first message.", timeout=3)
+
+    def action_chats(self) -> None:
+        from .screens.chat_list import ChatListScreen  # modal screens load on first use
+
+        main = self.main
+
+        async def chosen(session_id: str | None) -> None:
+            current = main.session_id
+            if session_id is not None and session_id != current:
+                await main.open_chat(session_id)
+            elif current is not None and self.manager.get(current) is None:
+                await main.open_chat(None)  # the open chat was deleted in the list
+            else:
+                await main.redraw()
+
+        self.push_screen(ChatListScreen(self.manager, main.session_id), chosen)
+
+    def action_search(self) -> None:
+        from .screens.search import SearchScreen
+
+        main = self.main
+
+        async def chosen(hit: SearchHit | None) -> None:
+            if hit is not None:
+                await main.open_chat(hit.session_id, reveal=hit.message_id)
+
+        self.push_screen(SearchScreen(self.manager), chosen)
+
+    def model_choices(self) -> list[tuple[str, str]]:
+        seen: dict[str, str] = {}
+        current = self.main.model
+        seen[current] = "current"
+        for model in self.ui_state.recent_models:
+            seen.setdefault(model, "recent")
+        seen.setdefault(self.config.model, "config default")
+        for model in self.config.models:
+            seen.setdefault(model, "configured")
+        seen.setdefault("demo", "offline demo, no key needed")
+        for (model,) in self.store.query(
+                "SELECT DISTINCT model FROM sessions WHERE model IS NOT NULL LIMIT 50"):
+            seen.setdefault(model, "used before")
+        return list(seen.items())
+
+    def action_choose_model(self) -> None:
+        from .screens.model_picker import ModelPicker
+
+        main = self.main
+
+        async def chosen(model: str | None) -> None:
+            if not model:
+                return
+            if main.chat is not None:
+                self.manager.set_model(main.chat.session_id, model)
+            else:
+                main.draft_model = model
+            self.ui_state.remember_model(model)
+            save_state(self.ui_state, self.state_path)
+            self._warned_models.discard(model)
+            main.update_title()
+            await main.refresh_sidebar(blocks=False)
+            self.after_chat_drawn(main)
+            self.notify(f"Model: {model}")
+
+        self.push_screen(ModelPicker(main.model, self.model_choices()), chosen)
+
+    async def action_toggle_sidebar(self) -> None:
+        await self.main.toggle_pane("sidebar")
+
+    async def action_toggle_tree(self) -> None:
+        await self.main.toggle_pane("tree")
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        self.main.cancel_generation()
+        save_state(self.ui_state, self.state_path)
+        self.exit(0)
+
+    # -- command palette ----------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        main = self.main
+        yield SystemCommand("New chat", "Start a new chat (ctrl+n)", self.action_new_chat)
+        yield SystemCommand("Chats", "List, open, rename, delete chats (ctrl+s)",
+                            self.action_chats)
+        yield SystemCommand("Search", "Search every chat (ctrl+f)", self.action_search)
+        yield SystemCommand("Model", "Choose the model for this chat (ctrl+l)",
+                            self.action_choose_model)
+        if main.chat is not None:
+            yield SystemCommand("Compact now", "Summarise the middle of this chat to free "
+                                "context (the originals stay)", self.compact_now)
+            yield SystemCommand("Rename chat", "Give this chat a new name", self.rename_chat)
+            yield SystemCommand("Delete chat", "Move this chat to the deleted chats "
+                                "(restore it from the chat list)", self.delete_chat)
+        yield SystemCommand("Toggle sidebar", "Show or hide the context sidebar (ctrl+b)",
+                            self.action_toggle_sidebar)
+        yield SystemCommand("Toggle tree", "Show or hide the message tree (ctrl+t)",
+                            self.action_toggle_tree)
+        yield SystemCommand("Keys", "Every key chatui answers to (F1)", self.action_help)
+        yield from super().get_system_commands(screen)
+
+    @work(exclusive=True, group="compact", exit_on_error=False)
+    async def compact_now(self) -> None:
+        main = self.main
+        if main.chat is None:
+            return
+        if main.generating:
+            self.notify("Wait for the reply to finish first.", severity="warning")
+            return
+        self.notify("Compacting…")
+        try:
+            result = await self.engine.compact(main.chat.session_id, main.chat.active_leaf)
+        except Exception as exc:
+            self.log_error(exc)
+            self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
+            return
+        if result is None:
+            self.notify("Nothing to compact yet: the chat is short.")
+        else:
+            self.notify("Compacted: the summary stands in for the middle of the chat; expand "
+                        "it to see the originals.")
+        await main.redraw()
+
+    def rename_chat(self) -> None:
+        from .screens.dialogs import TextPrompt
+
+        main = self.main
+        if main.chat is None:
+            return
+        chat = main.chat
+
+        def done(name: str | None) -> None:
+            if name and name.strip():
+                self.manager.rename(chat.session_id, name)
+                main.update_title()
+
+        self.push_screen(TextPrompt("Rename chat", chat.info.name), done)
+
+    async def delete_chat(self) -> None:
+        main = self.main
+        if main.chat is None:
+            return
+        info = self.manager.delete(main.chat.session_id)
+        self.notify(f"Deleted {info.name!r} — restore it from the chat list (ctrl+s, t).")
+        recent = self.manager.list(limit=1)
+        await main.open_chat(recent[0].id if recent else None)
+
+
+def run(*, db_path: Path | None = None, model: str | None = None,
+        theme: str | None = None) -> int:
+    """Open the database and config and run the app; returns the exit code."""
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(f"chatui: {exc}", file=sys.stderr)
+        return 2
+    known = set(BUILTIN_THEMES) | {t.name for t in load_themes()}
+    if theme is not None and theme not in known:
+        print(f"chatui: unknown theme {theme!r} (available: {', '.join(sorted(known))})",
+              file=sys.stderr)
+        return 2
+    path = Path(db_path) if db_path else paths.default_db()
+    try:
+        paths.ensure_private_dir(path.parent)
+        store = Store(path)
+    except (DatabaseFileError, SchemaVersionError) as exc:
+        print(f"chatui: {exc}", file=sys.stderr)
+        return 3
+    except OSError as exc:
+        print(f"chatui: {path}: {exc.strerror}", file=sys.stderr)
+        return 3
+    paths.make_private(path)
+    setup_logging()
+    try:
+        app = ChatApp(store, config, model=model, theme=theme)
+        app.run()
+        return app.return_code or 0
+    finally:
+        store.close()

@@ -1,0 +1,38 @@
+"""Moving chats in and out of chatui: exporters, importers of other apps' files.
+
+Every importer turns a source file into chatui export documents (the shape
+`store.transfer` reads and writes), so one code path checks and writes them,
+in one transaction. Importers are imported lazily by the command line; this
+package imports neither textual nor litellm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from .common import ImportFormatError
+
+__all__ = ["IMPORTERS", "ImportFormatError", "load_documents"]
+
+IMPORTERS: dict[str, tuple[str, str]] = {
+    "chatgpt": ("chatui.porting.chatgpt", "load_chatgpt"),
+    "chatui": ("chatui.porting.chatui_json", "load_chatui"),
+    "pi": ("chatui.porting.pi", "load_pi"),
+    "llm": ("chatui.porting.llm_logs", "load_llm"),
+}
+"""`--from` name → (module, function) turning a file into export documents."""
+
+
+def load_documents(path: Path, source: str) -> list[dict[str, Any]]:
+    """Read `path` as a `source` file and return chatui export documents.
+
+    Raises:
+        ImportFormatError: the file cannot be read as that format (one line,
+            naming the file and the problem).
+    """
+    module, name = IMPORTERS[source]
+    loader: Callable[[Path], list[dict[str, Any]]] = getattr(import_module(module), name)
+    return loader(path)

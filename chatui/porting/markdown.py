@@ -1,0 +1,107 @@
+"""Markdown of one branch of a chat, saying what else the tree holds.
+
+Markdown shows one path (a reader follows one conversation), so the header
+counts the branches not shown and where they fork: nothing is dropped
+silently. JSON is the lossless format. Control characters are neutralised:
+a Markdown file is as likely to be `cat`-ed as opened in an editor.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from store import Message
+
+from .text import neutralise, one_line
+from .tree import PathView
+
+__all__ = ["render_markdown", "when"]
+
+ROLE_NAMES = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+
+
+def when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if value else "—"
+
+
+def _short(value: Any, width: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return one_line(text, width)
+
+
+def _body(message: Message) -> str:
+    chunks = []
+    for part in message.parts:
+        kind = part.get("type")
+        if kind == "text":
+            chunks.append(str(part.get("text", "")))
+        elif kind == "reasoning":
+            chunks.append(f"<details><summary>Reasoning</summary>\n\n{part.get('text', '')}"
+                          "\n\n</details>")
+        elif kind == "tool-call":
+            chunks.append(f"> **Tool call** `{_short(part.get('tool_name'), 60)}`: "
+                          f"{_short(part.get('input'))}")
+        elif kind == "tool-result":
+            label = "Tool error" if part.get("is_error") else "Tool result"
+            chunks.append(f"> **{label}** `{_short(part.get('tool_name'), 60)}`: "
+                          f"{_short(part.get('output'))}")
+        elif kind == "file":
+            chunks.append(f"*[file: {_short(part.get('filename') or part.get('media_type'))}]*")
+        else:
+            chunks.append(f"*[{_short(kind, 40)} part]*")
+    return "\n\n".join(chunks) if chunks else "*(empty)*"
+
+
+def render_markdown(view: PathView, *, show_ids: bool = False, through: str | None = None
+                    ) -> str:
+    """The path of `view` as Markdown; `show_ids` adds message ids (for `chatui show`)."""
+    info = view.info
+    lines = [f"# {one_line(info.name) or 'Untitled'}", "", f"- **Chat:** `{info.id}`",
+             f"- **Created:** {when(info.created_at)} · **Updated:** {when(info.updated_at)}"]
+    if info.model:
+        lines.append(f"- **Model:** {one_line(info.model)}")
+    if info.source:
+        lines.append(f"- **Imported from:** {one_line(info.source)}")
+    if info.deleted_at:
+        lines.append(f"- **Deleted:** {when(info.deleted_at)} (restorable in the app)")
+    which = f"the branch through `{through}`" if through else "the active branch"
+    lines.append(f"- **Messages:** {len(view.path)} shown of {view.total} ({which})")
+    leaves = sum(1 for m in view.tree if not view.children.get(m.id))
+    hidden = leaves - (0 if view.below else 1)
+    if hidden > 0:
+        at = "; ".join(
+            f"message {f.position} (‹{f.index}/{len(f.siblings)}›: {len(f.others)} "
+            f"other{'s' if len(f.others) > 1 else ''})" for f in view.forks)
+        lines.append(f"- **Other branches:** {hidden} not shown"
+                     + (f", forking at {at}" if at else "")
+                     + ". Export as JSON to keep every branch.")
+    if view.below:
+        lines.append(f"- **Continues below:** the last message shown has {len(view.below)} "
+                     "replies (branches)")
+    if view.compactions:
+        lines.append(f"- **Compactions:** {len(view.compactions)} summar"
+                     f"{'ies' if len(view.compactions) > 1 else 'y'}; every original message "
+                     "is still shown below")
+    lines += ["", "---", ""]
+    forks = {f.position: f for f in view.forks}
+    for i, message in enumerate(view.path, 1):
+        fork = forks.get(i)
+        head = f"## {i} · {ROLE_NAMES.get(message.role, message.role)}"
+        if fork:
+            head += f" ‹{fork.index}/{len(fork.siblings)}›"
+        head += f" · {when(message.created_at)}"
+        if show_ids:
+            head += f" · `{message.id}`"
+        lines += [head, ""]
+        if fork and show_ids:
+            lines += ["*Other branches here: "
+                      + ", ".join(f"`{o}`" for o in fork.others) + "*", ""]
+        lines += [_body(message), ""]
+    if view.compactions:
+        lines += ["---", "", "## Compaction summaries", ""]
+        for c in view.compactions:
+            lines += [f"<details><summary>{when(c.created_at)}: messages `{c.from_message_id}`"
+                      f" … `{c.to_message_id}`</summary>", "", c.summary, "", "</details>", ""]
+    return neutralise("\n".join(lines)).rstrip() + "\n"

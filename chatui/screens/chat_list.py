@@ -1,0 +1,185 @@
+"""The chat list (ctrl+s): every chat, newest first — open, rename, delete, restore."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Input, Label
+
+from store import SessionInfo, SessionManager
+from widgets import clean, one_line
+
+from .dialogs import TextPrompt
+
+__all__ = ["ChatListScreen", "relative_time"]
+
+
+def relative_time(when: datetime, now: datetime | None = None) -> str:
+    """"just now", "5 min ago", "3 h ago", "yesterday", "Oct 03", "2024-10-03"."""
+    now = now or datetime.now(UTC)
+    seconds = (now - when).total_seconds()
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    if seconds < 2 * 86400:
+        return "yesterday"
+    local = when.astimezone()
+    return local.strftime("%b %d") if local.year == now.astimezone().year \
+        else local.strftime("%Y-%m-%d")
+
+
+class ChatListScreen(ModalScreen[str | None]):
+    """Dismisses with the id of the chat to open, or None."""
+
+    CSS_PATH = "chat_list.tcss"
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="chats.close"),
+        Binding("enter", "open", "Open", id="chats.open", priority=True),
+        Binding("r", "rename", "Rename", id="chats.rename"),
+        Binding("d,delete", "delete", "Delete", id="chats.delete"),
+        Binding("u", "undo", "Undo delete", id="chats.undo"),
+        Binding("t", "toggle_trash", "Deleted chats", id="chats.trash"),
+        Binding("slash", "filter", "Filter", id="chats.filter"),
+    ]
+
+    def __init__(self, manager: SessionManager, current: str | None = None) -> None:
+        super().__init__()
+        self.manager = manager
+        self.current = current
+        self.show_deleted = False
+        self.undo_stack: list[str] = []
+        self.rows: list[SessionInfo] = []
+        self.filter_text = ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="chats"):
+            yield Label("Chats", id="chats-title")
+            yield Input(placeholder="/ to filter by name", id="chats-filter")
+            table: DataTable[Text | str] = DataTable(id="chats-table", cursor_type="row",
+                                                     zebra_stripes=True)
+            yield table
+            yield Label("", id="chats-status")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("chat", "last activity", "msgs", "model", "status", "forked from")
+        self.reload()
+        table.focus()
+
+    # -- data -------------------------------------------------------------------
+
+    def _counts(self) -> dict[str, int]:
+        return dict(self.manager.store.query(
+            "SELECT session_id, count(*) FROM messages GROUP BY session_id"))
+
+    def reload(self, keep: str | None = None) -> None:
+        table = self.query_one(DataTable)
+        rows = (self.manager.list(deleted_only=True) if self.show_deleted
+                else self.manager.list())
+        if self.filter_text:
+            needle = self.filter_text.lower()
+            rows = [r for r in rows if needle in r.name.lower()]
+        names = {i.id: i.name for i in self.manager.list(include_deleted=True)}
+        counts = self._counts()
+        self.rows = rows
+        table.clear()
+        for info in rows:
+            name = Text(one_line(info.name or "Untitled", 48))
+            if info.id == self.current:
+                name.stylize("bold")
+                name.append(" ●", "bold")
+            parent = info.parent_session_id
+            lineage = Text("⑂ " + one_line(names.get(parent, parent), 24)) if parent else Text("")
+            table.add_row(name, relative_time(info.updated_at), str(counts.get(info.id, 0)),
+                          clean(info.model or ""), info.status, lineage, key=info.id)
+        kind = "deleted chats (enter restores)" if self.show_deleted else "chats"
+        hint = "enter open · r rename · d delete · u undo · t deleted · / filter"
+        self.query_one("#chats-status", Label).update(f"{len(rows)} {kind} · {hint}")
+        target = keep or (self.current if not self.show_deleted else None)
+        if target is not None:
+            for index, info in enumerate(rows):
+                if info.id == target:
+                    table.move_cursor(row=index)
+
+    def selected(self) -> SessionInfo | None:
+        table = self.query_one(DataTable)
+        if not self.rows or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    # -- actions ----------------------------------------------------------------
+
+    def action_close(self) -> None:
+        if self.query_one("#chats-filter", Input).has_focus:
+            self.query_one(DataTable).focus()
+            return
+        self.dismiss(None)
+
+    def action_open(self) -> None:
+        info = self.selected()
+        if info is None:
+            return
+        if info.deleted_at is not None:
+            self.manager.restore(info.id)
+            self.notify(f"Restored {info.name!r}")
+        self.dismiss(info.id)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_rename(self) -> None:
+        info = self.selected()
+        if info is None:
+            return
+
+        def done(name: str | None) -> None:
+            if name and name.strip():
+                self.manager.rename(info.id, name)
+                self.reload(keep=info.id)
+
+        self.app.push_screen(TextPrompt("Rename chat", info.name), done)
+
+    def action_delete(self) -> None:
+        info = self.selected()
+        if info is None or info.deleted_at is not None:
+            return
+        self.manager.delete(info.id)
+        self.undo_stack.append(info.id)
+        self.notify(f"Deleted {info.name!r} — press u to undo (or restore it from the "
+                    "deleted chats with t)", timeout=6)
+        self.reload()
+
+    def action_undo(self) -> None:
+        if not self.undo_stack:
+            self.notify("Nothing to undo")
+            return
+        session_id = self.undo_stack.pop()
+        info = self.manager.restore(session_id)
+        self.notify(f"Restored {info.name!r}")
+        self.reload(keep=session_id)
+
+    def action_toggle_trash(self) -> None:
+        self.show_deleted = not self.show_deleted
+        self.query_one("#chats-title", Label).update(
+            "Deleted chats" if self.show_deleted else "Chats")
+        self.reload()
+
+    def action_filter(self) -> None:
+        self.query_one("#chats-filter", Input).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one(DataTable).focus()

@@ -1,0 +1,73 @@
+"""The model picker (ctrl+l): recent and configured models, or any LiteLLM name typed in."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+__all__ = ["ModelPicker"]
+
+
+class ModelPicker(ModalScreen[str | None]):
+    """Pick from `choices` (model, note) or type a name; dismisses with the model or None."""
+
+    CSS_PATH = "model_picker.tcss"
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Close", id="models.close"),
+        Binding("down", "focus_list", "List", show=False, id="models.list"),
+    ]
+
+    def __init__(self, current: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.current = current
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="models"):
+            yield Label(f"Model for this chat (now: {self.current})", id="models-title")
+            yield Input(placeholder="any LiteLLM model name, e.g. gpt-4o-mini, "
+                        "anthropic/claude-sonnet-4-5, ollama/llama3.2", id="models-input")
+            yield OptionList(*self._options(""), id="models-list")
+            yield Label("enter picks · the name is passed to LiteLLM as typed · keys come "
+                        "from the environment", id="models-hint")
+
+    def _options(self, needle: str) -> list[Option]:
+        options = []
+        for model, note in self.choices:
+            if needle and needle.lower() not in model.lower():
+                continue
+            prompt = Text(model, "bold" if model == self.current else "")
+            if note:
+                prompt.append(f"  {note}", "dim")
+            options.append(Option(prompt, id=model))
+        return options
+
+    def on_mount(self) -> None:
+        self.query_one("#models-input", Input).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        options = self.query_one("#models-list", OptionList)
+        options.clear_options()
+        options.add_options(self._options(event.value.strip()))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        if value:
+            self.dismiss(value)
+        else:
+            options = self.query_one("#models-list", OptionList)
+            if options.option_count:
+                self.dismiss(options.get_option_at_index(options.highlighted or 0).id)
+
+    def action_focus_list(self) -> None:
+        self.query_one("#models-list", OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)

@@ -1,0 +1,124 @@
+"""The search screen (ctrl+f): every chat, every branch, as you type."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from store import SearchResult, SessionManager
+from widgets import clean
+
+__all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
+
+_MARK = re.compile(r"\[([^\[\]]*)\]")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """What the screen returns: the chat and message to open."""
+
+    session_id: str
+    message_id: str
+
+
+def highlight_snippet(snippet: str, style: str = "bold reverse") -> Text:
+    """A store snippet (matches wrapped in [ ]) as Text with the matches styled."""
+    text = Text()
+    cursor = 0
+    flat = " ".join(clean(snippet).split())
+    for match in _MARK.finditer(flat):
+        text.append(flat[cursor:match.start()])
+        text.append(match.group(1), style)
+        cursor = match.end()
+    text.append(flat[cursor:])
+    return text
+
+
+class SearchScreen(ModalScreen[SearchHit | None]):
+    """Type to search; enter opens the chat at the hit, on the hit's branch."""
+
+    CSS_PATH = "search.tcss"
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Close", id="search.close"),
+        Binding("down", "focus_results", "Results", show=False, id="search.results"),
+    ]
+
+    def __init__(self, manager: SessionManager, query: str = "", *, limit: int = 50) -> None:
+        super().__init__()
+        self.manager = manager
+        self.initial = query
+        self.limit = limit
+        self.hits: list[SearchResult] = []
+        self._names: dict[str, str] = {}
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="search"):
+            yield Input(self.initial, placeholder="Search every chat…  (\"phrase\", word*, "
+                        "a OR b)", id="search-input")
+            yield Label("", id="search-status")
+            yield OptionList(id="search-results")
+
+    def on_mount(self) -> None:
+        self._names = {info.id: info.name for info in self.manager.list()}
+        self.query_one("#search-input", Input).focus()
+        if self.initial:
+            self.run_search(self.initial)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        value = event.value
+        self._timer = self.set_timer(0.12, lambda: self.run_search(value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self._timer is not None:
+            self._timer.stop()
+        self.run_search(event.value)
+        if self.hits:
+            self._open(0)
+
+    def run_search(self, query: str) -> None:
+        """Search now and show the hits (synchronous: a search takes milliseconds)."""
+        results = self.query_one("#search-results", OptionList)
+        status = self.query_one("#search-status", Label)
+        self.hits = self.manager.search(query, self.limit) if query.strip() else []
+        results.clear_options()
+        results.add_options([self._option(i, hit) for i, hit in enumerate(self.hits)])
+        if not query.strip():
+            status.update("Type to search every chat and every branch.")
+        elif not self.hits:
+            status.update(f"Nothing matches {query!r}.")
+        else:
+            more = "+" if len(self.hits) == self.limit else ""
+            status.update(f"{len(self.hits)}{more} matches · enter opens · ↓ to the list")
+        if self.hits:
+            results.highlighted = 0
+
+    def _option(self, index: int, hit: SearchResult) -> Option:
+        name = clean(self._names.get(hit.session_id, hit.session_id))
+        when = hit.created_at.astimezone().strftime("%Y-%m-%d %H:%M") if hit.created_at else ""
+        head = Text.assemble((name, "bold"), "  ", (hit.role, "italic"), "  ", (when, "dim"))
+        body = highlight_snippet(hit.snippet or hit.content[:200])
+        return Option(Text("\n").join([head, body]), id=str(index))
+
+    def action_focus_results(self) -> None:
+        self.query_one("#search-results", OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._open(event.option_index)
+
+    def _open(self, index: int) -> None:
+        hit = self.hits[index]
+        self.dismiss(SearchHit(hit.session_id, hit.id))

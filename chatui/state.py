@@ -1,0 +1,83 @@
+"""Small UI state chatui remembers between runs (theme, last chat, panes, models).
+
+Kept apart from the config file, which is the user's and never rewritten.
+Written atomically and private (0600); never holds secrets. A damaged file
+is ignored (the app starts with defaults) rather than stopping the app.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from . import paths
+
+__all__ = ["UiState", "load_state", "save_state"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class UiState:
+    theme: str | None = None
+    """The theme picked last (used when the config sets none)."""
+    last_session_id: str | None = None
+    """The chat open when the app last closed."""
+    model: str | None = None
+    """The model picked last with ctrl+l (used when neither --model nor config sets one)."""
+    recent_models: list[str] = field(default_factory=list)
+    show_tree: bool = True
+    show_sidebar: bool = True
+
+    def remember_model(self, model: str) -> None:
+        self.model = model
+        self.recent_models = [model] + [m for m in self.recent_models if m != model][:9]
+
+
+def load_state(path: Path | None = None) -> UiState:
+    path = path or paths.state_file()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return UiState()
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable state file %s: %s", path, exc)
+        return UiState()
+    if not isinstance(data, dict):
+        return UiState()
+    state = UiState()
+    for f in fields(UiState):
+        value = data.get(f.name)
+        default = getattr(state, f.name)
+        if value is None:
+            continue
+        if isinstance(default, bool) and isinstance(value, bool):
+            setattr(state, f.name, value)
+        elif f.name == "recent_models" and isinstance(value, list):
+            state.recent_models = [v for v in value if isinstance(v, str)][:10]
+        elif not isinstance(default, bool | list) and isinstance(value, str):
+            setattr(state, f.name, value)
+    return state
+
+
+def save_state(state: UiState, path: Path | None = None) -> None:
+    """Write atomically (temp file + rename) with mode 0600; errors are logged, not raised."""
+    path = path or paths.state_file()
+    try:
+        paths.ensure_private_dir(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(_plain(asdict(state)), fh, indent=2)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("could not save UI state to %s: %s", path, exc)
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}

@@ -1,0 +1,235 @@
+"""The app as a person uses it: real keys through Pilot, on a populated database."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatui.screens.chat_list import ChatListScreen
+from chatui.screens.help import HelpScreen
+from chatui.screens.main import MainScreen
+from chatui.screens.model_picker import ModelPicker
+from chatui.screens.search import SearchScreen
+from chatui.state import load_state
+from widgets import ChatInput, ChatView, ContextSidebar, MessageTree, MessageView
+
+from .app_helpers import make_app, populate
+
+SIZE = (140, 40)
+
+
+@pytest.fixture
+def chats(store):
+    return populate(store)
+
+
+def main_of(app) -> MainScreen:
+    return app.main
+
+
+def path_ids(app) -> list[str]:
+    return app.main.query_one(ChatView).shown_ids
+
+
+async def test_opens_newest_chat_on_its_latest_branch(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        main = main_of(app)
+        assert main.session_id == chats["lisbon"]
+        assert path_ids(app) == ["q1", "a2", "q2b", "a4"]
+        tree = main.query_one(MessageTree)
+        assert set(tree.message_ids) == {"q1", "a1", "a2", "q2", "a3", "q2b", "a4"}
+        assert main.query_one(ChatInput).has_focus
+
+
+async def test_left_right_switch_sibling_branches_and_keep_everything(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("up")  # from the input to the last message
+        await pilot.press("up", "up")  # a4 → q2b → a2
+        focused = app.focused
+        assert isinstance(focused, MessageView) and focused.message_id == "a2"
+        assert focused.position == (2, 2)
+        await pilot.press("left")
+        await pilot.pause()
+        assert path_ids(app) == ["q1", "a1"]
+        assert isinstance(app.focused, MessageView) and app.focused.message_id == "a1"
+        await pilot.press("left")  # already the first: nothing changes
+        await pilot.pause()
+        assert path_ids(app) == ["q1", "a1"]
+        await pilot.press("right")
+        await pilot.pause()
+        assert path_ids(app) == ["q1", "a2", "q2b", "a4"]
+        # the branch choice is remembered in the session
+        assert app.manager.get(chats["lisbon"]).metadata["active_leaf"] == "a4"
+        assert app.manager.get_message_count(chats["lisbon"]) == 7
+
+
+async def test_selecting_a_tree_node_makes_its_branch_active(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = main_of(app).query_one(MessageTree)
+        tree.focus()
+        tree.select_message("a3")  # inside a collapsed alternative
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert path_ids(app) == ["q1", "a2", "q2", "a3"]
+        assert tree.active_leaf == "a3"
+        # left in the tree on q2 goes back to its sibling q2b's branch
+        tree.select_message("q2")
+        await pilot.pause()
+        await pilot.press("right")
+        await pilot.pause()
+        assert path_ids(app) == ["q1", "a2", "q2b", "a4"]
+
+
+async def test_branch_survives_restart(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await main_of(app).act("a2", "previous")
+        await pilot.pause()
+        assert path_ids(app) == ["q1", "a1"]
+    again = make_app(store)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert path_ids(again) == ["q1", "a1"]
+
+
+async def test_chat_list_open_rename_delete_undo_restore(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChatListScreen)
+        assert [r.name for r in screen.rows] == ["Lisbon trip", "Soup recipes", "Python help"]
+        await pilot.press("down")  # Soup recipes
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press(*"Tomato soup", "enter")  # the old name is selected: typing replaces it
+        await pilot.pause()
+        assert app.manager.get(chats["soup"]).name == "Tomato soup"
+        await pilot.press("d")  # delete the highlighted chat (soft)
+        await pilot.pause()
+        assert app.manager.get(chats["soup"]) is None
+        assert app.manager.get(chats["soup"], include_deleted=True) is not None
+        assert [r.name for r in screen.rows] == ["Lisbon trip", "Python help"]
+        await pilot.press("u")  # undo
+        await pilot.pause()
+        assert app.manager.get(chats["soup"]) is not None
+        await pilot.press("d")
+        await pilot.press("t")  # deleted chats
+        await pilot.pause()
+        assert [r.name for r in screen.rows] == ["Tomato soup"]
+        await pilot.press("enter")  # restores and opens it
+        await pilot.pause()
+        assert not isinstance(app.screen, ChatListScreen)
+        assert main_of(app).session_id == chats["soup"]
+        assert app.manager.get(chats["soup"]) is not None
+        assert path_ids(app) == ["s1", "s2"]
+
+
+async def test_search_opens_the_hit_on_its_branch(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await pilot.press(*"nata")
+        await pilot.pause(0.3)
+        assert [h.id for h in screen.hits] == ["a3"]
+        await pilot.press("enter")
+        await pilot.pause()
+        main = main_of(app)
+        assert main.session_id == chats["lisbon"]
+        assert path_ids(app) == ["q1", "a2", "q2", "a3"]  # the hit's branch, not the latest
+        assert isinstance(app.focused, MessageView) and app.focused.message_id == "a3"
+
+
+async def test_search_with_hostile_query_does_not_break(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        await pilot.press(*'"AND ( NEAR( *', "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, SearchScreen)
+        assert app.screen.hits == []
+
+
+async def test_new_chat_help_panes_and_model(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        main = main_of(app)
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert main.chat is None and path_ids(app) == []
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert not main.query_one(ContextSidebar).display
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert not main.query_one(MessageTree).display
+        assert load_state().show_sidebar is False and load_state().show_tree is False
+        await pilot.press("ctrl+b", "ctrl+t")
+        await pilot.pause()
+        assert main.query_one(ContextSidebar).display and main.query_one(MessageTree).display
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("enter")  # open Lisbon trip
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelPicker)
+        await pilot.press(*"openai/gpt-test", "enter")
+        await pilot.pause()
+        assert app.manager.get(chats["lisbon"]).model == "openai/gpt-test"
+        assert load_state().recent_models[0] == "openai/gpt-test"
+
+
+async def test_fork_and_copy(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("up", "up")  # q2b
+        assert app.focused.message_id == "q2b"
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.clipboard == "And the museums?"
+        await pilot.press("f")
+        await pilot.pause()
+        main = main_of(app)
+        assert main.session_id != chats["lisbon"]
+        forked = app.manager.get(main.session_id)
+        assert forked.parent_session_id == chats["lisbon"]
+        texts = [m.text for m in main.snapshot.history]
+        assert texts == ["Plan three days in Lisbon", "Start in Belém with the tower.",
+                         "And the museums?"]
+        assert app.manager.get_message_count(chats["lisbon"]) == 7  # the source is untouched
+
+
+async def test_copy_cycles_through_code_blocks(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await main_of(app).open_chat(chats["python"])
+        await pilot.pause()
+        await pilot.press("up")
+        await pilot.press("c")
+        assert app.clipboard.startswith("Use `reversed(xs)`")
+        await pilot.press("c")
+        assert app.clipboard == "xs[::-1]"

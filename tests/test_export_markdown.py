@@ -1,0 +1,75 @@
+"""Markdown export: one branch, with a note of every branch it does not show."""
+
+from __future__ import annotations
+
+from chatui.porting.markdown import render_markdown
+from chatui.porting.tree import path_view
+
+
+def text(mid, role, body):
+    return {"id": mid, "role": role, "parts": [{"type": "text", "text": body}]}
+
+
+async def branching_chat(manager):
+    info = manager.create("Lisbon \x1b[2J trip", model="gpt-4o")
+    await manager.append(info.id, text("q1", "user", "Flights to Lisbon?"))
+    await manager.append(info.id, text("a1", "assistant", "TAP flies direct."))
+    await manager.append(info.id, {"id": "a2", "role": "assistant", "parts": [
+        {"type": "reasoning", "text": "Budget matters."},
+        {"type": "text", "text": "Ryanair is cheaper.\x1b]52;c;cHduZWQ=\x07"},
+        {"type": "tool-call", "tool_call_id": "c1", "tool_name": "set_context",
+         "input": {"label": "memory", "content": "likes cheap flights"}}]}, parent_id="q1")
+    await manager.append(info.id, {"id": "t1", "role": "tool", "parts": [
+        {"type": "tool-result", "tool_call_id": "c1", "tool_name": "set_context",
+         "output": "Saved."}]})
+    await manager.append(info.id, text("q2", "user", "Thanks"), parent_id="a1")
+    return manager.get(info.id)
+
+
+async def test_active_path_with_branch_note(manager):
+    info = await branching_chat(manager)
+    md = render_markdown(path_view(manager.store, info))
+    assert md.startswith("# Lisbon \\x1b[2J trip\n")
+    assert "TAP flies direct." in md and "Thanks" in md
+    assert "Ryanair" not in md  # the other branch is not shown…
+    assert "**Other branches:** 1 not shown, forking at message 2 (‹1/2›: 1 other)" in md
+    assert "## 2 · Assistant ‹1/2›" in md  # …and where it forks is marked
+    assert "3 shown of 5" in md
+    assert "\x1b" not in md
+
+
+async def test_the_other_branch_on_request(manager):
+    info = await branching_chat(manager)
+    md = render_markdown(path_view(manager.store, info, "a2"), through="a2")
+    assert "the branch through `a2`" in md
+    assert "Ryanair is cheaper.\\x1b]52;c;cHduZWQ=\\x07" in md
+    assert "<details><summary>Reasoning</summary>" in md
+    assert '> **Tool call** `set_context`: {"label": "memory", "content": "likes cheap flights"}' \
+        in md
+    assert "> **Tool result** `set_context`: Saved." in md
+    assert "TAP" not in md
+
+
+async def test_active_leaf_from_metadata_wins(manager):
+    info = await branching_chat(manager)
+    manager.update_metadata(info.id, active_leaf="t1")
+    view = path_view(manager.store, manager.get(info.id))
+    assert [m.id for m in view.path] == ["q1", "a2", "t1"]
+    assert [(f.position, f.others) for f in view.forks] == [(2, ("a1",))]
+    manager.update_metadata(info.id, active_leaf="gone")  # a stale hint is ignored
+    assert path_view(manager.store, manager.get(info.id)).leaf == "q2"
+
+
+async def test_empty_chat(manager):
+    info = manager.create("Nothing yet")
+    md = render_markdown(path_view(manager.store, info))
+    assert "0 shown of 0" in md and "Other branches" not in md
+
+
+async def test_message_ids_only_when_asked(manager):
+    info = await branching_chat(manager)
+    view = path_view(manager.store, info)
+    assert "`q1`" not in render_markdown(view)
+    shown = render_markdown(view, show_ids=True)
+    assert "## 1 · User · " in shown and "· `q1`" in shown
+    assert "*Other branches here: `a2`*" in shown

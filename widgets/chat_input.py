@@ -1,0 +1,88 @@
+"""`ChatInput`: the message box — enter sends, shift+enter or ctrl+j adds a line."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message as TextualMessage
+from textual.widgets import TextArea
+
+__all__ = ["ChatInput"]
+
+
+class ChatInput(TextArea):
+    """A multi-line input that sends on enter.
+
+    Many terminals cannot tell shift+enter from enter; ctrl+j always inserts a
+    newline. The text is not cleared on send: the app clears it once the
+    message is safely stored, so a failed write leaves it there to retry.
+    """
+
+    DEFAULT_CSS = """
+    ChatInput {
+        height: auto;
+        min-height: 3;
+        max-height: 12;
+        margin: 0 1;
+        border: round $foreground 20%;
+    }
+    ChatInput:focus { border: round $accent; }
+    ChatInput.-busy { border: round $warning 60%; }
+    """
+
+    BINDINGS = [
+        Binding("enter", "submit", "Send", id="input.send"),
+        Binding("shift+enter,ctrl+j", "newline", "Newline", id="input.newline"),
+    ]
+
+    class Submitted(TextualMessage):
+        """The user pressed enter with this text."""
+
+        def __init__(self, chat_input: ChatInput, text: str) -> None:
+            super().__init__()
+            self.chat_input = chat_input
+            self.text = text
+
+        @property
+        def control(self) -> ChatInput:
+            return self.chat_input
+
+    class LeaveUp(TextualMessage):
+        """Up was pressed on the first line: the user wants the messages above."""
+
+        def __init__(self, chat_input: ChatInput) -> None:
+            super().__init__()
+            self.chat_input = chat_input
+
+        @property
+        def control(self) -> ChatInput:
+            return self.chat_input
+
+    def __init__(self, text: str = "", *, placeholder: str = "", name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(text, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
+                         highlight_cursor_line=False, placeholder=placeholder,
+                         name=name, id=id, classes=classes)
+
+    def action_submit(self) -> None:
+        if self.text.strip():
+            self.post_message(self.Submitted(self, self.text))
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self.replace("\n", start, end, maintain_selection_offset=False)
+
+    async def _on_key(self, event: events.Key) -> None:
+        # Enter is handled here, in key order: a priority binding would run before
+        # keys typed just ahead of it reached the text.
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.action_submit()
+            return
+        if event.key == "up" and self.cursor_location[0] == 0:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.LeaveUp(self))
+            return
+        await super()._on_key(event)

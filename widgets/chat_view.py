@@ -1,0 +1,244 @@
+"""`ChatView`: the active path of a chat, newest at the bottom, streaming in place.
+
+Long chats mount only the newest `page_size` messages; earlier ones are
+mounted a page at a time when the user scrolls to the top (or a search hit
+asks for one), so opening a 2,000-message chat costs the same as a short one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual import events
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from store import Message
+
+from .message_view import MessageView
+from .sanitize import clean
+
+__all__ = ["ChatView", "ChatNotice"]
+
+
+@dataclass
+class _Item:
+    message: Message
+    tool_results: list[Message] = field(default_factory=list)
+
+
+class ChatNotice(Static):
+    """A note in the chat pane that is not a message: an error, a hint, a welcome."""
+
+    DEFAULT_CSS = """
+    ChatNotice {
+        margin: 0 1 1 1;
+        padding: 0 1;
+        border: round $primary 50%;
+        color: $text-muted;
+    }
+    ChatNotice.-warning { border: round $warning; color: $text; }
+    ChatNotice.-error { border: round $error; color: $text; }
+    """
+
+    def __init__(self, text: str, level: str = "info", *, title: str | None = None,
+                 id: str | None = None) -> None:
+        body = Text()
+        if title:
+            body.append(clean(title) + "\n", "bold")
+        body.append(clean(text))
+        super().__init__(body, id=id, classes=f"-{level}")
+        self.level = level
+        self.plain = (f"{title}\n" if title else "") + text
+
+
+class _EarlierMarker(Static):
+    DEFAULT_CSS = """
+    _EarlierMarker { color: $text-muted; text-align: center; margin-bottom: 1; }
+    """
+
+
+class ChatView(VerticalScroll, can_focus=False):
+    """Shows one path of messages; tool messages fold into the reply that called them."""
+
+    DEFAULT_CSS = """
+    ChatView { height: 1fr; padding: 1 1 0 1; }
+    """
+
+    def __init__(self, *, page_size: int = 16, name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.page_size = page_size
+        self._items: list[_Item] = []
+        self._first_shown = 0
+        self._positions: Mapping[str, tuple[int, int]] = {}
+        self._covered: Mapping[str, Sequence[Message]] = {}
+
+    # -- whole path -------------------------------------------------------------
+
+    @staticmethod
+    def _group(history: Sequence[Message]) -> list[_Item]:
+        items: list[_Item] = []
+        for message in history:
+            if (message.role == "tool" and items and items[-1].message.role == "assistant"
+                    and items[-1].message.tool_calls):
+                items[-1].tool_results.append(message)
+            else:
+                items.append(_Item(message))
+        return items
+
+    def _view(self, item: _Item) -> MessageView:
+        return MessageView(
+            item.message,
+            position=self._positions.get(item.message.id, (1, 1)),
+            tool_results=item.tool_results,
+            covered=self._covered.get(item.message.id, ()),
+        )
+
+    async def show(self, history: Sequence[Message], *,
+                   positions: Mapping[str, tuple[int, int]] | None = None,
+                   covered: Mapping[str, Sequence[Message]] | None = None,
+                   empty_text: str | None = None) -> None:
+        """Replace what is shown by `history` (root → leaf).
+
+        Args:
+            positions: message id → (index, count) among its siblings.
+            covered: compaction message id → the original messages it stands for.
+            empty_text: a note to show when there are no messages.
+        """
+        self._positions = positions or {}
+        self._covered = covered or {}
+        self._items = self._group(history)
+        self._first_shown = max(len(self._items) - self.page_size, 0)
+        with self.app.batch_update():
+            await self.remove_children()
+            widgets: list[Static | MessageView] = []
+            if self._first_shown:
+                widgets.append(self._marker())
+            widgets.extend(self._view(i) for i in self._items[self._first_shown:])
+            if not self._items and empty_text:
+                widgets.append(ChatNotice(empty_text, id="empty-note"))
+            if widgets:
+                await self.mount_all(widgets)
+        self.scroll_end(animate=False, immediate=True)
+        self.anchor()
+
+    def _marker(self) -> _EarlierMarker:
+        return _EarlierMarker(f"↑ {self._first_shown} earlier messages — scroll up or press "
+                              "home to load them", id="earlier")
+
+    async def load_earlier(self, count: int | None = None) -> int:
+        """Mount up to `count` (a page) more of the earlier messages; returns how many."""
+        if not self._first_shown:
+            return 0
+        count = count or self.page_size
+        start = max(self._first_shown - count, 0)
+        new = [self._view(i) for i in self._items[start:self._first_shown]]
+        self._first_shown = start
+        marker = self.query("#earlier")
+        anchor = self.children[1] if marker and len(self.children) > 1 else None
+        with self.app.batch_update():
+            if marker:
+                await marker.remove()
+            if new:
+                await self.mount_all(new, before=0 if self.children else None)
+            if self._first_shown:
+                await self.mount(self._marker(), before=0)
+        if anchor is not None:
+            self.scroll_to_widget(anchor, animate=False, top=True)
+        return len(new)
+
+    def on_mouse_scroll_up(self, _: events.MouseScrollUp) -> None:
+        if self.scroll_y <= 1 and self._first_shown:
+            self.run_worker(self.load_earlier(), group="earlier", exclusive=True)
+
+    def key_home(self) -> None:
+        if self._first_shown:
+            self.run_worker(self.load_earlier(self._first_shown), group="earlier",
+                            exclusive=True)
+        self.scroll_home(animate=False)
+
+    # -- lookups ----------------------------------------------------------------
+
+    @property
+    def views(self) -> list[MessageView]:
+        return list(self.query(MessageView))
+
+    def view_for(self, message_id: str) -> MessageView | None:
+        for view in self.query(MessageView):
+            if view.message_id == message_id or any(
+                    t.id == message_id for t in view.tool_results):
+                return view
+        return None
+
+    @property
+    def shown_ids(self) -> list[str]:
+        """Ids of the messages on the path, including those not mounted yet."""
+        ids = []
+        for item in self._items:
+            ids.append(item.message.id)
+            ids.extend(t.id for t in item.tool_results)
+        return ids
+
+    async def reveal(self, message_id: str, *, focus: bool = True) -> MessageView | None:
+        """Mount earlier pages until the message is shown, then scroll it into view."""
+        view = self.view_for(message_id)
+        while view is None and self._first_shown:
+            await self.load_earlier()
+            view = self.view_for(message_id)
+        if view is not None:
+            self.release_anchor()
+            self.call_after_refresh(self.scroll_to_widget, view, animate=False, top=True)
+            if focus:
+                view.focus(scroll_visible=False)
+        return view
+
+    # -- incremental updates ----------------------------------------------------
+
+    async def _remove_empty_note(self) -> None:
+        for note in self.query("#empty-note"):
+            await note.remove()
+
+    async def add_message(self, message: Message, position: tuple[int, int] = (1, 1),
+                          *, streaming: bool = False) -> MessageView:
+        """Show a newly stored message at the end (tool results fold into their reply)."""
+        await self._remove_empty_note()
+        views = self.views
+        if (message.role == "tool" and views and views[-1].message.role == "assistant"
+                and views[-1].message.tool_calls):
+            self._items[-1].tool_results.append(message)
+            await views[-1].add_tool_results(message)
+            return views[-1]
+        item = _Item(message)
+        self._items.append(item)
+        view = MessageView(message, position=position, streaming=streaming)
+        await self.mount(view)
+        self.scroll_end(animate=False)
+        return view
+
+    async def start_reply(self, message: Message,
+                          position: tuple[int, int] = (1, 1)) -> MessageView:
+        """Mount an empty reply that will stream; keeps the view pinned to the bottom."""
+        view = await self.add_message(message, position, streaming=True)
+        self.anchor()
+        return view
+
+    async def finish_reply(self, message: Message) -> None:
+        """Replace a streamed reply by its stored final form."""
+        for item in self._items:
+            if item.message.id == message.id:
+                item.message = message
+        view = self.view_for(message.id)
+        if view is not None:
+            await view.update_message(message)
+
+    async def notice(self, text: str, level: str = "info", *,
+                     title: str | None = None) -> ChatNotice:
+        """Show an error, warning or hint at the end of the chat."""
+        await self._remove_empty_note()
+        note = ChatNotice(text, level, title=title)
+        await self.mount(note)
+        self.scroll_end(animate=False)
+        return note

@@ -1,0 +1,129 @@
+"""`ContextSidebar`: what the model carries — memory blocks, conversation size, spend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from store import ContextBlock
+
+from .token_gauge import TokenGauge, format_tokens
+
+__all__ = ["ContextSidebar", "ConversationStats"]
+
+
+@dataclass(frozen=True)
+class ConversationStats:
+    """The figures under the gauges (all optional: unknown stays blank)."""
+
+    tokens: int = 0
+    """Estimated tokens of the history plus the system prompt."""
+    window: int | None = None
+    """The model's context window."""
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    compactions: int = 0
+    """Summaries on the active path."""
+    compact_at: float | None = None
+    """Auto-compaction threshold as a share of the window."""
+
+
+def _kind_tag(block: ContextBlock) -> str:
+    return {"readonly": "read-only", "loadable": "skills"}.get(block.kind, block.kind)
+
+
+class ContextSidebar(VerticalScroll):
+    """One gauge per context block, then the conversation against the window.
+
+    Data in, nothing fetched: call `show_blocks` and `show_stats` whenever the
+    underlying figures change (after a memory write, a reply, a branch switch).
+    """
+
+    DEFAULT_CSS = """
+    ContextSidebar {
+        width: 34;
+        padding: 0 1;
+        border-left: vkey $foreground 10%;
+        background: $surface;
+    }
+    ContextSidebar > .sidebar--title {
+        color: $text-muted;
+        text-style: bold;
+        margin: 1 0 1 0;
+    }
+    ContextSidebar > #blocks { height: auto; }
+    ContextSidebar > .sidebar--line { color: $text-muted; }
+    ContextSidebar > #block-empty { color: $text-muted; text-style: italic; }
+    """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._blocks: list[ContextBlock] = []
+        self.stats = ConversationStats()
+
+    def compose(self) -> ComposeResult:
+        yield Static("MEMORY", classes="sidebar--title")
+        yield VerticalScroll(id="blocks")
+        yield Static("CONVERSATION", classes="sidebar--title")
+        yield TokenGauge("context", id="conversation-gauge")
+        yield Static("", id="spend", classes="sidebar--line")
+        yield Static("", id="compaction", classes="sidebar--line")
+        yield Static("", id="model", classes="sidebar--line")
+
+    @property
+    def blocks(self) -> list[ContextBlock]:
+        return list(self._blocks)
+
+    def gauge(self, label: str) -> TokenGauge | None:
+        """The gauge of one block (tests and the app highlight it after a write)."""
+        for gauge in self.query(TokenGauge):
+            if gauge.label == label and gauge.id != "conversation-gauge":
+                return gauge
+        return None
+
+    def show_blocks(self, blocks: Sequence[ContextBlock]) -> None:
+        """Draw one gauge per block, reusing gauges whose label is unchanged."""
+        self._blocks = list(blocks)
+        holder = self.query_one("#blocks", VerticalScroll)
+        existing = [g for g in holder.query(TokenGauge)]
+        if [g.label for g in existing] != [b.label for b in blocks]:
+            holder.remove_children()
+            existing = [TokenGauge(b.label) for b in blocks]
+            if existing:
+                holder.mount_all(existing)
+        for gauge, block in zip(existing, blocks, strict=True):
+            gauge.kind = _kind_tag(block)
+            gauge.limit = block.max_tokens
+            gauge.used = block.tokens
+            gauge.tooltip = block.description or None
+        holder.styles.height = "auto"
+
+    def show_stats(self, stats: ConversationStats) -> None:
+        """Update the conversation gauge, spend, compaction and model lines."""
+        self.stats = stats
+        gauge = self.query_one("#conversation-gauge", TokenGauge)
+        gauge.limit = stats.window
+        gauge.used = stats.tokens
+        gauge.figure = (f"{format_tokens(stats.tokens)} of {format_tokens(stats.window)}"
+                        if stats.window else f"{format_tokens(stats.tokens)} tok")
+        spent = stats.input_tokens + stats.output_tokens
+        spend = f"spent {format_tokens(spent)} tok"
+        if stats.cost:
+            spend += f" · ${stats.cost:,.4f}" if stats.cost < 1 else f" · ${stats.cost:,.2f}"
+        self.query_one("#spend", Static).update(spend)
+        parts = []
+        if stats.compactions:
+            parts.append(f"{stats.compactions} summar{'y' if stats.compactions == 1 else 'ies'}")
+        else:
+            parts.append("not compacted")
+        if stats.compact_at and stats.window:
+            parts.append(f"auto at {format_tokens(int(stats.window * stats.compact_at))}")
+        self.query_one("#compaction", Static).update(" · ".join(parts))
+        self.query_one("#model", Static).update(stats.model)

@@ -1,0 +1,300 @@
+"""`MessageView`: one message in the chat pane — header, Markdown body, tools.
+
+Tool calls and their results sit collapsed under the assistant message that
+made them; a compaction summary can be expanded to the messages it covers.
+All text shown here went through `sanitize.clean` first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message as TextualMessage
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from store import Message
+
+from .sanitize import clean, one_line
+
+__all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
+
+ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+# Anything Markdown would render differently from plain text.
+_MARKDOWN_HINTS = re.compile(r"[*_`#\[\]|<>~]|^\s*(?:[-+]\s|\d+[.)]\s)|^\s*$", re.MULTILINE)
+
+
+def looks_like_markdown(text: str) -> bool:
+    """True when rendering `text` as Markdown would change how it looks."""
+    return bool(_MARKDOWN_HINTS.search(text.strip()))
+
+
+def code_blocks(text: str) -> list[str]:
+    """The contents of the fenced code blocks in Markdown text, in order."""
+    return [m.group(2).rstrip("\n") for m in _FENCE.finditer(text)]
+
+
+def status_of(message: Message) -> str | None:
+    """"streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
+    meta = message.metadata
+    status = meta.get("status")
+    if status in ("cancelled", "error"):
+        return str(status)
+    if meta.get("incomplete"):
+        return "streaming" if status == "streaming" else "interrupted"
+    return None
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _call_summary(call: dict[str, Any]) -> str:
+    args = call.get("input")
+    if isinstance(args, dict):
+        shown = ", ".join(f"{k}={one_line(_as_text(v), 24)}" for k, v in list(args.items())[:3])
+    else:
+        shown = one_line(_as_text(args), 40)
+    return f"{call.get('tool_name', '?')}({shown})"
+
+
+class MessageView(Vertical, can_focus=True):
+    """One message of the active path; focus it to act on it with keys."""
+
+    DEFAULT_CSS = """
+    MessageView {
+        height: auto;
+        padding: 0 1;
+        margin: 0 0 1 0;
+        border-left: outer $foreground 10%;
+    }
+    MessageView:focus { border-left: outer $accent; background: $boost; }
+    MessageView.-user { border-left: outer $accent 50%; }
+    MessageView.-compaction { border-left: outer $secondary; }
+    MessageView > .message--header { color: $text-muted; height: 1; }
+    MessageView > .message--body { padding: 0 0; margin: 0; }
+    MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
+    MessageView.-error > .message--header, MessageView.-cancelled > .message--header,
+    MessageView.-interrupted > .message--header { color: $warning; }
+    MessageView Collapsible { padding: 0; margin: 0; border: none; background: $boost; }
+    MessageView Collapsible > Contents { padding: 0 1; }
+    MessageView .message--tool-output { color: $text-muted; }
+    MessageView .message--covered { color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("r", "act('regenerate')", "Regenerate", id="message.regenerate"),
+        Binding("e", "act('edit')", "Edit", id="message.edit"),
+        Binding("f", "act('fork')", "Fork", id="message.fork"),
+        Binding("c", "act('copy')", "Copy", id="message.copy"),
+        Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
+        Binding("right", "act('next')", "Branch ›", id="message.next"),
+        Binding("up,k", "move(-1)", "Previous message", show=False),
+        Binding("down,j", "move(1)", "Next message", show=False),
+        Binding("i", "to_input", "Back to input", show=False),
+    ]
+
+    class ActionRequested(TextualMessage):
+        """A key asked for an action on this message."""
+
+        def __init__(self, message_id: str, action: str) -> None:
+            super().__init__()
+            self.message_id = message_id
+            self.action = action
+
+    class MoveRequested(TextualMessage):
+        """Move focus to the neighbouring message (`step` -1 or 1), or to the input (0)."""
+
+        def __init__(self, view: MessageView, step: int) -> None:
+            super().__init__()
+            self.view = view
+            self.step = step
+
+    def __init__(
+        self,
+        message: Message,
+        *,
+        position: tuple[int, int] = (1, 1),
+        tool_results: Sequence[Message] = (),
+        covered: Sequence[Message] = (),
+        streaming: bool = False,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.message = message
+        self.position = position
+        self.tool_results: list[Message] = list(tool_results)
+        self.covered = list(covered)
+        self._streaming = streaming
+        self._stream: MarkdownStream | None = None
+        self._streamed = ""
+        self._update_classes()
+
+    @property
+    def message_id(self) -> str:
+        return self.message.id
+
+    @property
+    def text(self) -> str:
+        """The text shown (while streaming: everything received so far)."""
+        return self._streamed if self._stream is not None else clean(self.message.text)
+
+    def _update_classes(self) -> None:
+        status = status_of(self.message)
+        self.set_class(self.message.role == "user", "-user")
+        self.set_class(self.message.is_compaction, "-compaction")
+        for name in ("streaming", "cancelled", "error", "interrupted"):
+            self.set_class(status == name, f"-{name}")
+
+    def header(self) -> Text:
+        m = self.message
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if m.is_compaction:
+            covered = m.metadata.get("compaction", {}).get("covered", len(self.covered))
+            text.append(f"Summary of {covered} earlier messages", "bold")
+            return text
+        text.append(ROLE_NAMES.get(m.role, m.role), "bold")
+        if m.from_agent_id:
+            text.append(f" · from agent {m.from_agent_id}")
+        model = m.metadata.get("model")
+        if model and m.role == "assistant":
+            text.append(f" · {model}")
+        if m.created_at is not None:
+            text.append(f" · {m.created_at.astimezone().strftime('%b %d %H:%M')}")
+        if self.position[1] > 1:
+            text.append(f"  ‹{self.position[0]}/{self.position[1]}›", "bold")
+        status = status_of(m)
+        if status == "streaming" and self._stream is None:
+            status = "interrupted"
+        if status and status != "streaming":
+            label = {"cancelled": "cancelled — partial reply",
+                     "error": f"error — {m.metadata.get('error', 'reply failed')}",
+                     "interrupted": "incomplete — the reply was interrupted"}[status]
+            text.append(f"  {label}", "italic")
+        usage = m.token_usage or {}
+        if usage.get("output"):
+            text.append(f"  {usage.get('input', 0)}→{usage['output']} tok")
+        return text
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.header(), classes="message--header")
+        reasoning = "\n".join(clean(str(p.get("text", ""))) for p in self.message.parts
+                              if p.get("type") == "reasoning")
+        if reasoning.strip():
+            with Collapsible(title="thinking", collapsed=True):
+                yield Static(Text(reasoning), classes="message--tool-output")
+        yield self._body()
+        yield from self._compose_tools()
+        if self.covered:
+            with Collapsible(title=f"show the {len(self.covered)} messages it covers",
+                             collapsed=True, classes="message--covered"):
+                for m in self.covered:
+                    role = ROLE_NAMES.get(m.role, m.role)
+                    yield Static(Text(f"{role}: {one_line(m.text or '', 400)}"),
+                                 classes="message--covered")
+
+    def _body(self) -> Static | Markdown:
+        """The message text: a Markdown widget while streaming, otherwise a cheap Static.
+
+        Textual's Markdown widget builds a widget per block (tens of ms for a long
+        reply); finished messages are drawn by Rich's Markdown renderer in one Static,
+        so opening a long chat stays fast.
+        """
+        text = clean(self.message.text)
+        if self._streaming:
+            return Markdown(text, open_links=False, classes="message--body")
+        if looks_like_markdown(text):
+            theme = "monokai" if self.app.current_theme.dark else "default"
+            return Static(RichMarkdown(text, code_theme=theme, hyperlinks=False),
+                          classes="message--body")
+        return Static(Text(text), classes="message--body")
+
+    def _compose_tools(self) -> ComposeResult:
+        results: dict[str, dict[str, Any]] = {}
+        for tool_message in self.tool_results:
+            for part in tool_message.tool_results:
+                results[str(part.get("tool_call_id"))] = part
+        for call in self.message.tool_calls:
+            result = results.get(str(call.get("tool_call_id")))
+            if result is None:
+                mark = "…"
+            elif result.get("is_error") or str(result.get("output", "")).startswith("Error:"):
+                mark = "✗"
+            else:
+                mark = "✓"
+            title = clean(f"⚙ {_call_summary(call)} {mark}")
+            with Collapsible(title=title, collapsed=True, classes="message--tool"):
+                yield Static(Text(clean(_as_text(call.get("input")))),
+                             classes="message--tool-input")
+                if result is not None:
+                    yield Static(Text(clean(_as_text(result.get("output")))),
+                                 classes="message--tool-output")
+
+    # -- updates ----------------------------------------------------------------
+
+    async def update_message(self, message: Message, *, position: tuple[int, int] | None = None,
+                             tool_results: Sequence[Message] | None = None) -> None:
+        """Show a newer version of the message (final text, status, tools)."""
+        self.message = message
+        if position is not None:
+            self.position = position
+        if tool_results is not None:
+            self.tool_results = list(tool_results)
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+        self._streamed = ""
+        self._streaming = False
+        self._update_classes()
+        await self.recompose()
+
+    async def add_tool_results(self, tool_message: Message) -> None:
+        self.tool_results.append(tool_message)
+        await self.recompose()
+
+    def refresh_header(self) -> None:
+        self.query_one(".message--header", Static).update(self.header())
+
+    async def append(self, fragment: str) -> None:
+        """Stream more reply text into the body."""
+        fragment = clean(fragment)
+        if not fragment:
+            return
+        if self._stream is None:
+            self._streamed = clean(self.message.text)
+            if not self._streaming:
+                self._streaming = True
+                await self.query_one(".message--body").remove()
+                await self.mount(Markdown(self._streamed, open_links=False,
+                                          classes="message--body"),
+                                 after=self.query_one(".message--header"))
+            self._stream = Markdown.get_stream(self.query_one(Markdown))
+        self._streamed += fragment
+        await self._stream.write(fragment)
+
+    # -- actions ----------------------------------------------------------------
+
+    def action_act(self, action: str) -> None:
+        self.post_message(self.ActionRequested(self.message_id, action))
+
+    def action_move(self, step: int) -> None:
+        self.post_message(self.MoveRequested(self, step))
+
+    def action_to_input(self) -> None:
+        self.post_message(self.MoveRequested(self, 0))

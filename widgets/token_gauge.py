@@ -1,0 +1,144 @@
+"""`TokenGauge`: one labelled bar of tokens used against a budget."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+__all__ = ["TokenGauge", "format_tokens", "fill_level"]
+
+WARN_AT = 0.75
+OVER_AT = 0.95
+
+
+def format_tokens(n: int | None) -> str:
+    """12 → "12", 12_345 → "12.3k", 128_000 → "128k", 1_048_576 → "1.05M"."""
+    if n is None:
+        return "?"
+    if n < 1000:
+        return str(n)
+    if n < 100_000:
+        return f"{n / 1000:.1f}".removesuffix(".0") + "k"
+    if n < 1_000_000:
+        return f"{n / 1000:.0f}k"
+    return f"{n / 1_000_000:.2f}".rstrip("0").rstrip(".") + "M"
+
+
+def fill_level(used: int, limit: int | None) -> str:
+    """The gauge's state class: -ok, -warn, -over, or -unbounded without a limit."""
+    if not limit:
+        return "-unbounded"
+    share = used / limit
+    if share >= OVER_AT:
+        return "-over"
+    return "-warn" if share >= WARN_AT else "-ok"
+
+
+class TokenGauge(Widget):
+    """A label, a kind tag, `used/limit` and a bar coloured by how full it is.
+
+    The fill state shows as one of the CSS classes `-ok`, `-warn`, `-over`,
+    `-unbounded`, so themes colour it.
+    """
+
+    DEFAULT_CSS = """
+    TokenGauge {
+        height: 2;
+        width: 1fr;
+        margin-bottom: 1;
+    }
+    TokenGauge > .token-gauge--label { text-style: bold; }
+    TokenGauge > .token-gauge--kind { color: $text-muted; }
+    TokenGauge > .token-gauge--figure { color: $text-muted; }
+    TokenGauge > .token-gauge--bar { color: $success; }
+    TokenGauge.-warn > .token-gauge--bar { color: $warning; }
+    TokenGauge.-over > .token-gauge--bar { color: $error; }
+    TokenGauge.-unbounded > .token-gauge--bar { color: $primary 60%; }
+    TokenGauge > .token-gauge--empty { color: $foreground 15%; }
+    """
+
+    COMPONENT_CLASSES = {
+        "token-gauge--label",
+        "token-gauge--kind",
+        "token-gauge--figure",
+        "token-gauge--bar",
+        "token-gauge--empty",
+    }
+
+    label: reactive[str] = reactive("")
+    """What the gauge measures (a block label, "conversation")."""
+    kind: reactive[str] = reactive("")
+    """A short tag shown after the label (writable, readonly, …); empty for none."""
+    used: reactive[int] = reactive(0)
+    """Tokens in use."""
+    limit: reactive[int | None] = reactive(None)
+    """The budget; None draws an unbounded gauge (no bar fill, just the count)."""
+    figure: reactive[str] = reactive("")
+    """Overrides the right-hand text (e.g. "12.3k of 128k")."""
+
+    def __init__(
+        self,
+        label: str = "",
+        used: int = 0,
+        limit: int | None = None,
+        kind: str = "",
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.set_reactive(TokenGauge.label, label)
+        self.set_reactive(TokenGauge.kind, kind)
+        self.set_reactive(TokenGauge.used, used)
+        self.set_reactive(TokenGauge.limit, limit)
+
+    def on_mount(self) -> None:
+        self._update_level()
+
+    def watch_used(self) -> None:
+        self._update_level()
+
+    def watch_limit(self) -> None:
+        self._update_level()
+
+    def _update_level(self) -> None:
+        level = fill_level(self.used, self.limit)
+        for name in ("-ok", "-warn", "-over", "-unbounded"):
+            self.set_class(name == level, name)
+
+    @property
+    def share(self) -> float | None:
+        return self.used / self.limit if self.limit else None
+
+    def figure_text(self) -> str:
+        if self.figure:
+            return self.figure
+        if self.limit:
+            return f"{self.used:,}/{self.limit:,}"
+        return f"{format_tokens(self.used)} tok"
+
+    def render(self) -> Text:
+        width = max(self.content_size.width, 10)
+        style = self.get_component_rich_style
+        head = Text(no_wrap=True, overflow="ellipsis")
+        head.append(self.label, style("token-gauge--label"))
+        if self.kind:
+            head.append(f" {self.kind}", style("token-gauge--kind"))
+        figure = self.figure_text()
+        gap = width - head.cell_len - len(figure)
+        if gap >= 1:
+            head.append(" " * gap)
+            head.append(figure, style("token-gauge--figure"))
+        else:
+            head.truncate(max(width - len(figure) - 1, 1), overflow="ellipsis")
+            head.append(" " + figure, style("token-gauge--figure"))
+        share = self.share
+        filled = 0 if share is None else min(round(share * width), width)
+        if share is not None and share > 0 and filled == 0:
+            filled = 1  # something is there: show it
+        bar = Text(no_wrap=True)
+        bar.append("━" * filled, style("token-gauge--bar"))
+        bar.append("━" * (width - filled), style("token-gauge--empty"))
+        return Text("\n").join([head, bar])
