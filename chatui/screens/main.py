@@ -7,9 +7,9 @@ about what is stored and how a turn runs live there, not here.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from textual import getters, on, work
@@ -32,7 +32,6 @@ from widgets import (
     one_line,
 )
 
-from .. import llm
 from ..chat_state import ChatSnapshot, ChatState
 from ..events import (
     Compacted,
@@ -222,8 +221,6 @@ class MainScreen(Screen[None]):
         engine = self.app.engine
         finished = False
         try:
-            if not self.app.llm_ready:  # sent before the warm-up finished: wait off-thread
-                await asyncio.to_thread(llm.warm_up)
             chat = self.ensure_chat(text) if kind == "send" else self.chat
             assert chat is not None
             if kind == "send":
@@ -234,8 +231,11 @@ class MainScreen(Screen[None]):
             else:
                 assert message_id is not None
                 events = engine.edit(chat.session_id, message_id, text)
-            async for event in events:
-                await self.show_event(event)
+            # aclosing: a cancel that lands while an event is being drawn still closes
+            # the engine's generator at once, so the partial reply is stored as cancelled.
+            async with aclosing(events):
+                async for event in events:
+                    await self.show_event(event)
             finished = True
         except (sqlite3.Error, StoreError, OSError) as exc:  # disk full, read-only file
             self.app.log_error(exc)
