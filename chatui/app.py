@@ -34,7 +34,6 @@ from widgets import ConversationStats
 from . import llm, paths
 from .chat_state import ChatSnapshot
 from .config import Config, ConfigError, load_config
-from .engine import ChatEngine
 from .logs import setup_logging
 from .palette import PaletteCommands
 from .screens.main import MainScreen
@@ -43,6 +42,7 @@ from .theming import DEFAULT_DARK, derived_tokens, load_themes
 from .wiring import block_provider, build_manager
 
 if TYPE_CHECKING:
+    from .engine import ChatEngine
     from .screens.search import SearchHit
 
 __all__ = ["ChatApp", "run"]
@@ -75,7 +75,7 @@ class ChatApp(PaletteCommands, App[int]):
         self.state_path = state_path
         self.ui_state = ui_state if ui_state is not None else load_state(state_path)
         self.manager: SessionManager = build_manager(store, config)
-        self.engine = ChatEngine(self.manager, config)
+        self._engine: ChatEngine | None = None
         self.launch_model = model
         self.llm_ready = False
         self._warm = warm_llm
@@ -88,6 +88,15 @@ class ChatApp(PaletteCommands, App[int]):
             else DEFAULT_DARK
 
     # -- services the screens use ------------------------------------------------
+
+    @property
+    def engine(self) -> ChatEngine:
+        """The turn engine, built on first use (its imports are not on the first frame)."""
+        if self._engine is None:
+            from .engine import ChatEngine
+
+            self._engine = ChatEngine(self.manager, self.config)
+        return self._engine
 
     @property
     def default_model(self) -> str:

@@ -10,20 +10,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
-from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Collapsible, Static
 
 from store import Message
 
 from .sanitize import clean, one_line
+
+if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
 
 __all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
 
@@ -216,6 +218,9 @@ class MessageView(Vertical, can_focus=True):
         reply); finished messages are drawn by Rich's Markdown renderer in one Static,
         so opening a long chat stays fast.
         """
+        from rich.markdown import Markdown as RichMarkdown
+        from textual.widgets import Markdown
+
         text = clean(self.message.text)
         if self._streaming:
             return Markdown(text, open_links=False, classes="message--body")
@@ -273,6 +278,8 @@ class MessageView(Vertical, can_focus=True):
 
     async def append(self, fragment: str) -> None:
         """Stream more reply text into the body."""
+        from textual.widgets import Markdown
+
         fragment = clean(fragment)
         if not fragment:
             return

@@ -99,11 +99,12 @@ class MainScreen(Screen[None]):
             yield ContextSidebar(id="sidebar")
         yield Footer()
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         state = self.app.ui_state
         self.tree.display = state.show_tree
         self.sidebar.display = state.show_sidebar
-        await self.app.open_first_chat(self)
+        # Paint the frame first, then fill it: start-up does not wait on the chat.
+        self.call_after_refresh(self.app.open_first_chat, self)
 
     # -- opening and drawing -------------------------------------------------------
 
