@@ -85,8 +85,23 @@ def load_litellm() -> Any:
 
 
 def warm_up() -> None:
-    """Import LiteLLM now (call it from a background thread after the first frame)."""
-    load_litellm()
+    """Import LiteLLM now (call it from a background thread after the first frame).
+
+    Also loads what LiteLLM would otherwise load on the first request — the OpenAI
+    client's resources and the tokenizer tables it counts tokens with when a stream
+    ends (about a second in all): done here, not on the UI thread later.
+    """
+    litellm = load_litellm()
+    try:  # the OpenAI client's resources (~0.6 s) load lazily on the first request
+        import openai.resources  # noqa: F401
+    except Exception:
+        logging.getLogger(__name__).debug("openai.resources warm-up failed", exc_info=True)
+    for model in ("gpt-4o", "gpt-3.5-turbo"):  # o200k and cl100k encodings
+        try:
+            litellm.token_counter(model=model, text="warm up")
+        except Exception:  # counting is an optimisation; never fail the warm-up
+            logging.getLogger(__name__).debug("tokenizer warm-up for %s failed", model,
+                                              exc_info=True)
 
 
 def is_loaded() -> bool:

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
+from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
 from store import Message
@@ -29,6 +30,8 @@ if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first fr
 
 __all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
 
+FLUSH_SECONDS = 0.05
+"""Most time streamed text waits before it is drawn."""
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 # Anything Markdown would render differently from plain text.
@@ -146,6 +149,8 @@ class MessageView(Vertical, can_focus=True):
         self._streaming = streaming
         self._stream: MarkdownStream | None = None
         self._streamed = ""
+        self._pending: list[str] = []
+        self._flush_timer: Timer | None = None
         self._update_classes()
 
     @property
@@ -256,17 +261,29 @@ class MessageView(Vertical, can_focus=True):
     async def update_message(self, message: Message, *, position: tuple[int, int] | None = None,
                              tool_results: Sequence[Message] | None = None) -> None:
         """Show a newer version of the message (final text, status, tools)."""
+        same_text = self._stream is not None and clean(message.text) == self._streamed
         self.message = message
         if position is not None:
             self.position = position
         if tool_results is not None:
             self.tool_results = list(tool_results)
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
         if self._stream is not None:
+            if self._pending:
+                await self._stream.write("".join(self._pending))
             stream, self._stream = self._stream, None
             await stream.stop()
+        self._pending.clear()
         self._streamed = ""
-        self._streaming = False
         self._update_classes()
+        if same_text and not message.tool_calls:
+            # What streamed is what was stored: keep the drawn body (re-rendering a
+            # long reply at once would stall the screen) and refresh the header.
+            self.refresh_header()
+            return
+        self._streaming = False
         await self.recompose()
 
     async def add_tool_results(self, tool_message: Message) -> None:
@@ -293,7 +310,19 @@ class MessageView(Vertical, can_focus=True):
                                  after=self.query_one(".message--header"))
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         self._streamed += fragment
-        await self._stream.write(fragment)
+        self._pending.append(fragment)
+        if self._flush_timer is None:
+            # Coalesce: a fast model sends hundreds of fragments a second; the screen
+            # needs a few dozen updates, and each one re-lays the growing block.
+            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        if self._stream is None or not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        await self._stream.write(text)
 
     # -- actions ----------------------------------------------------------------
 
