@@ -187,9 +187,11 @@ class MessageView(Vertical, can_focus=True):
         if self.position[1] > 1:
             text.append(f"  ‹{self.position[0]}/{self.position[1]}›", "bold")
         status = status_of(m)
-        if status == "streaming" and self._stream is None:
-            status = "interrupted"
-        if status and status != "streaming":
+        if status == "streaming" and not self._streaming:
+            status = "interrupted"  # stored mid-stream and no longer streaming: cut off
+        if status == "streaming":
+            text.append("  writing…", "italic")
+        elif status:
             label = {"cancelled": "cancelled — partial reply",
                      "error": f"error — {m.metadata.get('error', 'reply failed')}",
                      "interrupted": "incomplete — the reply was interrupted"}[status]
