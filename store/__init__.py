@@ -6,6 +6,7 @@ compaction, SQLite FTS5 search and a `SessionManager` for many chats. It
 needs no server (SQLite through peewee) and imports no UI or LLM client.
 """
 
+from .agents import UNSET, AgentInfo, AgentSpec
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
@@ -13,11 +14,15 @@ from .errors import (
     ContextError,
     ContextLimitError,
     DatabaseFileError,
+    DuplicateAgentError,
     DuplicateBlockError,
     InvalidStatusError,
+    PeerError,
+    PeerLoopError,
     ReadOnlyBlockError,
     SchemaVersionError,
     StoreError,
+    UnknownAgentError,
     UnknownBlockError,
     UnknownMessageError,
     UnknownParentError,
@@ -25,9 +30,10 @@ from .errors import (
     UnknownSessionError,
     UnknownSkillError,
 )
-from .manager import ProjectInfo, SessionInfo, SessionManager, SessionStatus
+from .manager import SessionInfo, SessionManager, SessionStatus, StatusChange
 from .messages import LATEST, Message, Role, SearchResult, StoredCompaction
 from .micro import truncate_older_messages
+from .projects import ProjectInfo
 from .prompts import PromptCache, StorePromptCache
 from .providers import (
     DirectorySkillProvider,
@@ -85,4 +91,12 @@ __all__ = [
     "estimate_string_tokens",
     "render_system_prompt",
     "truncate_older_messages",
+    "AgentInfo",
+    "AgentSpec",
+    "DuplicateAgentError",
+    "PeerError",
+    "PeerLoopError",
+    "StatusChange",
+    "UNSET",
+    "UnknownAgentError",
 ]

@@ -102,10 +102,13 @@ def create_compact_function(summarize: Summarize, protect_head: int = 3,
                 break
             used += cost
             tail_start -= 1
+        # Widen what is kept rather than narrow it: the head shrinks and the
+        # tail grows until no tool call is cut off from its results, so the
+        # tail never drops below `min_tail_messages`.
         while head > 0 and not _split_safe(history, head):
             head -= 1
-        while tail_start < len(history) and not _split_safe(history, tail_start):
-            tail_start += 1
+        while tail_start > head and not _split_safe(history, tail_start):
+            tail_start -= 1
         middle = history[head:tail_start]
         if not middle or all(m.is_compaction for m in middle) and len(middle) == 1:
             return None

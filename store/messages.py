@@ -66,6 +66,13 @@ def _parse_time(value: Any) -> datetime | None:
     raise ValueError(f"created_at must be a datetime or ISO string, not {type(value).__name__}")
 
 
+def _stored_time(value: str) -> datetime:
+    # The store writes `isoformat()`; a naive value (a caller passed a naive
+    # datetime) reads back as UTC, as `_parse_time` does on the way in.
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 @dataclass
 class Message:
     """One message in a conversation tree.
@@ -155,6 +162,31 @@ class Message:
         kwargs["parts"] = [dict(p) if isinstance(p, Mapping) else p for p in (parts or [])]
         kwargs["metadata"] = dict(data.get("metadata") or {})
         return cls(**kwargs)
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any], parent_id: str | None,
+                    created_at: str) -> Message:
+        """Rebuild a message from the JSON the store wrote, without validating again.
+
+        Every stored message passed `__post_init__` on its way in, and reads
+        far outnumber writes: validating each row of a history again cost more
+        than the SQL that fetched it. `created_at` is the row's column, used
+        when the JSON has none (files written before it was stored there).
+        """
+        message = object.__new__(cls)
+        message.__dict__.update(
+            id=data["id"],
+            role=data["role"],
+            parts=data.get("parts") or [],
+            created_at=_stored_time(data.get("created_at") or created_at),
+            metadata=data.get("metadata") or {},
+            from_user_id=data.get("from_user_id"),
+            from_agent_id=data.get("from_agent_id"),
+            delivered_to_session_id=data.get("delivered_to_session_id"),
+            token_usage=data.get("token_usage"),
+            parent_id=parent_id,
+        )
+        return message
 
     @classmethod
     def coerce(cls, value: MessageLike) -> Message:

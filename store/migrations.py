@@ -195,6 +195,48 @@ def m004_agents_projects_peers(db: Database) -> None:
     """)
 
 
+@migration
+def m005_agents_api_and_peer_hops(db: Database) -> None:
+    # Issue 4: agents get an API (archive instead of delete; names unique
+    # whatever their case, since a model picks them by name), sessions keep
+    # the detail of their current status ("waiting for agent B") so a chat
+    # list needs no per-row query, and peer messaging records which session
+    # answers a caller (peer_links) and every delivery (peer_hops). The
+    # partial index serves the chat list, which only ever shows live sessions.
+    _run(db, """
+    ALTER TABLE agents ADD COLUMN archived_at TEXT;
+    CREATE UNIQUE INDEX agents_name_nocase ON agents (name COLLATE NOCASE);
+    ALTER TABLE sessions ADD COLUMN status_detail TEXT;
+    CREATE INDEX sessions_live ON sessions (updated_at) WHERE deleted_at IS NULL;
+    CREATE INDEX sessions_agent ON sessions (agent_id);
+    CREATE TABLE peer_links (
+        caller_session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (caller_session_id, agent_id)
+    );
+    CREATE INDEX peer_links_session ON peer_links (session_id);
+    CREATE TABLE peer_hops (
+        id TEXT PRIMARY KEY,
+        from_session_id TEXT NOT NULL,
+        from_agent_id TEXT,
+        from_message_id TEXT,
+        to_session_id TEXT NOT NULL,
+        to_agent_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        reply_message_id TEXT,
+        wait INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('delivered', 'replied', 'failed')),
+        error TEXT,
+        created_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX peer_hops_from ON peer_hops (from_session_id, created_at);
+    CREATE INDEX peer_hops_to ON peer_hops (to_session_id, created_at)
+    """)
+
+
 def applied_migrations(db: Database) -> list[str]:
     db.execute_sql(
         "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"

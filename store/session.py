@@ -88,7 +88,6 @@ class Session:
         self._token_counter: TokenCounter = estimate_message_tokens
         self._on_compaction_error: CompactionErrorHandler | None = None
         self._touch_session = False
-        self._extra_tools: Callable[[], dict[str, Tool]] | None = None
         self._loaded_skills: set[tuple[str, str]] = set()
 
     # -- builder ----------------------------------------------------------------
@@ -467,10 +466,7 @@ class Session:
         """The memory tools this session's blocks bring (see SPEC 3)."""
         from .tools import session_tools
 
-        tools = session_tools(self)
-        if self._extra_tools is not None:
-            tools.update(self._extra_tools())
-        return tools
+        return session_tools(self)
 
     # Loaded-skill bookkeeping, persisted with the store when there is one.
 

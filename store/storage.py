@@ -14,13 +14,14 @@ Design notes and invariants:
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from .db import Store, scope_token
-from .errors import UnknownMessageError, UnknownParentError
+from .errors import UnknownMessageError, UnknownParentError, UnknownSessionError
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
 from .search import match_expression, scoped_expression
@@ -66,14 +67,12 @@ def index_text(message: Message) -> str:
 
 
 def row_to_message(row: tuple[Any, ...]) -> Message:
-    """(seq, id, parent_id, role, content, created_at) → Message."""
-    data = json.loads(row[4])
-    data.pop("parent_id", None)
-    message = Message.from_dict(data)
-    message.parent_id = row[2]
-    if message.created_at is None:
-        message.created_at = datetime.fromisoformat(row[5])
-    return message
+    """(seq, id, parent_id, role, content, created_at) → Message.
+
+    The parent comes from the column, never from the JSON: deleting a message
+    re-parents its children in the column only.
+    """
+    return Message.from_stored(json.loads(row[4]), row[2], row[5])
 
 
 class StoreSessionProvider:
@@ -81,7 +80,9 @@ class StoreSessionProvider:
 
     Args:
         touch_session: also bump `sessions.updated_at` in each write's
-            transaction (the `SessionManager` turns this on).
+            transaction, and refuse (`UnknownSessionError`, nothing written)
+            when the session row is missing or soft-deleted. The
+            `SessionManager` turns this on.
     """
 
     def __init__(self, store: Store, session_id: str, *, touch_session: bool = False) -> None:
@@ -197,18 +198,36 @@ class StoreSessionProvider:
     # -- writes ---------------------------------------------------------------
 
     def _touch(self, when: str) -> None:
+        # Runs inside the write's transaction, so raising here undoes the write.
         if self.touch_session:
-            self.store.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ?", (when, self.session_id)
+            cursor = self.store.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ? AND deleted_at IS NULL",
+                (when, self.session_id),
             )
+            if cursor.rowcount == 0:
+                raise UnknownSessionError(
+                    f"session {self.session_id!r} is deleted or unknown; nothing was written"
+                )
 
-    def append_message(self, message: MessageLike, parent_id: ParentRef = LATEST) -> Message:
-        message = Message.coerce(message)
-        content = message.to_json()  # fails early on parts JSON cannot hold
+    def _storable(self, message: Message, created_at: datetime) -> tuple[Message, str]:
+        """`message` as a row holds it, and its JSON: with a creation time, without
+        a parent (the column has it), shrunk to the row limit. The caller's
+        object is never changed."""
+        if message.created_at is None or message.parent_id is not None:
+            message = copy.copy(message)
+            message.created_at = message.created_at or created_at
+            message.parent_id = None
+        content = message.to_json()  # ValueError for parts JSON cannot hold
         if len(content.encode()) > self.store.max_row_bytes:
             message = shrink_to_row_limit(message, self.store.max_row_bytes)
-        if message.created_at is None:
-            message.created_at = now()
+            content = message.to_json()
+        return message, content
+
+    def append_message(self, message: MessageLike, parent_id: ParentRef = LATEST) -> Message:
+        message, content = self._storable(Message.coerce(message), now())
+        assert message.created_at is not None
+        if not (parent_id is None or isinstance(parent_id, Latest | str)):
+            raise TypeError("parent_id must be a message id, None or LATEST")
         with self.store.write():
             existing = self.get_message(message.id)
             if existing is not None:
@@ -217,7 +236,7 @@ class StoreSessionProvider:
                 parent = self._latest_leaf_id()
             elif parent_id is None:
                 parent = None
-            elif isinstance(parent_id, str):
+            else:
                 found = self.store.query(
                     "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
                     (self.session_id, parent_id),
@@ -227,17 +246,12 @@ class StoreSessionProvider:
                         f"parent {parent_id!r} is not a message of session {self.session_id!r}"
                     )
                 parent = parent_id
-            else:
-                raise TypeError("parent_id must be a message id, None or LATEST")
-            stored = Message.from_dict(message.to_dict())
-            stored.parent_id = None
-            stored.created_at = message.created_at
             cursor = self.store.execute(
                 "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
                 "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    message.id, self.session_id, parent, message.role, stored.to_json(),
+                    message.id, self.session_id, parent, message.role, content,
                     _iso(message.created_at), message.from_user_id, message.from_agent_id,
                     message.delivered_to_session_id,
                     json.dumps(message.token_usage) if message.token_usage is not None else None,
@@ -248,14 +262,12 @@ class StoreSessionProvider:
                 (cursor.lastrowid, index_text(message), self.scope),
             )
             self._touch(_iso(now()))
-        stored.parent_id = parent
-        return stored
+        # What a later read returns: a copy that shares nothing with the input.
+        return Message.from_stored(json.loads(content), parent, _iso(message.created_at))
 
     def update_message(self, message: MessageLike) -> None:
         message = Message.coerce(message)
-        content = message.to_json()
-        if len(content.encode()) > self.store.max_row_bytes:
-            message = shrink_to_row_limit(message, self.store.max_row_bytes)
+        message.to_json()  # fail before opening a transaction
         with self.store.write():
             rows = self.store.query(
                 "SELECT seq, created_at FROM messages WHERE session_id = ? AND id = ?",
@@ -266,15 +278,12 @@ class StoreSessionProvider:
                     f"no message {message.id!r} in session {self.session_id!r}"
                 )
             seq, created = rows[0]
-            stored = Message.from_dict(message.to_dict())
-            stored.parent_id = None
-            if stored.created_at is None:
-                stored.created_at = datetime.fromisoformat(created)
+            message, content = self._storable(message, datetime.fromisoformat(created))
             self.store.execute(
                 "UPDATE messages SET role = ?, content = ?, from_user_id = ?, from_agent_id = ?, "
                 "delivered_to_session_id = ?, token_usage = ? WHERE seq = ?",
                 (
-                    message.role, stored.to_json(), message.from_user_id, message.from_agent_id,
+                    message.role, content, message.from_user_id, message.from_agent_id,
                     message.delivered_to_session_id,
                     json.dumps(message.token_usage) if message.token_usage is not None else None,
                     seq,
@@ -391,8 +400,7 @@ def search_messages(
     )
     results = []
     for mid, role, content, created, sid, snippet, score in rows:
-        text = index_text(Message.from_dict({k: v for k, v in json.loads(content).items()
-                                             if k != "parent_id"}))
+        text = index_text(Message.from_stored(json.loads(content), None, created))
         results.append(SearchResult(
             id=mid, role=role, content=text, created_at=datetime.fromisoformat(created),
             session_id=sid, snippet=snippet, rank=score,

@@ -57,7 +57,7 @@ class Tool:
         if problem:
             return f"Error: {problem}"
         try:
-            result = self.fn(**arguments)
+            result: Any = self.fn(**arguments)
             if inspect.isawaitable(result):
                 result = await result
         except ContextError as exc:
@@ -74,7 +74,7 @@ class Tool:
         elif isinstance(arguments, str):
             try:
                 parsed = json.loads(arguments)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 return f"Error: arguments are not valid JSON ({exc.msg})"
         else:
             parsed = arguments
@@ -112,7 +112,7 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str
             return f"{name!r} must be {spec.get('type')}, not {type(value).__name__}"
         if "enum" in spec and value not in spec["enum"]:
             return f"{name!r} must be one of {', '.join(map(str, spec['enum']))}, not {value!r}"
-        if spec.get("type") == "object" and "properties" in spec:
+        if isinstance(value, dict) and "properties" in spec:
             for sub, subvalue in value.items():
                 subspec = spec["properties"].get(sub)
                 if subspec is None:

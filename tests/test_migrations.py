@@ -81,3 +81,54 @@ def test_postgres_url_is_a_clear_error():
 def test_missing_parent_folder_is_created(tmp_path):
     with Store(tmp_path / "a" / "b" / "c.db") as store:
         assert store.integrity_check() == []
+
+
+async def test_previous_schema_upgrades_to_agents_and_peer_hops(tmp_path):
+    """A file at m004 (agents table without an API, no peer tables) opens and upgrades."""
+    from peewee import SqliteDatabase
+
+    from store import SessionManager, UnknownAgentError
+
+    path = tmp_path / "m004.db"
+    db = SqliteDatabase(str(path))
+    db.connect()
+    migrate(db, str(path), upto="m004_agents_projects_peers")
+    db.execute_sql("INSERT INTO agents (id, name, created_at, updated_at) VALUES "
+                   "('a1', 'Coder', '2025-06-01T00:00:00+00:00', '2025-06-01T00:00:00+00:00')")
+    db.execute_sql(
+        "INSERT INTO sessions (id, name, agent_id, status, created_at, updated_at) VALUES "
+        "('s1', 'Old chat', 'a1', 'idle', '2025-06-01T00:00:00+00:00', "
+        "'2025-06-01T00:00:00+00:00')")
+    tables = {r[0] for r in db.execute_sql("SELECT name FROM sqlite_master")}
+    assert "peer_hops" not in tables
+    db.close()
+    with Store(path) as store:
+        assert [r[0] for r in store.query("SELECT name FROM schema_migrations")] == [
+            name for name, _ in MIGRATIONS]
+        manager = SessionManager(store)
+        info = manager.get("s1")
+        assert (info.agent_id, info.status, info.status_detail) == ("a1", "idle", None)
+        agent = manager.get_agent("a1")
+        assert agent.name == "Coder" and agent.archived_at is None and agent.config == {}
+        assert [s.id for s in manager.list(agent_id="a1")] == ["s1"]
+        manager.archive_agent("a1")
+        with pytest.raises(UnknownAgentError):
+            manager.create("new", agent_id="a1")
+        assert store.query("SELECT count(*) FROM peer_hops")[0][0] == 0
+        assert store.integrity_check() == []
+
+
+def test_every_migration_applies_alone_in_order(tmp_path):
+    """Each step from blank: a file stopped after any migration opens and finishes."""
+    from peewee import SqliteDatabase
+
+    for index, (name, _) in enumerate(MIGRATIONS):
+        path = tmp_path / f"step-{index}.db"
+        db = SqliteDatabase(str(path))
+        db.connect()
+        assert migrate(db, str(path), upto=name) == [n for n, _ in MIGRATIONS[:index + 1]]
+        db.close()
+        with Store(path) as store:
+            assert store.integrity_check() == []
+            applied = [r[0] for r in store.query("SELECT name FROM schema_migrations")]
+            assert applied == [n for n, _ in MIGRATIONS]
