@@ -33,6 +33,7 @@ from .errors import (
 from .manager import SessionInfo, SessionManager, SessionStatus, StatusChange
 from .messages import LATEST, Message, Role, SearchResult, StoredCompaction
 from .micro import truncate_older_messages
+from .peers import PeerHop, PeerRouter, message_agent_tool
 from .projects import ProjectInfo
 from .prompts import PromptCache, StorePromptCache
 from .providers import (
@@ -99,4 +100,7 @@ __all__ = [
     "StatusChange",
     "UNSET",
     "UnknownAgentError",
+    "PeerHop",
+    "PeerRouter",
+    "message_agent_tool",
 ]
