@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import Session, SessionManager, Store  # noqa: E402
-from store.db import scope_token  # noqa: E402
+from store.message_search import index_rowid, scope_range  # noqa: E402
 from store.search import match_expression, scoped_expression  # noqa: E402
 
 VOCAB_SIZE = 5_000
@@ -51,7 +51,7 @@ def build_corpus(path: Path, n_messages: int, n_sessions: int, seed: int = 7) ->
     con.execute("BEGIN")
     for s in range(n_sessions):
         sid = f"session-{s:05d}"
-        scope = scope_token(sid)
+        scope = con.execute("INSERT INTO search_scopes (session_id) VALUES (?)", (sid,)).lastrowid
         con.execute(
             "INSERT INTO sessions (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
             (sid, f"Chat {s}", stamp, f"2026-10-{1 + s % 28:02d}T00:00:{s % 60:02d}.{s:06d}+00:00"),
@@ -63,14 +63,14 @@ def build_corpus(path: Path, n_messages: int, n_sessions: int, seed: int = 7) ->
             parent = None if i == 0 else (ids[-2] if i % 10 == 0 and i > 1 else ids[-1])
             role = "user" if i % 2 == 0 else "assistant"
             text = words(rng, vocab, rng.randint(8, 60))
-            content = json.dumps({"id": mid, "role": role, "parts": [{"type": "text", "text": text}],
-                                  "created_at": stamp})
+            content = json.dumps({"id": mid, "role": role, "created_at": stamp,
+                                  "parts": [{"type": "text", "text": text}]})
             seq += 1
             con.execute(
                 "INSERT INTO messages (seq, id, session_id, parent_id, role, content, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)", (seq, mid, sid, parent, role, content, stamp))
-            con.execute("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                        (seq, text, scope))
+            con.execute("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                        (index_rowid(scope, seq), text))
             ids.append(mid)
         leaves.append((sid, ids[-1]))
         if s % 100 == 99:
@@ -152,12 +152,12 @@ def main() -> None:
     def lib_append(_: object) -> None:
         i = next(lib_ids)
         m = loop.run_until_complete(session.append_message(
-            {"id": f"a{i}", "role": "user", "parts": [{"type": "text", "text": f"hello number {i}"}]},
+            {"id": f"a{i}", "role": "user",
+             "parts": [{"type": "text", "text": f"hello number {i}"}]},
             parent[0]))
         parent[0] = m.id
 
     raw_parent: list[str | None] = [None]
-    raw_scope = scope_token("bench-raw")
     raw_ids = iter(range(10**9))
 
     def raw_append(_: object) -> None:
@@ -175,8 +175,12 @@ def main() -> None:
             "INSERT INTO messages (id, session_id, parent_id, role, content, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (mid, "bench-raw", raw_parent[0], "user", content, "2026-11-01T00:00:00+00:00"))
-        raw.execute("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                    (cur.lastrowid, text, raw_scope))
+        found = raw.execute("SELECT n FROM search_scopes WHERE session_id = ?",
+                            ("bench-raw",)).fetchone()
+        scope = found[0] if found else raw.execute(
+            "INSERT INTO search_scopes (session_id) VALUES (?)", ("bench-raw",)).lastrowid
+        raw.execute("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                    (index_rowid(scope, cur.lastrowid), text))
         raw.execute("COMMIT")
         raw_parent[0] = mid
 
@@ -218,18 +222,40 @@ def main() -> None:
         sid, q = sample
         manager.search(q, 20, session_id=sid)
 
+    def raw_session_search(sample: tuple[str, str]) -> None:
+        # The library's statements: the session's number, its matches marked
+        # (a rowid range), then the best messages; ranking is library work.
+        sid, q = sample
+        expr = scoped_expression("body", match_expression(q))
+        found = raw.execute("SELECT n FROM search_scopes WHERE session_id = ?", (sid,)).fetchone()
+        low, high = scope_range(found[0])
+        marked = raw.execute(
+            "SELECT rowid, highlight(messages_fts, 0, char(1), char(2)) FROM messages_fts "
+            "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?", (expr, low, high)
+        ).fetchall()
+        seqs = [rowid & 0xFFFFFFFF for rowid, _ in marked[:20]]
+        if seqs:
+            rows = raw.execute(
+                "SELECT seq, id, role, content, created_at, session_id FROM messages "
+                f"WHERE seq IN ({','.join('?' * len(seqs))})", seqs).fetchall()
+            [json.loads(r[3]) for r in rows]
+
     sql = ("SELECT m.id, m.role, m.content, m.created_at, m.session_id, "
-           "snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts, 1.0, 0.0) AS score "
-           "FROM messages_fts f JOIN messages m ON m.seq = f.rowid "
+           "snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts) AS score "
+           "FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & 4294967295) "
            "WHERE messages_fts MATCH ? {extra} ORDER BY score LIMIT 20")
 
-    def raw_session_search(sample: tuple[str, str]) -> None:
-        sid, q = sample
-        expr = scoped_expression("body", match_expression(q), "scope", scope_token(sid))
-        rows = raw.execute(sql.format(extra="AND m.session_id = ?"), (expr, sid)).fetchall()
-        [json.loads(r[2]) for r in rows]
-
     compare("session search", lib_session_search, raw_session_search, pairs, "≤ 1 ms, ≤ 2×")
+    # Its cost follows the matches in that one session, not the history: say
+    # how it splits, since bigger sessions have matches for more queries.
+    split: dict[bool, list[float]] = {False: [], True: []}
+    for sid, q in pairs:
+        t = time.perf_counter()
+        found = manager.search(q, 20, session_id=sid)
+        split[bool(found)].append((time.perf_counter() - t) * 1000)
+    print("  session search p50 by outcome: " + ", ".join(
+        f"{'some' if key else 'no'} matches {pct(v, 50):.3f} ms ({len(v)} queries)"
+        for key, v in split.items() if v))
 
     def lib_global_search(query: str) -> None:
         manager.search(query, 20)

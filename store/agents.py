@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from .clock import iso, now
 from .db import Store
 from .errors import DuplicateAgentError, UnknownAgentError
-from .storage import _iso, now
 
 __all__ = ["AgentInfo", "AgentSpec", "UNSET"]
 
@@ -129,11 +129,13 @@ def _config_json(value: object) -> str:
 
 
 def get_agent(store: Store, agent_id: str) -> AgentInfo | None:
+    """The agent (archived or not), or None."""
     rows = store.query(f"SELECT {_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
     return _agent(rows[0]) if rows else None
 
 
 def get_agent_by_name(store: Store, name: str) -> AgentInfo | None:
+    """The agent with that name, ignoring case and surrounding spaces, or None."""
     if not isinstance(name, str):
         return None
     rows = store.query(f"SELECT {_COLUMNS} FROM agents WHERE name = ? COLLATE NOCASE",
@@ -152,6 +154,7 @@ def require_agent(store: Store, agent_id: str, *, live: bool = False) -> AgentIn
 
 
 def list_agents(store: Store, include_archived: bool = False) -> list[AgentInfo]:
+    """Agents ordered by name (case-insensitive); live ones unless `include_archived`."""
     sql = f"SELECT {_COLUMNS} FROM agents"
     if not include_archived:
         sql += " WHERE archived_at IS NULL"
@@ -171,7 +174,7 @@ def create_agent(store: Store, name: str, *, model: str | None = None, soul: str
     values = (_text("model", model, optional=True), _text("soul", soul),
               _text("description", description), _config_json(config or {}))
     agent_id = agent_id or uuid.uuid4().hex
-    stamp = _iso(now())
+    stamp = iso(now())
     with store.write():
         _check_free(store, name, None)
         try:
@@ -207,16 +210,17 @@ def update_agent(store: Store, agent_id: str, *, name: Any = UNSET, model: Any =
             _check_free(store, changes["name"], agent_id)
         assignments = ", ".join(f"{column} = ?" for column in changes)
         store.execute(f"UPDATE agents SET {assignments}, updated_at = ? WHERE id = ?",
-                      (*changes.values(), _iso(now()), agent_id))
+                      (*changes.values(), iso(now()), agent_id))
     return require_agent(store, agent_id)
 
 
 def set_archived(store: Store, agent_id: str, archived: bool) -> AgentInfo:
+    """Archive (keeping the first date if already archived) or restore an agent."""
     require_agent(store, agent_id)
     with store.write():
         if archived:  # archiving twice keeps the first date
             store.execute("UPDATE agents SET archived_at = COALESCE(archived_at, ?) WHERE id = ?",
-                          (_iso(now()), agent_id))
+                          (iso(now()), agent_id))
         else:
             store.execute("UPDATE agents SET archived_at = NULL WHERE id = ?", (agent_id,))
     return require_agent(store, agent_id)
@@ -249,7 +253,7 @@ def sync_agents(store: Store, specs: Iterable[AgentSpec | Mapping[str, Any]], *,
             _config_json(spec.config)
         cleaned.append((name, spec))
     ids: list[str] = []
-    stamp = _iso(now())
+    stamp = iso(now())
     with store.write():
         for name, spec in cleaned:
             current = get_agent_by_name(store, name)

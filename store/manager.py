@@ -29,14 +29,16 @@ from typing import Any, Literal, TypeAlias, get_args
 from . import agents as _agents
 from . import projects as _projects
 from .agents import UNSET, AgentInfo, AgentSpec
+from .clock import iso, now
+from .compaction import CompactFunction
 from .db import Store, scope_token
 from .errors import InvalidStatusError, UnknownSessionError
+from .message_search import scope_number, scope_range, search_messages
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult
 from .projects import ProjectInfo
 from .providers.history import HistorySearchProvider, format_hits
 from .providers.protocols import ContextProvider
-from .session import CompactFunction, CompactionErrorHandler, Session
-from .storage import _iso, now, search_messages
+from .session import CompactionErrorHandler, Session
 from .tokens import TokenCounter
 from .tools import Tool
 
@@ -175,17 +177,19 @@ class SessionManager:
         if any(t.label == label for t in self._recipe.templates):
             raise ValueError(f"a context block {label!r} already exists")
         self._recipe.templates.append(_Template(label, description, max_tokens, provider))
-        self._sessions.clear()
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def with_cached_prompt(self) -> SessionManager:
         """Persist each session's frozen prompt so it survives restarts."""
         self._recipe.cached_prompt = True
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def on_compaction(self, fn: CompactFunction) -> SessionManager:
         """The compaction function every session uses (see `create_compact_function`)."""
         self._recipe.compact_fn = fn
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def compact_after(self, threshold: int, token_counter: TokenCounter | None = None
@@ -193,16 +197,19 @@ class SessionManager:
         """Auto-compact a session once its history and prompt exceed `threshold` tokens."""
         self._recipe.threshold = threshold
         self._recipe.token_counter = token_counter
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def on_compaction_error(self, handler: CompactionErrorHandler) -> SessionManager:
         """Receive the exception of a failed auto-compaction (sync or async handler)."""
         self._recipe.on_error = handler
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def with_searchable_history(self, label: str = "history") -> SessionManager:
         """Give every session a search block over all conversations."""
         self._recipe.history_label = label
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     # -- lifecycle --------------------------------------------------------------
@@ -229,7 +236,7 @@ class SessionManager:
             _agents.require_agent(self.store, agent_id, live=True)
         meta = _metadata_json(metadata if metadata is not None else {})
         session_id = id or uuid.uuid4().hex
-        stamp = _iso(now())
+        stamp = iso(now())
         with self.store.write():
             self.store.execute(
                 "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
@@ -312,7 +319,7 @@ class SessionManager:
         """Set the session's name (its `label`); blank names are refused."""
         if not isinstance(name, str) or not name.strip():
             raise ValueError("a session name must be a non-empty string")
-        return self._update(session_id, "name = ?, updated_at = ?", (name.strip(), _iso(now())))
+        return self._update(session_id, "name = ?, updated_at = ?", (name.strip(), iso(now())))
 
     def set_model(self, session_id: str, model: str | None) -> SessionInfo:
         """The model the session's next turns use."""
@@ -343,7 +350,7 @@ class SessionManager:
 
     def delete(self, session_id: str) -> SessionInfo:
         """Soft delete: hidden from list/get/search, messages kept; `restore` undoes it."""
-        return self._update(session_id, "deleted_at = ?", (_iso(now()),))
+        return self._update(session_id, "deleted_at = ?", (iso(now()),))
 
     def restore(self, session_id: str) -> SessionInfo:
         """Undo a soft delete."""
@@ -362,9 +369,10 @@ class SessionManager:
         owned = "namespace = ? OR (namespace >= ? AND namespace < ?)"
         scope = (session_id, low, high)
         with self.store.write():
-            self.store.execute(
-                "DELETE FROM messages_fts WHERE rowid IN "
-                "(SELECT seq FROM messages WHERE session_id = ?)", (session_id,))
+            index = scope_number(self.store, session_id)
+            if index is not None:  # the number itself stays: numbers are never reused
+                self.store.execute("DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?",
+                                   scope_range(index))
             for table, column in (("messages", "session_id"), ("compactions", "session_id"),
                                   ("status_changes", "session_id"), ("sessions", "id")):
                 self.store.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
@@ -398,8 +406,7 @@ class SessionManager:
 
     def _build(self, session_id: str) -> Session:
         recipe = self._recipe
-        session = Session(self.store, session_id=session_id)
-        session._touch_session = True  # bump updated_at; refuse writes once deleted
+        session = Session(self.store, session_id=session_id, touch_session=True)
         for t in recipe.templates:
             provider = t.provider(session_id) if callable(t.provider) and not isinstance(
                 t.provider, ContextProvider) else t.provider
@@ -495,7 +502,7 @@ class SessionManager:
         path = session.get_raw_history(at_message_id)
         new_id = uuid.uuid4().hex
         id_map = {m.id: f"{new_id[:8]}-{i:05d}" for i, m in enumerate(path)}
-        stamp = _iso(now())
+        stamp = iso(now())
         with self.store.write():
             self.store.execute(
                 "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
@@ -578,7 +585,7 @@ class SessionManager:
         if detail is not None and not isinstance(detail, str):
             raise ValueError("a status detail must be a string")
         self._require(session_id, allow_deleted=True)
-        stamp = _iso(now())
+        stamp = iso(now())
         with self.store.write():
             self.store.execute("UPDATE sessions SET status = ?, status_detail = ? WHERE id = ?",
                                (status, detail, session_id))

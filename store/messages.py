@@ -115,14 +115,17 @@ class Message:
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
+        """The `tool-call` parts, in order."""
         return [p for p in self.parts if p.get("type") == "tool-call"]
 
     @property
     def tool_results(self) -> list[dict[str, Any]]:
+        """The `tool-result` parts, in order."""
         return [p for p in self.parts if p.get("type") == "tool-result"]
 
     @property
     def is_compaction(self) -> bool:
+        """True for the synthetic summary message of a compaction overlay."""
         return self.id.startswith(COMPACTION_PREFIX)
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,16 +211,19 @@ MessageLike: TypeAlias = Message | Mapping[str, Any]
 
 
 def text_part(text: str) -> dict[str, Any]:
+    """A `text` part."""
     return {"type": "text", "text": text}
 
 
 def tool_call_part(tool_call_id: str, tool_name: str, input: Any) -> dict[str, Any]:
+    """A `tool-call` part (in an assistant message)."""
     return {"type": "tool-call", "tool_call_id": tool_call_id, "tool_name": tool_name,
             "input": input}
 
 
 def tool_result_part(tool_call_id: str, tool_name: str, output: Any,
                      is_error: bool = False) -> dict[str, Any]:
+    """A `tool-result` part (in a `tool` message)."""
     part = {"type": "tool-result", "tool_call_id": tool_call_id, "tool_name": tool_name,
             "output": output}
     if is_error:

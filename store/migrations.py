@@ -24,6 +24,7 @@ MIGRATIONS: list[tuple[str, Migration]] = []
 
 
 def migration(fn: Migration) -> Migration:
+    """Register `fn` as the next migration (order of definition is order of application)."""
     MIGRATIONS.append((fn.__name__, fn))
     return fn
 
@@ -237,9 +238,37 @@ def m005_agents_api_and_peer_hops(db: Database) -> None:
     """)
 
 
+@migration
+def m006_session_clustered_search(db: Database) -> None:
+    # The `scope` token of m002 made a session search cost as much as the
+    # shorter of two doclists: the session's every message, or the word's
+    # every match; both grow with history. Instead each session gets a
+    # number and its index rows the rowids (number << 32) + seq, so one
+    # session's rows are one rowid range FTS5 seeks into: the cost follows
+    # the session's matches only. The index is rebuilt without `scope`.
+    _run(db, """
+    CREATE TABLE search_scopes (
+        n INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL UNIQUE
+    );
+    INSERT INTO search_scopes (session_id)
+        SELECT session_id FROM messages GROUP BY session_id ORDER BY min(seq);
+    CREATE VIRTUAL TABLE messages_fts_new USING fts5(body, tokenize = 'porter unicode61');
+    INSERT INTO messages_fts_new (rowid, body)
+        SELECT (s.n << 32) + m.seq, f.body
+        FROM messages m
+        JOIN messages_fts f ON f.rowid = m.seq
+        JOIN search_scopes s ON s.session_id = m.session_id;
+    DROP TABLE messages_fts;
+    ALTER TABLE messages_fts_new RENAME TO messages_fts
+    """)
+
+
 def applied_migrations(db: Database) -> list[str]:
+    """Names of the migrations the file records, oldest first (creating the record table)."""
     db.execute_sql(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
     return [row[0] for row in db.execute_sql("SELECT name FROM schema_migrations ORDER BY rowid")]
 

@@ -34,10 +34,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .agents import AgentInfo
+from .clock import iso, now
 from .errors import PeerError, PeerLoopError, StoreError, UnknownAgentError, UnknownSessionError
 from .manager import SessionInfo, SessionManager
 from .messages import LATEST, Message, text_part
-from .storage import _iso, now
 from .tools import Tool
 
 __all__ = ["PeerHop", "PeerRouter", "RunTurn", "message_agent_tool"]
@@ -157,7 +157,7 @@ class PeerRouter:
                 "INSERT INTO peer_links (caller_session_id, agent_id, session_id, created_at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (caller_session_id, agent_id) DO UPDATE SET "
                 "session_id = excluded.session_id, created_at = excluded.created_at",
-                (caller.id, target.id, info.id, _iso(now())))
+                (caller.id, target.id, info.id, iso(now())))
         return info
 
     def hops(self, session_id: str) -> list[PeerHop]:
@@ -168,6 +168,7 @@ class PeerRouter:
         return [_hop(r) for r in rows]
 
     def hop(self, hop_id: str) -> PeerHop | None:
+        """One hop by id, or None."""
         rows = self.store.query(f"SELECT {_HOP_COLUMNS} FROM peer_hops WHERE id = ?", (hop_id,))
         return _hop(rows[0]) if rows else None
 
@@ -244,7 +245,7 @@ class PeerRouter:
                 f"INSERT INTO peer_hops ({_HOP_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, 'delivered', NULL, ?, NULL)",
                 (hop_id, caller.id, caller.agent_id, leaf.id if leaf else None, session_id,
-                 target.id, message.id, int(wait), _iso(now())))
+                 target.id, message.id, int(wait), iso(now())))
         hop = self.hop(hop_id)
         assert hop is not None
         return hop
@@ -278,7 +279,7 @@ class PeerRouter:
         with self.store.write():
             self.store.execute(
                 "UPDATE peer_hops SET state = ?, error = ?, reply_message_id = ?, "
-                "finished_at = ? WHERE id = ?", (state, error, reply_id, _iso(now()), hop.id))
+                "finished_at = ? WHERE id = ?", (state, error, reply_id, iso(now()), hop.id))
 
     def _start_background(self, hop: PeerHop, target: AgentInfo,
                           chain: tuple[str, ...]) -> None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .clock import iso, now
 from .db import Store
 from .errors import UnknownProjectError
-from .storage import _iso, now
 
 __all__ = ["ProjectInfo"]
 
@@ -48,6 +48,7 @@ def _clean_name(name: object) -> str:
 
 
 def get_project(store: Store, project_id: str) -> ProjectInfo | None:
+    """The project (archived or not), or None."""
     rows = store.query(f"SELECT {_COLUMNS} FROM projects WHERE id = ?", (project_id,))
     return _project(rows[0]) if rows else None
 
@@ -65,11 +66,12 @@ def create_project(store: Store, name: str, project_id: str | None = None) -> Pr
     project_id = project_id or uuid.uuid4().hex
     with store.write():
         store.execute("INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
-                      (project_id, clean, _iso(now())))
+                      (project_id, clean, iso(now())))
     return require_project(store, project_id)
 
 
 def list_projects(store: Store, include_archived: bool = False) -> list[ProjectInfo]:
+    """Projects ordered by name; live ones unless `include_archived`."""
     sql = f"SELECT {_COLUMNS} FROM projects"
     if not include_archived:
         sql += " WHERE archived_at IS NULL"
@@ -85,11 +87,13 @@ def update_project(store: Store, project_id: str, sql: str, params: tuple[Any, .
 
 
 def rename_project(store: Store, project_id: str, name: str) -> ProjectInfo:
+    """Rename; blank names raise ValueError, unknown ids `UnknownProjectError`."""
     return update_project(store, project_id, "name = ?", (_clean_name(name),))
 
 
 def set_archived(store: Store, project_id: str, archived: bool) -> ProjectInfo:
+    """Archive (keeping the first date if already archived) or restore a project."""
     if archived:  # archiving twice keeps the first date
         return update_project(store, project_id, "archived_at = COALESCE(archived_at, ?)",
-                              (_iso(now()),))
+                              (iso(now()),))
     return update_project(store, project_id, "archived_at = NULL", ())

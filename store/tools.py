@@ -29,7 +29,8 @@ __all__ = ["Tool", "session_tools", "key_from"]
 log = logging.getLogger(__name__)
 
 ToolFunction = Callable[..., Awaitable[str]]
-UNLOADED_NOTE = "[skill {key!r} of {label!r} was unloaded to free context; load_context loads it again]"
+UNLOADED_NOTE = ("[skill {key!r} of {label!r} was unloaded to free context; "
+                 "load_context loads it again]")
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Tool:
         }
 
     async def __call__(self, **arguments: Any) -> str:
+        """Run the tool; bad arguments and failures come back as `Error: …`, never raised."""
         problem = validate_arguments(self.parameters, arguments)
         if problem:
             return f"Error: {problem}"
@@ -159,7 +161,8 @@ def _describe(session: Session, labels: list[str]) -> str:
         if block is None:
             continue
         budget = f", limit {block.max_tokens} tokens" if block.max_tokens else ""
-        lines.append(f"- {label} [{block.kind}]{': ' + block.description if block.description else ''}{budget}")
+        about = f": {block.description}" if block.description else ""
+        lines.append(f"- {label} [{block.kind}]{about}{budget}")
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
 """Opening files: fresh, older schema (migrated), newer schema and foreign files refused."""
 
+import json
 import sqlite3
 
 import pytest
@@ -132,3 +133,33 @@ def test_every_migration_applies_alone_in_order(tmp_path):
             assert store.integrity_check() == []
             applied = [r[0] for r in store.query("SELECT name FROM schema_migrations")]
             assert applied == [n for n, _ in MIGRATIONS]
+
+
+async def test_search_index_is_rebuilt_by_session_from_m005(tmp_path):
+    """A file at m005 (index rows keyed by seq with a scope token) keeps every hit."""
+    from peewee import SqliteDatabase
+
+    from store import SessionManager
+    from store.db import scope_token
+
+    path = tmp_path / "m005.db"
+    db = SqliteDatabase(str(path))
+    db.connect()
+    migrate(db, str(path), upto="m005_agents_api_and_peer_hops")
+    seq = 0
+    for sid in ("s1", "s2", "s1"):
+        seq += 1
+        db.execute_sql(
+            "INSERT INTO messages (seq, id, session_id, role, content, created_at) VALUES "
+            "(?, ?, ?, 'user', ?, '2025-06-01T00:00:00+00:00')",
+            (seq, f"m{seq}", sid, json.dumps({"id": f"m{seq}", "role": "user", "parts": [
+                {"type": "text", "text": f"walrus {seq}"}]})))
+        db.execute_sql("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                       (seq, f"walrus {seq}", scope_token(sid)))
+    db.close()
+    with Store(path) as store:
+        manager = SessionManager(store)
+        assert sorted(h.id for h in manager.search("walrus")) == ["m1", "m2", "m3"]
+        assert sorted(h.id for h in manager.search("walrus", session_id="s1")) == ["m1", "m3"]
+        assert [h.id for h in manager.search("walrus", session_id="s2")] == ["m2"]
+        assert store.integrity_check() == []

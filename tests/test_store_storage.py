@@ -193,3 +193,57 @@ async def test_row_limit_applies_to_updates_too(tmp_path):
              "output": "y" * 20_000}]})
         stored = s.get_message("t")
         assert len(stored.to_json().encode()) <= 4096 and stored.metadata["shrunk"] is True
+
+
+async def test_a_sessions_index_rows_are_one_rowid_range(store):
+    from store.message_search import scope_number, scope_range
+
+    manager = SessionManager(store)
+    a, b = manager.create("a"), manager.create("b")
+    for i in range(3):  # interleaved appends
+        await manager.append(a.id, msg(f"a{i}", f"apple {i}"))
+        await manager.append(b.id, msg(f"b{i}", f"apple {i}"))
+    for info in (a, b):
+        low, high = scope_range(scope_number(store, info.id))
+        rowids = store.query("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'apple' "
+                             "AND rowid >= ? AND rowid < ?", (low, high))
+        assert len(rowids) == 3
+        assert [h.session_id for h in manager.search("apple", session_id=info.id)] == [info.id] * 3
+    assert len(manager.search("apple")) == 6
+    # a row filed under the wrong session is reported
+    store.execute("UPDATE messages_fts SET rowid = rowid + (1 << 40) WHERE rowid = "
+                  "(SELECT max(rowid) FROM messages_fts)")
+    assert store.integrity_check() != []
+
+
+async def test_search_in_an_unknown_or_recreated_session(store):
+    manager = SessionManager(store)
+    assert manager.search("apple", session_id="never") == []
+    s = manager.create("chat", id="same-id")
+    await manager.append(s.id, msg("a", "apple pie"))
+    manager.purge(s.id)
+    assert manager.search("apple") == []
+    again = manager.create("chat again", id="same-id")
+    await manager.append(again.id, msg("a", "apple crumble"))
+    assert [h.content for h in manager.search("apple", session_id="same-id")] == ["apple crumble"]
+    assert store.integrity_check() == []
+
+
+def test_session_snippets_mark_matches_in_a_window():
+    from store.message_search import _snippet
+
+    words = [f"w{i}" for i in range(40)]
+    words[20] = "\x01kiwi\x02"
+    text = _snippet(" ".join(words))
+    assert text.startswith("…w17 w18 w19 [kiwi] w21") and text.endswith("…")
+    assert len(text.strip("…").split()) == 12
+    assert _snippet("\x01kiwi\x02 pie") == "[kiwi] pie"
+    long_phrase = " ".join(["\x01start"] + ["x"] * 20 + ["end\x02"])
+    assert _snippet(long_phrase).count("[") == _snippet(long_phrase).count("]") == 1
+
+
+async def test_session_search_ignores_the_mark_characters_in_text(store):
+    s = Session(store).for_session("marks")
+    await s.append_message(msg("a", "odd \x01 kiwi \x02 text"))
+    (hit,) = s.search("kiwi")
+    assert hit.snippet.count("[") == 1 and "[kiwi]" in hit.snippet

@@ -9,8 +9,8 @@ finding too).
 from __future__ import annotations
 
 from ..db import Store
+from ..message_search import search_messages
 from ..messages import SearchResult
-from ..storage import search_messages
 
 __all__ = ["HistorySearchProvider", "format_hits"]
 
@@ -24,12 +24,15 @@ class HistorySearchProvider:
         self.store = store
 
     async def get(self) -> str:
+        """How many messages and conversations can be searched."""
         messages, sessions = self.store.query(
-            "SELECT count(*), count(DISTINCT session_id) FROM messages"
+            "SELECT count(*), count(DISTINCT m.session_id) FROM messages m WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = m.session_id AND s.deleted_at IS NOT NULL)"
         )[0]
         return f"{messages} messages in {sessions} conversations are searchable."
 
     async def search(self, query: str) -> str:
+        """The top hits across every live session, as text for the model."""
         hits = search_messages(self.store, query, TOP)
         return format_hits(self.store, hits) or f"No past messages match {query!r}."
 
