@@ -37,6 +37,8 @@ __all__ = ["SessionProvider", "StoreSessionProvider", "index_text", "search_mess
 
 ParentRef = str | None | Latest
 
+_iso = iso  # the name store.transfer imports; new code uses store.clock.iso
+
 _COLUMNS = "seq, id, parent_id, role, content, created_at"
 
 
