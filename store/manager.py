@@ -22,25 +22,34 @@ import builtins  # `SessionManager.list` shadows `list` in the class body
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any
 
 from . import agents as _agents
 from . import projects as _projects
 from .agents import UNSET, AgentInfo, AgentSpec
 from .clock import iso, now
 from .compaction import CompactFunction
-from .db import Store, scope_token
+from .db import Store
 from .errors import InvalidStatusError, UnknownSessionError
 from .message_search import scope_number, scope_range, search_messages
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult
+from .namespaces import copy_namespaces, delete_namespaces
 from .projects import ProjectInfo
-from .providers.history import HistorySearchProvider, format_hits
+from .providers.history import HistorySearchProvider
 from .providers.protocols import ContextProvider
+from .records import (
+    SESSION_COLUMNS,
+    STATUSES,
+    SessionInfo,
+    SessionStatus,
+    StatusChange,
+    session_info,
+)
 from .session import CompactionErrorHandler, Session
 from .tokens import TokenCounter
-from .tools import Tool
+from .tools import Tool, session_search_tool
 
 __all__ = [
     "SessionManager",
@@ -50,74 +59,6 @@ __all__ = [
     "StatusChange",
     "HistorySearchProvider",
 ]
-
-SessionStatus: TypeAlias = Literal["active", "awaiting_peer", "idle", "completed", "failed"]
-STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """A session's registry entry (a snapshot: re-read it after a change)."""
-
-    id: str
-    name: str
-    parent_session_id: str | None
-    model: str | None
-    source: str | None
-    agent_id: str | None
-    project_id: str | None
-    status: str
-    metadata: dict[str, Any]
-    input_tokens: int
-    output_tokens: int
-    cost: float
-    created_at: datetime
-    updated_at: datetime
-    deleted_at: datetime | None = None
-    status_detail: str | None = None
-    """Why the session has its status, e.g. "waiting for agent 'B'" (None if not given)."""
-
-    @property
-    def label(self) -> str:
-        """The human-readable name (seed 002 calls it `label`); same as `name`."""
-        return self.name
-
-
-_FIELDS = tuple(f.name for f in fields(SessionInfo))
-_SESSION_COLUMNS = ", ".join(_FIELDS)  # rows come back in field order
-_fromiso = datetime.fromisoformat
-_set_attr = object.__setattr__
-
-
-def _info(r: tuple[Any, ...]) -> SessionInfo:
-    """A `sessions` row (columns in `_FIELDS` order) → `SessionInfo`.
-
-    Listing builds many of these, and a frozen dataclass's `__init__` pays
-    one `object.__setattr__` per field: that cost more than the query. So the
-    instance dict is built in one go; the result is an ordinary `SessionInfo`,
-    equal to one made by `__init__` (a test holds the two together).
-    """
-    info = object.__new__(SessionInfo)
-    _set_attr(info, "__dict__", {
-        "id": r[0], "name": r[1], "parent_session_id": r[2], "model": r[3], "source": r[4],
-        "agent_id": r[5], "project_id": r[6], "status": r[7],
-        "metadata": {} if r[8] == "{}" else json.loads(r[8]),
-        "input_tokens": r[9], "output_tokens": r[10], "cost": r[11],
-        "created_at": _fromiso(r[12]), "updated_at": _fromiso(r[13]),
-        "deleted_at": _fromiso(r[14]) if r[14] else None, "status_detail": r[15],
-    })
-    return info
-
-
-@dataclass(frozen=True)
-class StatusChange:
-    """One recorded status transition of a session."""
-
-    session_id: str
-    status: str
-    detail: str | None
-    changed_at: datetime
-
 
 @dataclass
 class _Template:
@@ -136,13 +77,6 @@ class _Recipe:
     token_counter: TokenCounter | None = None
     on_error: CompactionErrorHandler | None = None
     history_label: str | None = None
-
-
-def _namespace_range(session_id: str) -> tuple[str, str]:
-    # Every "{session_id}/…" string sorts in [id + "/", id + "0"): "0" is the
-    # character after "/". A range keeps the primary-key index usable where
-    # LIKE would scan (and would treat "_" and "%" in ids as wildcards).
-    return session_id + "/", session_id + "0"
 
 
 def _metadata_json(metadata: object) -> str:
@@ -250,11 +184,11 @@ class SessionManager:
 
     def get(self, session_id: str, *, include_deleted: bool = False) -> SessionInfo | None:
         """The session, or None (also for a deleted one unless `include_deleted`)."""
-        rows = self.store.query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
+        rows = self.store.query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?",
                                 (session_id,))
         if not rows:
             return None
-        info = _info(rows[0])
+        info = session_info(rows[0])
         return None if info.deleted_at and not include_deleted else info
 
     def _require(self, session_id: str, *, allow_deleted: bool = False) -> SessionInfo:
@@ -292,14 +226,14 @@ class SessionManager:
         if agent_id is not None:
             where.append("agent_id = ?")
             params.append(agent_id)
-        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions"
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [int(limit), int(offset)]
-        return [_info(r) for r in self.store.query(sql, params)]
+        return [session_info(r) for r in self.store.query(sql, params)]
 
     def count(self, *, include_deleted: bool = False) -> int:
         """How many sessions there are (live ones unless `include_deleted`)."""
@@ -365,9 +299,6 @@ class SessionManager:
         and its peer links and hops.
         """
         self._require(session_id, allow_deleted=True)
-        low, high = _namespace_range(session_id)
-        owned = "namespace = ? OR (namespace >= ? AND namespace < ?)"
-        scope = (session_id, low, high)
         with self.store.write():
             index = scope_number(self.store, session_id)
             if index is not None:  # the number itself stays: numbers are never reused
@@ -376,12 +307,7 @@ class SessionManager:
             for table, column in (("messages", "session_id"), ("compactions", "session_id"),
                                   ("status_changes", "session_id"), ("sessions", "id")):
                 self.store.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
-            self.store.execute(
-                f"DELETE FROM search_entries_fts WHERE rowid IN "
-                f"(SELECT rowid FROM search_entries WHERE {owned})", scope)
-            for table in ("search_entries", "context_blocks", "skills", "prompts",
-                          "loaded_skills"):
-                self.store.execute(f"DELETE FROM {table} WHERE {owned}", scope)
+            delete_namespaces(self.store, session_id)
             self.store.execute(
                 "DELETE FROM peer_links WHERE caller_session_id = ? OR session_id = ?",
                 (session_id, session_id))
@@ -525,32 +451,8 @@ class SessionManager:
                 if c.from_message_id in id_map and c.to_message_id in id_map:
                     target.add_compaction(c.summary, id_map[c.from_message_id],
                                           id_map[c.to_message_id])
-            self._copy_namespaces(session_id, new_id, stamp)
+            copy_namespaces(self.store, session_id, new_id, stamp)
         return self._require(new_id)
-
-    def _copy_namespaces(self, old: str, new: str, stamp: str) -> None:
-        low, high = _namespace_range(old)
-        owned = "namespace = ? OR (namespace >= ? AND namespace < ?)"
-        # "{old}…" → "{new}…": the namespace with its prefix swapped.
-        renamed = "? || substr(namespace, ?)"
-        args = (new, len(old) + 1, stamp, old, low, high)
-        self.store.execute(
-            f"INSERT INTO context_blocks (namespace, label, content, updated_at) "
-            f"SELECT {renamed}, label, content, ? FROM context_blocks WHERE {owned}", args)
-        self.store.execute(
-            f"INSERT INTO skills (namespace, key, content, description, updated_at) "
-            f"SELECT {renamed}, key, content, description, ? FROM skills WHERE {owned}", args)
-        rows = self.store.query(
-            f"SELECT namespace, key, content FROM search_entries WHERE {owned} ORDER BY rowid",
-            (old, low, high))
-        for namespace, key, content in rows:
-            copied = new + namespace[len(old):]
-            cursor = self.store.execute(
-                "INSERT INTO search_entries (namespace, key, content, updated_at) "
-                "VALUES (?, ?, ?, ?)", (copied, key, content, stamp))
-            self.store.execute(
-                "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                (cursor.lastrowid, content, scope_token(copied)))
 
     # -- usage and status ---------------------------------------------------------
 
@@ -603,7 +505,7 @@ class SessionManager:
         rows = self.store.query(
             "SELECT session_id, status, detail, changed_at FROM status_changes "
             "WHERE session_id = ? ORDER BY seq", (session_id,))
-        return [StatusChange(r[0], r[1], r[2], _fromiso(r[3])) for r in rows]
+        return [StatusChange(r[0], r[1], r[2], datetime.fromisoformat(r[3])) for r in rows]
 
     # -- search -------------------------------------------------------------------
 
@@ -615,25 +517,7 @@ class SessionManager:
 
     def tools(self) -> dict[str, Tool]:
         """`session_search`: the model searches every past conversation."""
-        async def session_search(query: str, limit: int = 10) -> str:
-            hits = self.search(query, limit)
-            return format_hits(self.store, hits) or f"No past messages match {query!r}."
-
-        return {"session_search": Tool(
-            name="session_search",
-            description="Search every past conversation (all chats, all branches) by words. "
-                        "Returns chat name, role, date and a snippet for each hit.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words to look for."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50,
-                              "description": "Most results to return (default 10)."},
-                },
-                "required": ["query"],
-            },
-            fn=session_search,
-        )}
+        return {"session_search": session_search_tool(self.store)}
 
     # -- projects (see store.projects) --------------------------------------------
 

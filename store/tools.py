@@ -17,14 +17,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .db import Store
 from .errors import ContextError
+from .message_search import search_messages
+from .providers.history import format_hits
 from .providers.protocols import can_set, is_searchable, is_skill, is_writable
 from .tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["Tool", "session_tools", "key_from"]
+__all__ = ["Tool", "session_tools", "session_search_tool", "key_from"]
 
 log = logging.getLogger(__name__)
 
@@ -326,4 +329,27 @@ def _search_context(session: Session, labels: list[str]) -> Tool:
             "required": ["label", "query"],
         },
         fn=search_context,
+    )
+
+
+def session_search_tool(store: Store) -> Tool:
+    """`session_search(query, limit=10)`: every live conversation, all branches."""
+    async def session_search(query: str, limit: int = 10) -> str:
+        hits = search_messages(store, query, limit)
+        return format_hits(store, hits) or f"No past messages match {query!r}."
+
+    return Tool(
+        name="session_search",
+        description="Search every past conversation (all chats, all branches) by words. "
+                    "Returns chat name, role, date and a snippet for each hit.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to look for."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50,
+                          "description": "Most results to return (default 10)."},
+            },
+            "required": ["query"],
+        },
+        fn=session_search,
     )

@@ -12,8 +12,8 @@ from store import (
     UnknownProjectError,
     UnknownSessionError,
 )
-from store.manager import _FIELDS, _SESSION_COLUMNS, _info
 from store.providers import StoreContextProvider
+from store.records import _FIELDS, SESSION_COLUMNS, session_info
 
 
 def msg(mid, text, role="user"):
@@ -157,8 +157,8 @@ async def test_fork_copies_chat_scoped_namespaces(manager):
 def test_session_info_converter_matches_the_dataclass(manager):
     s = manager.create("chat", metadata={"k": [1]}, model="m")
     manager.delete(s.id)
-    for row in manager.store.query(f"SELECT {_SESSION_COLUMNS} FROM sessions"):
-        fast = _info(row)
+    for row in manager.store.query(f"SELECT {SESSION_COLUMNS} FROM sessions"):
+        fast = session_info(row)
         assert tuple(vars(fast)) == _FIELDS  # every field, nothing more
         assert fast == dataclasses.replace(fast)  # replace() goes through __init__
         assert isinstance(fast, SessionInfo) and hash(fast.id)

@@ -134,7 +134,7 @@ async def test_a_failed_fork_leaves_nothing(store, monkeypatch):
     def broken(*args):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr(SessionManager, "_copy_namespaces", broken)
+    monkeypatch.setattr("store.manager.copy_namespaces", broken)
     with pytest.raises(RuntimeError):
         await manager.fork(s.id, "a", "fork")
     assert [x.id for x in manager.list()] == [s.id]
