@@ -114,13 +114,13 @@ async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0
                             ) -> dict[str, float]:
     """Stream `tokens` words at `rate` per second through LiteLLM from the scripted server
     while typing into the input; time the keystrokes and check the stored text."""
+    from textual import events
+
     from chatui.app import ChatApp
     from chatui.config import Config
     from chatui.state import UiState
     from tests.llm_server import LLMServer
     from tests.llm_server import text as scripted_text
-    from textual import events
-
     from widgets import ChatInput
 
     # Paragraphs of 60 words, as replies come.
