@@ -7,6 +7,7 @@ first paint; until then nothing asks it anything.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import Iterable
@@ -32,14 +33,14 @@ from store import (
 from widgets import ConversationStats
 
 from . import llm, paths
-from .chat_state import ChatSnapshot
+from .agents import AgentRuntime, agent_blocks, agent_namespace
 from .config import Config, ConfigError, load_config
 from .logs import setup_logging
 from .palette import PaletteCommands
 from .screens.main import MainScreen
 from .state import UiState, load_state, save_state
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
-from .wiring import block_provider, build_manager
+from .wiring import block_provider
 
 if TYPE_CHECKING:
     from .engine import ChatEngine
@@ -74,8 +75,8 @@ class ChatApp(PaletteCommands, App[int]):
         self.config = config
         self.state_path = state_path
         self.ui_state = ui_state if ui_state is not None else load_state(state_path)
-        self.manager: SessionManager = build_manager(store, config)
-        self._engine: ChatEngine | None = None
+        self.runtime = AgentRuntime(store, config)
+        self.manager: SessionManager = self.runtime.manager
         self.launch_model = model
         self.llm_ready = False
         self._warm = warm_llm
@@ -89,14 +90,9 @@ class ChatApp(PaletteCommands, App[int]):
 
     # -- services the screens use ------------------------------------------------
 
-    @property
-    def engine(self) -> ChatEngine:
-        """The turn engine, built on first use (its imports are not on the first frame)."""
-        if self._engine is None:
-            from .engine import ChatEngine
-
-            self._engine = ChatEngine(self.manager, self.config)
-        return self._engine
+    def engine_for(self, session_id: str) -> ChatEngine:
+        """The engine of the chat's agent (built on first use, off the first frame)."""
+        return self.runtime.engine_for(session_id)
 
     @property
     def default_model(self) -> str:
@@ -126,22 +122,14 @@ class ChatApp(PaletteCommands, App[int]):
         self.ui_state.show_tree, self.ui_state.show_sidebar = tree, sidebar
         save_state(self.ui_state, self.state_path)
 
-    def hops_for(self, snapshot: ChatSnapshot) -> dict[str, str]:
-        """Message id → a cross-session marker for the tree (peer messages)."""
-        hops: dict[str, str] = {}
-        for message in snapshot.tree:
-            if message.from_agent_id:
-                hops[message.id] = f"from {message.from_agent_id}"
-            elif message.delivered_to_session_id and \
-                    message.delivered_to_session_id != snapshot.info.id:
-                hops[message.id] = "sent to a peer"
-        return hops
-
-    async def template_blocks(self) -> list[ContextBlock]:
+    async def template_blocks(self, agent_id: str | None = None) -> list[ContextBlock]:
         """The blocks a new chat will have (what the sidebar shows before the first send)."""
+        agent = self.runtime.agent(agent_id)
+        blocks = agent_blocks(agent, self.config) if agent else self.config.blocks
+        namespace = agent_namespace(agent)
         session = Session(self.store).for_session("__new_chat__")
-        for block in self.config.blocks:
-            provider = block_provider(self.store, block)
+        for block in blocks:
+            provider = block_provider(self.store, block, namespace)
             if callable(provider):
                 provider = provider("__new_chat__")
             session.with_context(block.label, description=block.description,
@@ -160,12 +148,12 @@ class ChatApp(PaletteCommands, App[int]):
         model = main.model
         window = self.context_window(model)
         if main.chat is None:
-            blocks = await self.template_blocks()
+            blocks = await self.template_blocks(main.draft_agent)
             tokens = sum(b.tokens for b in blocks)
             return ConversationStats(tokens=tokens, window=window, model=model,
                                      compact_at=self.config.compact_at)
         info = main.chat.info
-        session = self.manager.get_session(info.id)
+        session = self.runtime.manager_for(info.id).get_session(info.id)
         history = main.snapshot.history if main.snapshot else []
         tokens = (estimate_message_tokens(history)
                   + estimate_string_tokens(await session.freeze_system_prompt()))
@@ -244,10 +232,26 @@ class ChatApp(PaletteCommands, App[int]):
     # -- actions ----------------------------------------------------------------
 
     async def action_new_chat(self) -> None:
+        """A new chat; with agents configured, pick which one runs it first."""
         main = self.main
         if self.screen is not main:
             return
-        await main.open_chat(None, model=main.model)
+        agents = self.runtime.agents()
+        if not agents:
+            await self.start_new_chat(None)
+            return
+        from .screens.agent_picker import AgentPicker
+
+        async def chosen(choice: str | None) -> None:
+            if choice is not None:
+                await self.start_new_chat(choice or None)
+
+        self.push_screen(AgentPicker(agents), chosen)
+
+    async def start_new_chat(self, agent_id: str | None) -> None:
+        main = self.main
+        model = None if agent_id else (main.model if main.chat else None)
+        await main.open_chat(None, model=model, agent_id=agent_id)
         self.notify("New chat — it is saved when you send the first message.", timeout=3)
 
     def action_chats(self) -> None:
@@ -333,7 +337,14 @@ class ChatApp(PaletteCommands, App[int]):
     async def action_quit(self) -> None:
         self.main.cancel_generation()
         save_state(self.ui_state, self.state_path)
+        if self.runtime.router.pending:  # fire-and-forget peer turns still writing
+            self.notify("Waiting for agents to finish their replies…")
+            try:
+                await asyncio.wait_for(self.runtime.router.drain(), timeout=10)
+            except TimeoutError:
+                log.warning("quit with peer turns still running; their replies are partial")
         self.exit(0)
+
 
 def run(*, db_path: Path | None = None, model: str | None = None,
         theme: str | None = None) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -115,10 +115,13 @@ class ChatEngine:
     """
 
     def __init__(self, manager: SessionManager, config: Config, *,
-                 flush_interval: float = 0.25) -> None:
+                 flush_interval: float = 0.25,
+                 extra_tools: Callable[[str], dict[str, Tool]] | None = None) -> None:
         self.manager = manager
         self.config = config
         self.flush_interval = flush_interval
+        self.extra_tools = extra_tools
+        """More tools for a session (the app's `message_agent`), by session id."""
 
     # -- facts --------------------------------------------------------------------
 
@@ -217,6 +220,16 @@ class ChatEngine:
             async for event in events:
                 yield event
 
+    async def respond(self, session_id: str) -> AsyncGenerator[TurnEvent, None]:
+        """A reply to the session's newest message (a peer turn: the message was delivered)."""
+        leaf = self.manager.get_session(session_id).get_latest_leaf()
+        if leaf is None:
+            yield TurnFailed(session_id, "There is nothing to answer", kind="bad_input")
+            return
+        async with aclosing(self._turn(session_id, leaf.id)) as events:
+            async for event in events:
+                yield event
+
     @staticmethod
     def _not_regenerable(message: Message | None) -> str | None:
         if message is None:
@@ -283,6 +296,8 @@ class ChatEngine:
     async def _tools(self, session: Session) -> dict[str, Tool]:
         tools = dict(await session.tools())
         tools.update(self.manager.tools())
+        if self.extra_tools is not None:
+            tools.update(self.extra_tools(session.session_id))
         return tools
 
     async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncGenerator[TurnEvent, None]:

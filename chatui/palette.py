@@ -44,6 +44,9 @@ class PaletteCommands:
             yield SystemCommand("Export chat as JSON", "The whole tree, every branch, as "
                                 "chatui JSON (import it back with `chatui import`)",
                                 lambda: self.export_current("json"))
+            yield SystemCommand("Move chat to project", "Group this chat under a project "
+                                "(created if new); an empty name takes it out",
+                                self.move_to_project)
             yield SystemCommand("Delete chat", "Move this chat to the deleted chats "
                                 "(restore it from the chat list)", self.delete_chat)
         yield SystemCommand("Import chats", "From a ChatGPT export, a chatui export, Pi "
@@ -64,7 +67,8 @@ class PaletteCommands:
             return
         self.notify("Compacting…")
         try:
-            result = await self.engine.compact(main.chat.session_id, main.chat.active_leaf)
+            result = await self.engine_for(main.chat.session_id).compact(
+                main.chat.session_id, main.chat.active_leaf)
         except Exception as exc:
             self.log_error(exc)
             self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
@@ -90,6 +94,35 @@ class PaletteCommands:
                 main.update_title()
 
         self.push_screen(TextPrompt("Rename chat", chat.info.name), done)
+
+    def move_to_project(self: ChatApp) -> None:
+        from .screens.dialogs import TextPrompt
+
+        main = self.main
+        if main.chat is None:
+            return
+        chat = main.chat
+        projects = self.manager.list_projects()
+        current = next((p.name for p in projects if p.id == chat.info.project_id), "")
+        known = ", ".join(p.name for p in projects[:8])
+
+        def done(answer: str | None) -> None:
+            if answer is None:
+                return
+            name = answer.strip()
+            if not name:
+                self.manager.move_to_project(chat.session_id, None)
+                self.notify("The chat is in no project now.")
+                return
+            project = next((p for p in projects if p.name.lower() == name.lower()), None)
+            if project is None:
+                project = self.manager.create_project(name)
+            self.manager.move_to_project(chat.session_id, project.id)
+            self.notify(f"Moved to project {project.name!r}.")
+
+        hint = f"projects: {known} · " if known else ""
+        self.push_screen(TextPrompt("Move chat to project", current,
+                                    hint=f"{hint}enter moves · empty = no project"), done)
 
     async def delete_chat(self: ChatApp) -> None:
         main = self.main

@@ -106,6 +106,7 @@ class MessageView(Vertical, can_focus=True):
         Binding("e", "act('edit')", "Edit", id="message.edit"),
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),
+        Binding("g", "act('goto')", "Go to peer chat", id="message.goto", show=False),
         Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
         Binding("right", "act('next')", "Branch ›", id="message.next"),
         Binding("up,k", "move(-1)", "Previous message", show=False),
@@ -137,6 +138,7 @@ class MessageView(Vertical, can_focus=True):
         tool_results: Sequence[Message] = (),
         covered: Sequence[Message] = (),
         streaming: bool = False,
+        hop: str | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -146,6 +148,8 @@ class MessageView(Vertical, can_focus=True):
         self.position = position
         self.tool_results: list[Message] = list(tool_results)
         self.covered = list(covered)
+        self.hop = hop
+        """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
         self._stream: MarkdownStream | None = None
         self._streamed = ""
@@ -177,8 +181,10 @@ class MessageView(Vertical, can_focus=True):
             text.append(f"Summary of {covered} earlier messages", "bold")
             return text
         text.append(ROLE_NAMES.get(m.role, m.role), "bold")
-        if m.from_agent_id:
-            text.append(f" · from agent {m.from_agent_id}")
+        if self.hop:
+            text.append(f" · ⇄ {clean(self.hop)} (g opens that chat)", "italic")
+        elif m.from_agent_id:
+            text.append(f" · from agent {clean(m.from_agent_id)}")
         model = m.metadata.get("model")
         if model and m.role == "assistant":
             text.append(f" · {model}")
