@@ -110,6 +110,64 @@ async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[fl
     return results
 
 
+async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0
+                            ) -> dict[str, float]:
+    """Stream `tokens` words at `rate` per second through LiteLLM from the scripted server
+    while typing into the input; time the keystrokes and check the stored text."""
+    from textual import events
+
+    from chatui.app import ChatApp
+    from chatui.config import Config
+    from chatui.state import UiState
+    from tests.llm_server import LLMServer
+    from tests.llm_server import text as scripted_text
+    from widgets import ChatInput
+
+    # Paragraphs of 60 words, as replies come.
+    words = "\n\n".join(" ".join(f"w{i}" for i in range(p, min(p + 60, tokens)))
+                         for p in range(0, tokens, 60))
+    server = LLMServer().start()
+    # The scripted server's sleeps overshoot: asking for 500/s gives about 300/s.
+    server.script(scripted_text(words, delay=1 / rate))
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
+    store = Store(db)
+    app = ChatApp(store, Config(model="openai/test-model", api_base=server.base_url),
+                  ui_state=UiState())
+    keystrokes: list[float] = []
+    lags: list[float] = []
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            main = app.main
+            await pilot.pause()
+            while not app.llm_ready:  # as a user would: LiteLLM warms up after start
+                await asyncio.sleep(0.05)
+            await pilot.press(*"go", "enter")
+            box = main.query_one(ChatInput)
+            while not main.generating:
+                await pilot.pause(0.01)
+            started = time.perf_counter()
+            while main.generating:
+                before = box.text
+                t = time.perf_counter()
+                # As the terminal driver delivers a key (Pilot.press waits for idle).
+                app.post_message(events.Key("x", "x"))
+                while box.text == before:
+                    await asyncio.sleep(0.001)
+                keystrokes.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                await asyncio.sleep(0.05)
+                lags.append((time.perf_counter() - t) * 1000 - 50)
+            elapsed = time.perf_counter() - started
+            await pilot.pause()
+            stored = main.snapshot.history[-1].text if main.snapshot else ""
+    finally:
+        server.stop()
+        store.close()
+    return {"tokens/s": len(words.split()) / elapsed, "keystroke p50": statistics.median(keystrokes),
+            "keystroke max": max(keystrokes), "loop lag p50": statistics.median(lags),
+            "loop lag max": max(lags), "exact": float(stored == words)}
+
+
 def report(name: str, samples: list[float], target: str) -> None:
     print(f"{name:<28} median {statistics.median(samples):7.1f} ms   "
           f"min {min(samples):7.1f}   max {max(samples):7.1f}   target {target}")
@@ -141,6 +199,12 @@ def main() -> None:
     timings = asyncio.run(in_app_timings(chat_db, chat_id, args.runs))
     report("open 2,000-message chat", timings["open 2,000-message chat"], "≤ 300 ms")
     report("switch branch", timings["switch branch"], "≤ 100 ms")
+
+    stream = asyncio.run(streaming_figures(folder / "stream.db"))
+    print(f"streaming at {stream['tokens/s']:.0f} tokens/s: keystroke to screen p50 "
+          f"{stream['keystroke p50']:.1f} ms, max {stream['keystroke max']:.1f} ms; event-loop "
+          f"lag p50 {stream['loop lag p50']:.1f} ms, max {stream['loop lag max']:.1f} ms; "
+          f"stored text equals streamed text: {'yes' if stream['exact'] else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ first paint; until then nothing asks it anything.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import Iterable
@@ -33,16 +34,17 @@ from store import (
 from widgets import ConversationStats, clean
 
 from . import llm, paths
-from .chat_state import ChatSnapshot
+from .agents import AgentRuntime, agent_blocks, agent_namespace
 from .config import Config, ConfigError, load_config
-from .engine import ChatEngine
 from .logs import setup_logging
+from .palette import PaletteCommands
 from .screens.main import MainScreen
 from .state import UiState, load_state, save_state
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
-from .wiring import block_provider, build_manager
+from .wiring import block_provider
 
 if TYPE_CHECKING:
+    from .engine import ChatEngine
     from .screens.search import SearchHit
 
 __all__ = ["ChatApp", "run"]
@@ -50,7 +52,7 @@ __all__ = ["ChatApp", "run"]
 log = logging.getLogger(__name__)
 
 
-class ChatApp(App[int]):
+class ChatApp(PaletteCommands, App[int]):
     """The chatui application."""
 
     TITLE = "chatui"
@@ -74,8 +76,8 @@ class ChatApp(App[int]):
         self.config = config
         self.state_path = state_path
         self.ui_state = ui_state if ui_state is not None else load_state(state_path)
-        self.manager: SessionManager = build_manager(store, config)
-        self.engine = ChatEngine(self.manager, config)
+        self.runtime = AgentRuntime(store, config)
+        self.manager: SessionManager = self.runtime.manager
         self.launch_model = model
         self.llm_ready = False
         self._warm = warm_llm
@@ -88,6 +90,10 @@ class ChatApp(App[int]):
             else DEFAULT_DARK
 
     # -- services the screens use ------------------------------------------------
+
+    def engine_for(self, session_id: str) -> ChatEngine:
+        """The engine of the chat's agent (built on first use, off the first frame)."""
+        return self.runtime.engine_for(session_id)
 
     @property
     def default_model(self) -> str:
@@ -117,22 +123,14 @@ class ChatApp(App[int]):
         self.ui_state.show_tree, self.ui_state.show_sidebar = tree, sidebar
         save_state(self.ui_state, self.state_path)
 
-    def hops_for(self, snapshot: ChatSnapshot) -> dict[str, str]:
-        """Message id → a cross-session marker for the tree (peer messages)."""
-        hops: dict[str, str] = {}
-        for message in snapshot.tree:
-            if message.from_agent_id:
-                hops[message.id] = f"from {message.from_agent_id}"
-            elif message.delivered_to_session_id and \
-                    message.delivered_to_session_id != snapshot.info.id:
-                hops[message.id] = "sent to a peer"
-        return hops
-
-    async def template_blocks(self) -> list[ContextBlock]:
+    async def template_blocks(self, agent_id: str | None = None) -> list[ContextBlock]:
         """The blocks a new chat will have (what the sidebar shows before the first send)."""
+        agent = self.runtime.agent(agent_id)
+        blocks = agent_blocks(agent, self.config) if agent else self.config.blocks
+        namespace = agent_namespace(agent)
         session = Session(self.store).for_session("__new_chat__")
-        for block in self.config.blocks:
-            provider = block_provider(self.store, block)
+        for block in blocks:
+            provider = block_provider(self.store, block, namespace)
             if callable(provider):
                 provider = provider("__new_chat__")
             session.with_context(block.label, description=block.description,
@@ -151,12 +149,12 @@ class ChatApp(App[int]):
         model = main.model
         window = self.context_window(model)
         if main.chat is None:
-            blocks = await self.template_blocks()
+            blocks = await self.template_blocks(main.draft_agent)
             tokens = sum(b.tokens for b in blocks)
             return ConversationStats(tokens=tokens, window=window, model=model,
                                      compact_at=self.config.compact_at)
         info = main.chat.info
-        session = self.manager.get_session(info.id)
+        session = self.runtime.manager_for(info.id).get_session(info.id)
         history = main.snapshot.history if main.snapshot else []
         tokens = (estimate_message_tokens(history)
                   + estimate_string_tokens(await session.freeze_system_prompt()))
@@ -243,10 +241,26 @@ class ChatApp(App[int]):
     # -- actions ----------------------------------------------------------------
 
     async def action_new_chat(self) -> None:
+        """A new chat; with agents configured, pick which one runs it first."""
         main = self.main
         if self.screen is not main:
             return
-        await main.open_chat(None, model=main.model)
+        agents = self.runtime.agents()
+        if not agents:
+            await self.start_new_chat(None)
+            return
+        from .screens.agent_picker import AgentPicker
+
+        async def chosen(choice: str | None) -> None:
+            if choice is not None:
+                await self.start_new_chat(choice or None)
+
+        self.push_screen(AgentPicker(agents), chosen)
+
+    async def start_new_chat(self, agent_id: str | None) -> None:
+        main = self.main
+        model = None if agent_id else (main.model if main.chat else None)
+        await main.open_chat(None, model=model, agent_id=agent_id)
         self.notify("New chat — it is saved when you send the first message.", timeout=3)
 
     def action_chats(self) -> None:
@@ -325,79 +339,20 @@ class ChatApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from self.chat_commands(screen)
+        yield from super().get_system_commands(screen)
+
     async def action_quit(self) -> None:
         self.main.cancel_generation()
         save_state(self.ui_state, self.state_path)
+        if self.runtime.router.pending:  # fire-and-forget peer turns still writing
+            self.notify("Waiting for agents to finish their replies…")
+            try:
+                await asyncio.wait_for(self.runtime.router.drain(), timeout=10)
+            except TimeoutError:
+                log.warning("quit with peer turns still running; their replies are partial")
         self.exit(0)
-
-    # -- command palette ----------------------------------------------------------
-
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        main = self.main
-        yield SystemCommand("New chat", "Start a new chat (ctrl+n)", self.action_new_chat)
-        yield SystemCommand("Chats", "List, open, rename, delete chats (ctrl+s)",
-                            self.action_chats)
-        yield SystemCommand("Search", "Search every chat (ctrl+f)", self.action_search)
-        yield SystemCommand("Model", "Choose the model for this chat (ctrl+l)",
-                            self.action_choose_model)
-        if main.chat is not None:
-            yield SystemCommand("Compact now", "Summarise the middle of this chat to free "
-                                "context (the originals stay)", self.compact_now)
-            yield SystemCommand("Rename chat", "Give this chat a new name", self.rename_chat)
-            yield SystemCommand("Delete chat", "Move this chat to the deleted chats "
-                                "(restore it from the chat list)", self.delete_chat)
-        yield SystemCommand("Toggle sidebar", "Show or hide the context sidebar (ctrl+b)",
-                            self.action_toggle_sidebar)
-        yield SystemCommand("Toggle tree", "Show or hide the message tree (ctrl+t)",
-                            self.action_toggle_tree)
-        yield SystemCommand("Keys", "Every key chatui answers to (F1)", self.action_help)
-        yield from super().get_system_commands(screen)
-
-    @work(exclusive=True, group="compact", exit_on_error=False)
-    async def compact_now(self) -> None:
-        main = self.main
-        if main.chat is None:
-            return
-        if main.generating:
-            self.notify("Wait for the reply to finish first.", severity="warning")
-            return
-        self.notify("Compacting…")
-        try:
-            result = await self.engine.compact(main.chat.session_id, main.chat.active_leaf)
-        except Exception as exc:
-            self.log_error(exc)
-            self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
-            return
-        if result is None:
-            self.notify("Nothing to compact yet: the chat is short.")
-        else:
-            self.notify("Compacted: the summary stands in for the middle of the chat; expand "
-                        "it to see the originals.")
-        await main.redraw()
-
-    def rename_chat(self) -> None:
-        from .screens.dialogs import TextPrompt
-
-        main = self.main
-        if main.chat is None:
-            return
-        chat = main.chat
-
-        def done(name: str | None) -> None:
-            if name and name.strip():
-                self.manager.rename(chat.session_id, name)
-                main.update_title()
-
-        self.push_screen(TextPrompt("Rename chat", chat.info.name), done)
-
-    async def delete_chat(self) -> None:
-        main = self.main
-        if main.chat is None:
-            return
-        info = self.manager.delete(main.chat.session_id)
-        self.notify(f"Deleted {info.name!r} — restore it from the chat list (ctrl+s, t).")
-        recent = self.manager.list(limit=1)
-        await main.open_chat(recent[0].id if recent else None)
 
 
 def run(*, db_path: Path | None = None, model: str | None = None,

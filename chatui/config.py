@@ -26,6 +26,7 @@ __all__ = [
     "ModelOptions",
     "DEFAULT_BLOCKS",
     "load_config",
+    "parse_blocks",
 ]
 
 BlockKind: TypeAlias = Literal["static", "writable", "searchable", "skills"]
@@ -191,6 +192,15 @@ def _blocks(value: Any, where: str) -> tuple[BlockConfig, ...]:
         if labels.count(label) > 1:
             raise ValueError(f"{where}: the label {label!r} is used twice")
     return blocks
+
+
+def parse_blocks(value: Any, where: str = "blocks") -> tuple[BlockConfig, ...]:
+    """Blocks from their TOML/JSON form (as `[[blocks]]` or an agent's `blocks`).
+
+    Raises:
+        ValueError: a block is malformed (the message says which and why).
+    """
+    return _blocks(value, where)
 
 
 def _agent(data: Any, where: str) -> AgentConfig:

@@ -21,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
+
+from peewee import DatabaseError as PeeweeDatabaseError
 
 from store import (
     LATEST,
@@ -50,6 +52,7 @@ from .events import (
     ReplyDelta,
     ReplyFinished,
     ReplyStarted,
+    ReplyStatus,
     TurnEvent,
     TurnFailed,
     UsageRecorded,
@@ -60,6 +63,9 @@ from .summaries import make_summarizer, summary_model
 __all__ = ["ChatEngine", "ContextUsage"]
 
 log = logging.getLogger(__name__)
+
+STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
+"""What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
 
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
@@ -109,10 +115,13 @@ class ChatEngine:
     """
 
     def __init__(self, manager: SessionManager, config: Config, *,
-                 flush_interval: float = 0.25) -> None:
+                 flush_interval: float = 0.25,
+                 extra_tools: Callable[[str], dict[str, Tool]] | None = None) -> None:
         self.manager = manager
         self.config = config
         self.flush_interval = flush_interval
+        self.extra_tools = extra_tools
+        """More tools for a session (the app's `message_agent`), by session id."""
 
     # -- facts --------------------------------------------------------------------
 
@@ -126,6 +135,7 @@ class ChatEngine:
 
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
         """Estimated tokens of the path to `leaf_id` (latest leaf if None) + system prompt."""
+        await llm.ensure_loaded()  # the window comes from LiteLLM's model info
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         tokens = await session.estimate_tokens(leaf_id)
@@ -142,6 +152,7 @@ class ChatEngine:
         Raises:
             LLMError: the summary could not be written (nothing is stored).
         """
+        await llm.ensure_loaded()
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         writer = summary_model(self.config, model)
@@ -165,7 +176,7 @@ class ChatEngine:
     # -- turns ------------------------------------------------------------------------
 
     async def send(self, session_id: str, text: str, *,
-                   parent_id: str | None | Latest = LATEST) -> AsyncIterator[TurnEvent]:
+                   parent_id: str | None | Latest = LATEST) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it."""
         if not isinstance(text, str) or not text.strip():
             yield TurnFailed(session_id, "There is nothing to send",
@@ -175,7 +186,7 @@ class ChatEngine:
             async for event in events:
                 yield event
 
-    async def regenerate(self, session_id: str, message_id: str) -> AsyncIterator[TurnEvent]:
+    async def regenerate(self, session_id: str, message_id: str) -> AsyncGenerator[TurnEvent, None]:
         """A new reply: a sibling of an assistant message, or under a user message."""
         session = self.manager.get_session(session_id)
         message = session.get_message(message_id)
@@ -192,7 +203,7 @@ class ChatEngine:
                 yield event
 
     async def edit(self, session_id: str, message_id: str, text: str
-                   ) -> AsyncIterator[TurnEvent]:
+                   ) -> AsyncGenerator[TurnEvent, None]:
         """A new user message beside `message_id` (same parent) with `text`, then a reply."""
         session = self.manager.get_session(session_id)
         message = session.get_message(message_id)
@@ -209,6 +220,16 @@ class ChatEngine:
             async for event in events:
                 yield event
 
+    async def respond(self, session_id: str) -> AsyncGenerator[TurnEvent, None]:
+        """A reply to the session's newest message (a peer turn: the message was delivered)."""
+        leaf = self.manager.get_session(session_id).get_latest_leaf()
+        if leaf is None:
+            yield TurnFailed(session_id, "There is nothing to answer", kind="bad_input")
+            return
+        async with aclosing(self._turn(session_id, leaf.id)) as events:
+            async for event in events:
+                yield event
+
     @staticmethod
     def _not_regenerable(message: Message | None) -> str | None:
         if message is None:
@@ -221,8 +242,9 @@ class ChatEngine:
             return f"A {message.role} message cannot be regenerated"
         return None
 
-    def _preflight(self, session_id: str) -> TurnFailed | None:
+    async def _preflight(self, session_id: str) -> TurnFailed | None:
         """A reason the model cannot be called at all (checked before any write)."""
+        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
         model = self.model_for(session_id)
         problem = llm.key_problem(model, self.options_for(model).api_base)
         if problem:
@@ -232,8 +254,8 @@ class ChatEngine:
         return None
 
     async def _user_turn(self, session_id: str, text: str,
-                         parent_id: str | None | Latest) -> AsyncIterator[TurnEvent]:
-        failed = self._preflight(session_id)
+                         parent_id: str | None | Latest) -> AsyncGenerator[TurnEvent, None]:
+        failed = await self._preflight(session_id)
         if failed:
             yield failed
             return
@@ -242,14 +264,7 @@ class ChatEngine:
             user = await session.append_message(
                 Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]),
                 parent_id)
-        except (StoreError, sqlite3.Error, OSError) as exc:
-            yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
-                             "Nothing was sent. Check the disk and the database file, then "
-                             "press enter again.", kind="storage")
-            return
-        except Exception as exc:  # peewee wraps sqlite errors in its own classes
-            if type(exc).__module__.split(".")[0] != "peewee":
-                raise
+        except STORAGE_ERRORS as exc:
             yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
                              "Nothing was sent. Check the disk and the database file, then "
                              "press enter again.", kind="storage")
@@ -260,10 +275,10 @@ class ChatEngine:
                 yield event
 
     async def _turn(self, session_id: str, parent_id: str, *, preflight: bool = True
-                    ) -> AsyncIterator[TurnEvent]:
+                    ) -> AsyncGenerator[TurnEvent, None]:
         """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept."""
         if preflight:
-            failed = self._preflight(session_id)
+            failed = await self._preflight(session_id)
             if failed:
                 yield failed
                 return
@@ -281,9 +296,11 @@ class ChatEngine:
     async def _tools(self, session: Session) -> dict[str, Tool]:
         tools = dict(await session.tools())
         tools.update(self.manager.tools())
+        if self.extra_tools is not None:
+            tools.update(self.extra_tools(session.session_id))
         return tools
 
-    async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncIterator[TurnEvent]:
+    async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncGenerator[TurnEvent, None]:
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         options = self.options_for(model)
@@ -296,45 +313,48 @@ class ChatEngine:
         while True:
             rounds += 1
             writer = ReplyWriter(session, model, self.flush_interval)
-            started = await writer.start(parent)
-            yield ReplyStarted(session_id, started, model)
-            while True:  # one model call; repeated once after a context-length compaction
-                messages = to_openai_messages(system_prompt, session.get_history(parent))
-                try:
-                    async with aclosing(self._stream(session_id, writer, model, options,
-                                                     messages, schemas)) as events:
-                        async for event in events:
-                            yield event
-                    break
-                except llm.LLMError as error:
+            try:
+                started = await writer.start(parent)
+                yield ReplyStarted(session_id, started, model)
+                while True:  # one model call; once more after a context-length compaction
+                    messages = to_openai_messages(system_prompt, session.get_history(parent))
+                    error: llm.LLMError | None = None
+                    try:
+                        async with aclosing(self._stream(session_id, writer, model, options,
+                                                         messages, schemas)) as events:
+                            async for event in events:
+                                yield event
+                    except llm.LLMError as exc:
+                        error = exc
+                    if error is None:
+                        break
                     if error.kind == "context_length" and not compacted \
                             and not writer.has_content:
                         compacted = True
                         yield Notice(session_id, "The conversation is too long for "
                                      f"{model}; compacting it and trying again.", "warning")
                         done = await self._compact_quietly(session_id, parent)
-                        if isinstance(done, Compacted):
-                            yield done
-                            writer.reset()
-                            continue
                         if done is not None:
                             yield done
+                        if isinstance(done, Compacted):
+                            writer.reset()
+                            continue
                     finished = writer.finish("error", error=error.title, error_kind=error.kind)
                     yield ReplyFinished(session_id, finished, "error")
                     yield TurnFailed(session_id, error.title, error.detail, error.hint,
                                      error.kind)
                     return
-                except (asyncio.CancelledError, GeneratorExit):
-                    writer.finish("cancelled")
-                    raise
-            status = "tool_calls" if writer.calls else "complete"
-            finished = writer.finish(status)
-            if writer.usage is not None:
-                self.manager.add_usage(session_id, writer.usage["input"],
-                                       writer.usage["output"], writer.usage["cost"])
-                yield UsageRecorded(session_id, finished.id, writer.usage["input"],
-                                    writer.usage["output"], writer.usage["cost"])
-            yield ReplyFinished(session_id, finished, status)
+                status: ReplyStatus = "tool_calls" if writer.calls else "complete"
+                finished = writer.finish(status)
+                if writer.usage is not None:
+                    self.manager.add_usage(session_id, writer.usage["input"],
+                                           writer.usage["output"], writer.usage["cost"])
+                    yield UsageRecorded(session_id, finished.id, writer.usage["input"],
+                                        writer.usage["output"], writer.usage["cost"])
+                yield ReplyFinished(session_id, finished, status)
+            except (asyncio.CancelledError, GeneratorExit):
+                writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
+                raise
             if status == "complete":
                 compaction = await self._auto_compact(session_id, finished.id)
                 if compaction is not None:
@@ -353,7 +373,7 @@ class ChatEngine:
 
     async def _stream(self, session_id: str, writer: ReplyWriter, model: str,
                       options: ModelOptions, messages: list[dict[str, Any]],
-                      schemas: list[dict[str, Any]] | None) -> AsyncIterator[TurnEvent]:
+                      schemas: list[dict[str, Any]] | None) -> AsyncGenerator[TurnEvent, None]:
         """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
         stream = llm.stream_completion(
             model, messages, tools=schemas, api_base=options.api_base,

@@ -9,6 +9,7 @@ personal and the config may name providers.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from platformdirs import user_config_path, user_data_path
@@ -26,6 +27,7 @@ __all__ = [
     "make_private",
     "make_private_db",
     "state_file",
+    "write_private",
 ]
 
 APP_NAME = "chatui"
@@ -101,3 +103,21 @@ def make_private_db(path: Path) -> None:
     """0600 for a database file and the -wal/-shm files SQLite keeps beside it."""
     for suffix in ("", "-wal", "-shm"):
         make_private(path.with_name(path.name + suffix))
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (temp file + rename), mode 0600.
+
+    Raises:
+        OSError: the folder cannot be created or the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

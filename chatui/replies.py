@@ -44,6 +44,8 @@ class ReplyWriter:
         self.usage: dict[str, Any] | None = None
         self._last_flush = 0.0
         self._dirty = False
+        self.started = False
+        self.finished = False
 
     async def start(self, parent_id: str) -> Message:
         """Store the empty reply (status streaming, incomplete) under `parent_id`."""
@@ -51,6 +53,7 @@ class ReplyWriter:
                           metadata={"model": self.model, "status": "streaming",
                                     "incomplete": True})
         stored = await self.session.append_message(message, parent_id)
+        self.started = True
         self._last_flush = time.monotonic()
         return stored
 
@@ -114,9 +117,15 @@ class ReplyWriter:
             metadata["error_kind"] = error_kind or "unknown"
         self.session.update_message(self._message(metadata))
         self._dirty = False
+        self.finished = True
         stored = self.session.get_message(self.id)
         assert stored is not None
         return stored
+
+    def cancel(self) -> None:
+        """Store what streamed, marked cancelled, unless the reply already ended."""
+        if self.started and not self.finished:
+            self.finish("cancelled")
 
 
 @dataclass
@@ -158,6 +167,11 @@ async def run_tools(session: Session, tools: dict[str, Tool], calls: list[dict[s
             part["is_error"] = True
         parts.append(part)
         arguments = call.get("input")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
         if name == "set_context" and not is_error and isinstance(arguments, dict):
             label = arguments.get("label")
             if isinstance(label, str) and label not in changed:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -70,11 +68,7 @@ def save_state(state: UiState, path: Path | None = None) -> None:
     path = path or paths.state_file()
     try:
         paths.ensure_private_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(_plain(asdict(state)), fh, indent=2)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        paths.write_private(path, json.dumps(_plain(asdict(state)), indent=2))
     except OSError as exc:
         log.warning("could not save UI state to %s: %s", path, exc)
 

@@ -36,31 +36,47 @@ def skills_path(value: str | None) -> Path:
     return path if path.is_absolute() else paths.config_dir() / path
 
 
-def block_provider(store: Store, block: BlockConfig) -> Any:
-    """The provider for a block: an object, a factory `f(session_id)`, or None (default)."""
+def block_provider(store: Store, block: BlockConfig,
+                   global_namespace: str = GLOBAL_NAMESPACE) -> Any:
+    """The provider for a block: an object, a factory `f(session_id)`, or None (default).
+
+    Args:
+        global_namespace: where `global` blocks live (each agent has its own).
+    """
     if block.kind == "static":
         return StaticProvider(block.text)
     if block.kind == "skills":
         return DirectorySkillProvider(skills_path(block.path))
     if block.kind == "searchable":
         if block.scope == "global":
-            return StoreSearchProvider(store, f"{GLOBAL_NAMESPACE}/{block.label}")
+            return StoreSearchProvider(store, f"{global_namespace}/{block.label}")
         factory: Callable[[str], Any] = lambda sid: StoreSearchProvider(  # noqa: E731
             store, f"{sid}/{block.label}")
         return factory
     if block.scope == "global":
-        return StoreContextProvider(store, GLOBAL_NAMESPACE, block.label)
+        return StoreContextProvider(store, global_namespace, block.label)
     return None  # the store's per-session writable block
 
 
 def build_manager(store: Store, config: Config,
-                  blocks: tuple[BlockConfig, ...] | None = None) -> SessionManager:
-    """A `SessionManager` whose chats carry the configured blocks and cached prompts."""
+                  blocks: tuple[BlockConfig, ...] | None = None, *,
+                  skills_dir: str | None = None,
+                  global_namespace: str = GLOBAL_NAMESPACE) -> SessionManager:
+    """A `SessionManager` whose chats carry the configured blocks and cached prompts.
+
+    Args:
+        blocks: the blocks (default: the config's); an agent passes its own.
+        skills_dir: a skills folder to offer (default: the config's).
+        global_namespace: where `global` blocks live.
+    """
     manager = SessionManager(store).with_cached_prompt()
-    for block in config.blocks if blocks is None else blocks:
+    blocks = config.blocks if blocks is None else blocks
+    for block in blocks:
         manager.with_context(block.label, description=block.description,
-                             max_tokens=block.max_tokens, provider=block_provider(store, block))
-    if config.skills_dir and not any(b.kind == "skills" for b in config.blocks):
+                             max_tokens=block.max_tokens,
+                             provider=block_provider(store, block, global_namespace))
+    skills = skills_dir or config.skills_dir
+    if skills and not any(b.kind == "skills" for b in blocks):
         manager.with_context("skills", description="Documents you can load when relevant",
-                             provider=DirectorySkillProvider(skills_path(config.skills_dir)))
+                             provider=DirectorySkillProvider(skills_path(skills)))
     return manager

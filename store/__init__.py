@@ -6,6 +6,7 @@ compaction, SQLite FTS5 search and a `SessionManager` for many chats. It
 needs no server (SQLite through peewee) and imports no UI or LLM client.
 """
 
+from .agents import UNSET, AgentInfo, AgentSpec
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
@@ -13,11 +14,15 @@ from .errors import (
     ContextError,
     ContextLimitError,
     DatabaseFileError,
+    DuplicateAgentError,
     DuplicateBlockError,
     InvalidStatusError,
+    PeerError,
+    PeerLoopError,
     ReadOnlyBlockError,
     SchemaVersionError,
     StoreError,
+    UnknownAgentError,
     UnknownBlockError,
     UnknownMessageError,
     UnknownParentError,
@@ -25,9 +30,11 @@ from .errors import (
     UnknownSessionError,
     UnknownSkillError,
 )
-from .manager import ProjectInfo, SessionInfo, SessionManager, SessionStatus
+from .manager import SessionInfo, SessionManager, SessionStatus, StatusChange
 from .messages import LATEST, Message, Role, SearchResult, StoredCompaction
 from .micro import truncate_older_messages
+from .peers import PeerHop, PeerRouter, message_agent_tool
+from .projects import ProjectInfo
 from .prompts import PromptCache, StorePromptCache
 from .providers import (
     DirectorySkillProvider,
@@ -108,4 +115,15 @@ __all__ = [
     "export_sessions",
     "import_sessions",
     "load_export",
+    "AgentInfo",
+    "AgentSpec",
+    "DuplicateAgentError",
+    "PeerError",
+    "PeerLoopError",
+    "StatusChange",
+    "UNSET",
+    "UnknownAgentError",
+    "PeerHop",
+    "PeerRouter",
+    "message_agent_tool",
 ]

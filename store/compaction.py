@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .messages import Message, StoredCompaction
 from .tokens import estimate_message_tokens, part_text
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = [
     "COMPACTION_SECTIONS",
@@ -23,7 +26,9 @@ __all__ = [
 ]
 
 COMPACTION_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
-CompactFunction = Callable[[Any], Awaitable[StoredCompaction | None]]
+CompactFunction = Callable[["Session"], Awaitable[StoredCompaction | None]]
+"""What `Session.on_compaction` takes: summarise part of the session, store the
+overlay, return it (None when there was nothing to compact)."""
 Summarize = Callable[[str], Awaitable[str] | str]
 
 
@@ -85,7 +90,7 @@ def create_compact_function(summarize: Summarize, protect_head: int = 3,
                             min_tail_messages: int = 2) -> CompactFunction:
     """A function for `Session.on_compaction` that summarises the middle of the history."""
 
-    async def compact(session: Any) -> StoredCompaction | None:
+    async def compact(session: Session) -> StoredCompaction | None:
         history: list[Message] = session.get_history()
         head = min(protect_head, len(history))
         # A summary in the head is folded into the new one, so the head ends before it.
@@ -102,10 +107,13 @@ def create_compact_function(summarize: Summarize, protect_head: int = 3,
                 break
             used += cost
             tail_start -= 1
+        # Widen what is kept rather than narrow it: the head shrinks and the
+        # tail grows until no tool call is cut off from its results, so the
+        # tail never drops below `min_tail_messages`.
         while head > 0 and not _split_safe(history, head):
             head -= 1
-        while tail_start < len(history) and not _split_safe(history, tail_start):
-            tail_start += 1
+        while tail_start > head and not _split_safe(history, tail_start):
+            tail_start -= 1
         middle = history[head:tail_start]
         if not middle or all(m.is_compaction for m in middle) and len(middle) == 1:
             return None

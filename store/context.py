@@ -64,6 +64,7 @@ class ContextBlock:
 
     @property
     def kind(self) -> BlockKind:
+        """What the block is to the model: its tag in the system prompt."""
         if self.is_searchable:
             return "searchable"
         if self.is_skill:
@@ -77,6 +78,7 @@ class ContextBlock:
 
 
 def block_kind(provider: Any) -> BlockKind:
+    """A provider's kind, from the methods it has (searchable wins over loadable's `set`)."""
     if is_searchable(provider):
         return "searchable"
     if is_skill(provider):
@@ -85,6 +87,7 @@ def block_kind(provider: Any) -> BlockKind:
 
 
 def make_block(config: ContextConfig, provider: Any, content: str) -> ContextBlock:
+    """The `ContextBlock` snapshot of a configured block holding `content`."""
     kind = block_kind(provider)
     return ContextBlock(
         label=config.label,
@@ -127,9 +130,11 @@ class InMemoryProvider:
         self.content = content
 
     async def get(self) -> str:
+        """The content."""
         return self.content
 
     async def set(self, content: str) -> None:
+        """Replace the content."""
         self.content = content
 
 

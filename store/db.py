@@ -92,7 +92,8 @@ class Store:
             migrate(self.db, self.path)
         except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:  # peewee wraps them
             self.db.close()
-            raise DatabaseFileError(f"{self.path}: cannot open as a SQLite database: {exc}") from exc
+            raise DatabaseFileError(
+                f"{self.path}: cannot open as a SQLite database: {exc}") from exc
         except BaseException:
             self.db.close()
             raise
@@ -106,9 +107,11 @@ class Store:
         return self.db.connection()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run one statement on this thread's connection (inside `write()` for writes)."""
         return self.connection().execute(sql, params)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement and return all its rows."""
         return self.connection().execute(sql, params).fetchall()
 
     def atomic(self) -> Any:
@@ -127,6 +130,7 @@ class Store:
         return self.db.atomic("IMMEDIATE")
 
     def close(self) -> None:
+        """Close this thread's connection (safe to call twice)."""
         if not self.db.is_closed():
             self.db.close()
 
@@ -149,13 +153,17 @@ class Store:
                 self.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
             except sqlite3.DatabaseError as exc:
                 problems.append(f"{table}: {exc}")
+        # Index rowids are (session number << 32) + seq (see message_search).
         missing = self.query(
-            "SELECT count(*) FROM messages m LEFT JOIN messages_fts f ON f.rowid = m.seq "
-            "WHERE f.rowid IS NULL"
+            "SELECT count(*) FROM messages m "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
         )[0][0]
         orphans = self.query(
-            "SELECT count(*) FROM messages_fts f LEFT JOIN messages m ON m.seq = f.rowid "
-            "WHERE m.seq IS NULL"
+            "SELECT count(*) FROM messages_fts f "
+            "LEFT JOIN messages m ON m.seq = (f.rowid & 4294967295) "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            "WHERE m.seq IS NULL OR s.n IS NOT (f.rowid >> 32)"
         )[0][0]
         if missing:
             problems.append(f"{missing} messages are missing from the search index")
@@ -183,7 +191,8 @@ def _check_file(path: Path) -> None:
             try:
                 parent.mkdir(parents=True, mode=0o700)
             except OSError as exc:
-                raise DatabaseFileError(f"{path}: cannot create its folder: {exc.strerror}") from exc
+                raise DatabaseFileError(
+                    f"{path}: cannot create its folder: {exc.strerror}") from exc
 
 
 def _refuse_foreign(path: Path) -> None:
@@ -210,4 +219,5 @@ def _refuse_foreign(path: Path) -> None:
             time.sleep(0.05)
     if tables and "schema_migrations" not in tables:
         shown = ", ".join(sorted(tables)[:3])
-        raise DatabaseFileError(f"{path}: not a chatui database (it holds {shown}); left unchanged")
+        raise DatabaseFileError(
+            f"{path}: not a chatui database (it holds {shown}); left unchanged")

@@ -14,6 +14,10 @@ __all__ = [
     "UnknownMessageError",
     "UnknownSessionError",
     "UnknownProjectError",
+    "UnknownAgentError",
+    "DuplicateAgentError",
+    "PeerError",
+    "PeerLoopError",
     "InvalidStatusError",
     "ContextError",
     "ContextLimitError",
@@ -59,6 +63,25 @@ class UnknownProjectError(StoreError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown project"
+
+
+class UnknownAgentError(StoreError, KeyError):
+    """No agent with that id or name (or it is archived where a live one is needed)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown agent"
+
+
+class DuplicateAgentError(StoreError, ValueError):
+    """Another agent already has that name (names are unique whatever their case)."""
+
+
+class PeerError(StoreError):
+    """A peer message could not be delivered or answered; the caller's state is restored."""
+
+
+class PeerLoopError(PeerError):
+    """The target agent is already waiting in this chain of peer calls, or it is too deep."""
 
 
 class InvalidStatusError(StoreError, ValueError):

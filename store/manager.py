@@ -1,31 +1,55 @@
-"""`SessionManager`: many named sessions in one store, plus projects.
+"""`SessionManager`: many named sessions in one store, with projects and agents.
 
 Design notes:
 - Session settings (context templates, cached prompt, compaction) are kept
   as a recipe and applied to every `Session` the manager hands out; block
-  storage is namespaced by session id.
+  storage is namespaced by session id, and chat-scoped providers of the
+  application use `"{session_id}/{label}"` namespaces, so fork copies and
+  purge removes both.
 - Soft delete sets `deleted_at`: the session disappears from `list`/`get`
   and global search, but its messages stay so references still resolve.
-  `purge` removes everything.
+  Writing into a deleted session raises `UnknownSessionError`. `purge`
+  removes everything.
+- A session runs at most one agent, fixed once set; it belongs to at most
+  one project. Archived projects hide their sessions from `list()`.
+- Status changes are recorded with a timestamp and an optional detail.
 - Every write that touches several rows (fork, purge) is one transaction.
 """
 
 from __future__ import annotations
 
+import builtins  # `SessionManager.list` shadows `list` in the class body
 import json
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any
 
+from . import agents as _agents
+from . import projects as _projects
+from .agents import UNSET, AgentInfo, AgentSpec
+from .clock import iso, now
+from .compaction import CompactFunction
 from .db import Store
-from .errors import InvalidStatusError, UnknownProjectError, UnknownSessionError
+from .errors import InvalidStatusError, UnknownSessionError
+from .message_search import scope_number, scope_range, search_messages
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult
+from .namespaces import copy_namespaces, delete_namespaces
+from .projects import ProjectInfo
+from .providers.history import HistorySearchProvider
 from .providers.protocols import ContextProvider
-from .session import CompactFunction, CompactionErrorHandler, Session
-from .storage import _iso, now, search_messages
+from .records import (
+    SESSION_COLUMNS,
+    STATUSES,
+    SessionInfo,
+    SessionStatus,
+    StatusChange,
+    session_info,
+)
+from .session import CompactionErrorHandler, Session
 from .tokens import TokenCounter
-from .tools import Tool
+from .tools import Tool, session_search_tool
 
 __all__ = [
     "SessionManager",
@@ -35,66 +59,6 @@ __all__ = [
     "StatusChange",
     "HistorySearchProvider",
 ]
-
-SessionStatus: TypeAlias = Literal["active", "awaiting_peer", "idle", "completed", "failed"]
-STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
-
-_SESSION_COLUMNS = (
-    "id, name, parent_session_id, model, source, agent_id, project_id, status, metadata, "
-    "input_tokens, output_tokens, cost, created_at, updated_at, deleted_at"
-)
-
-
-def _dt(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """A session's registry entry."""
-
-    id: str
-    name: str
-    parent_session_id: str | None
-    model: str | None
-    source: str | None
-    agent_id: str | None
-    project_id: str | None
-    status: str
-    metadata: dict[str, Any]
-    input_tokens: int
-    output_tokens: int
-    cost: float
-    created_at: datetime
-    updated_at: datetime
-    deleted_at: datetime | None = None
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    return SessionInfo(
-        id=row[0], name=row[1], parent_session_id=row[2], model=row[3], source=row[4],
-        agent_id=row[5], project_id=row[6], status=row[7], metadata=json.loads(row[8] or "{}"),
-        input_tokens=row[9], output_tokens=row[10], cost=row[11],
-        created_at=datetime.fromisoformat(row[12]), updated_at=datetime.fromisoformat(row[13]),
-        deleted_at=_dt(row[14]),
-    )
-
-
-@dataclass(frozen=True)
-class ProjectInfo:
-    id: str
-    name: str
-    created_at: datetime
-    archived_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class StatusChange:
-    session_id: str
-    status: str
-    detail: str | None
-    changed_at: datetime
-
 
 @dataclass
 class _Template:
@@ -115,42 +79,22 @@ class _Recipe:
     history_label: str | None = None
 
 
-class HistorySearchProvider:
-    """A search block over every past conversation (`with_searchable_history`)."""
-
-    def __init__(self, store: Store, exclude_session: str | None = None) -> None:
-        self.store = store
-        self.exclude_session = exclude_session
-
-    async def get(self) -> str:
-        messages, sessions = self.store.query(
-            "SELECT count(*), count(DISTINCT session_id) FROM messages"
-        )[0]
-        return f"{messages} messages in {sessions} conversations are searchable."
-
-    async def search(self, query: str) -> str:
-        hits = [h for h in search_messages(self.store, query, 10)]
-        return format_hits(self.store, hits) or f"No past messages match {query!r}."
-
-
-def format_hits(store: Store, hits: list[SearchResult]) -> str:
-    """Search hits as text for a model: chat name, role, date, snippet."""
-    if not hits:
-        return ""
-    ids = sorted({h.session_id for h in hits})
-    marks = ",".join("?" * len(ids))
-    names = dict(store.query(f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids))
-    lines = []
-    for hit in hits:
-        when = hit.created_at.strftime("%Y-%m-%d") if hit.created_at else "?"
-        name = names.get(hit.session_id, hit.session_id)
-        lines.append(f"[{name} · {hit.role} · {when} · session {hit.session_id} · message "
-                     f"{hit.id}]\n{hit.snippet or hit.content[:300]}")
-    return "\n\n".join(lines)
+def _metadata_json(metadata: object) -> str:
+    if not isinstance(metadata, dict):
+        raise ValueError(f"session metadata must be a dict, not {type(metadata).__name__}")
+    try:
+        return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"session metadata is not JSON-serialisable: {exc}") from exc
 
 
 class SessionManager:
-    """A registry of sessions sharing one store and one session recipe."""
+    """A registry of sessions sharing one store and one session recipe.
+
+    `SessionManager(store)` starts a builder; `with_context`, `with_cached_prompt`,
+    `on_compaction`, `compact_after`, `on_compaction_error` and
+    `with_searchable_history` configure every session it hands out.
+    """
 
     def __init__(self, store: Store) -> None:
         if not isinstance(store, Store):
@@ -167,30 +111,39 @@ class SessionManager:
         if any(t.label == label for t in self._recipe.templates):
             raise ValueError(f"a context block {label!r} already exists")
         self._recipe.templates.append(_Template(label, description, max_tokens, provider))
-        self._sessions.clear()
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def with_cached_prompt(self) -> SessionManager:
+        """Persist each session's frozen prompt so it survives restarts."""
         self._recipe.cached_prompt = True
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def on_compaction(self, fn: CompactFunction) -> SessionManager:
+        """The compaction function every session uses (see `create_compact_function`)."""
         self._recipe.compact_fn = fn
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def compact_after(self, threshold: int, token_counter: TokenCounter | None = None
                       ) -> SessionManager:
+        """Auto-compact a session once its history and prompt exceed `threshold` tokens."""
         self._recipe.threshold = threshold
         self._recipe.token_counter = token_counter
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def on_compaction_error(self, handler: CompactionErrorHandler) -> SessionManager:
+        """Receive the exception of a failed auto-compaction (sync or async handler)."""
         self._recipe.on_error = handler
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     def with_searchable_history(self, label: str = "history") -> SessionManager:
         """Give every session a search block over all conversations."""
         self._recipe.history_label = label
+        self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
     # -- lifecycle --------------------------------------------------------------
@@ -199,30 +152,43 @@ class SessionManager:
                model: str | None = None, source: str | None = None,
                agent_id: str | None = None, project_id: str | None = None,
                metadata: dict[str, Any] | None = None) -> SessionInfo:
-        """A new session with status `active`."""
+        """A new session with status `active`.
+
+        Raises:
+            UnknownAgentError / UnknownProjectError: `agent_id` / `project_id`
+                does not exist (or the agent is archived); nothing is created.
+            ValueError: `id` contains "/" or `metadata` is not a JSON dict.
+        """
         if not isinstance(name, str):
             raise TypeError("a session name must be a string")
+        if id is not None and (not isinstance(id, str) or not id or "/" in id):
+            raise ValueError("a session id must be a non-empty string without '/' "
+                             "('/' separates chat-scoped namespaces)")
         if project_id is not None:
-            self._project_row(project_id)
+            _projects.require_project(self.store, project_id)
+        if agent_id is not None:
+            _agents.require_agent(self.store, agent_id, live=True)
+        meta = _metadata_json(metadata if metadata is not None else {})
         session_id = id or uuid.uuid4().hex
-        stamp = _iso(now())
+        stamp = iso(now())
         with self.store.write():
             self.store.execute(
                 "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
-                "project_id, status, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
+                "project_id, status, status_detail, metadata, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'active', 'created', ?, ?, ?)",
                 (session_id, name, parent_session_id, model, source, agent_id, project_id,
-                 json.dumps(metadata or {}), stamp, stamp),
+                 meta, stamp, stamp),
             )
             self._record_status(session_id, "active", "created", stamp)
         return self._require(session_id)
 
     def get(self, session_id: str, *, include_deleted: bool = False) -> SessionInfo | None:
-        rows = self.store.query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
+        """The session, or None (also for a deleted one unless `include_deleted`)."""
+        rows = self.store.query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?",
                                 (session_id,))
         if not rows:
             return None
-        info = _info(rows[0])
+        info = session_info(rows[0])
         return None if info.deleted_at and not include_deleted else info
 
     def _require(self, session_id: str, *, allow_deleted: bool = False) -> SessionInfo:
@@ -233,11 +199,20 @@ class SessionManager:
             raise UnknownSessionError(f"session {session_id!r} is deleted (restore it first)")
         return info
 
-    def list(self, *, project_id: str | None = None, include_deleted: bool = False,
-             deleted_only: bool = False, limit: int | None = None, offset: int = 0
-             ) -> list[SessionInfo]:
-        """Sessions, most recently updated first."""
-        where, params = [], []
+    def list(self, *, project_id: str | None = None, agent_id: str | None = None,
+             include_deleted: bool = False, deleted_only: bool = False,
+             include_archived: bool = False, limit: int | None = None, offset: int = 0
+             ) -> builtins.list[SessionInfo]:
+        """Sessions, most recently updated first.
+
+        Args:
+            project_id / agent_id: only that project's / agent's sessions.
+            include_deleted / deleted_only: also / only soft-deleted sessions.
+            include_archived: also sessions of archived projects (always
+                included when `project_id` names the project).
+        """
+        where: builtins.list[str] = []
+        params: builtins.list[Any] = []
         if deleted_only:
             where.append("deleted_at IS NOT NULL")
         elif not include_deleted:
@@ -245,16 +220,23 @@ class SessionManager:
         if project_id is not None:
             where.append("project_id = ?")
             params.append(project_id)
-        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions"
+        elif not include_archived:
+            where.append("(project_id IS NULL OR project_id NOT IN "
+                         "(SELECT id FROM projects WHERE archived_at IS NOT NULL))")
+        if agent_id is not None:
+            where.append("agent_id = ?")
+            params.append(agent_id)
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [int(limit), int(offset)]
-        return [_info(r) for r in self.store.query(sql, params)]
+        return [session_info(r) for r in self.store.query(sql, params)]
 
     def count(self, *, include_deleted: bool = False) -> int:
+        """How many sessions there are (live ones unless `include_deleted`)."""
         sql = "SELECT count(*) FROM sessions"
         if not include_deleted:
             sql += " WHERE deleted_at IS NULL"
@@ -268,49 +250,79 @@ class SessionManager:
         return self._require(session_id, allow_deleted=True)
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
+        """Set the session's name (its `label`); blank names are refused."""
         if not isinstance(name, str) or not name.strip():
             raise ValueError("a session name must be a non-empty string")
-        return self._update(session_id, "name = ?, updated_at = ?", (name.strip(), _iso(now())))
+        return self._update(session_id, "name = ?, updated_at = ?", (name.strip(), iso(now())))
 
     def set_model(self, session_id: str, model: str | None) -> SessionInfo:
+        """The model the session's next turns use."""
         return self._update(session_id, "model = ?", (model,))
+
+    def set_agent(self, session_id: str, agent_id: str) -> SessionInfo:
+        """Give a session without an agent its agent; a session runs exactly one.
+
+        Raises:
+            ValueError: the session already runs another agent.
+            UnknownAgentError: no such live agent.
+        """
+        info = self._require(session_id)
+        _agents.require_agent(self.store, agent_id, live=True)
+        if info.agent_id == agent_id:
+            return info
+        if info.agent_id is not None:
+            raise ValueError(f"session {session_id!r} already runs agent {info.agent_id!r}; "
+                             "a session runs exactly one agent (start a new session)")
+        return self._update(session_id, "agent_id = ?", (agent_id,))
 
     def update_metadata(self, session_id: str, **values: Any) -> SessionInfo:
         """Merge keys into the session's metadata (None removes a key)."""
         info = self._require(session_id)
         merged = {**info.metadata, **values}
         merged = {k: v for k, v in merged.items() if v is not None}
-        return self._update(session_id, "metadata = ?", (json.dumps(merged),))
+        return self._update(session_id, "metadata = ?", (_metadata_json(merged),))
 
     def delete(self, session_id: str) -> SessionInfo:
         """Soft delete: hidden from list/get/search, messages kept; `restore` undoes it."""
-        return self._update(session_id, "deleted_at = ?", (_iso(now()),))
+        return self._update(session_id, "deleted_at = ?", (iso(now()),))
 
     def restore(self, session_id: str) -> SessionInfo:
+        """Undo a soft delete."""
         return self._update(session_id, "deleted_at = NULL", (), allow_deleted=True)
 
     def purge(self, session_id: str) -> None:
-        """Delete the session and everything it owns, for good."""
+        """Delete the session and everything it owns, for good, in one transaction.
+
+        That is its messages (and their search rows), compactions, status
+        history, cached prompt, loaded-skill state, the blocks, skills and
+        search entries under its namespace and under `"{session_id}/…"`,
+        and its peer links and hops.
+        """
         self._require(session_id, allow_deleted=True)
         with self.store.write():
-            self.store.execute(
-                "DELETE FROM messages_fts WHERE rowid IN "
-                "(SELECT seq FROM messages WHERE session_id = ?)", (session_id,))
+            index = scope_number(self.store, session_id)
+            if index is not None:  # the number itself stays: numbers are never reused
+                self.store.execute("DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?",
+                                   scope_range(index))
             for table, column in (("messages", "session_id"), ("compactions", "session_id"),
-                                  ("context_blocks", "namespace"), ("skills", "namespace"),
-                                  ("prompts", "namespace"), ("loaded_skills", "namespace"),
                                   ("status_changes", "session_id"), ("sessions", "id")):
                 self.store.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
+            delete_namespaces(self.store, session_id)
             self.store.execute(
-                "DELETE FROM search_entries_fts WHERE rowid IN "
-                "(SELECT rowid FROM search_entries WHERE namespace = ?)", (session_id,))
-            self.store.execute("DELETE FROM search_entries WHERE namespace = ?", (session_id,))
+                "DELETE FROM peer_links WHERE caller_session_id = ? OR session_id = ?",
+                (session_id, session_id))
+            self.store.execute(
+                "DELETE FROM peer_hops WHERE from_session_id = ? OR to_session_id = ?",
+                (session_id, session_id))
         self._sessions.pop(session_id, None)
 
     # -- sessions ---------------------------------------------------------------
 
     def get_session(self, session_id: str) -> Session:
-        """The `Session` for an id, built from the recipe on first access and cached."""
+        """The `Session` for an id, built from the recipe on first access and cached.
+
+        A deleted session can be read through it; writes raise `UnknownSessionError`.
+        """
         session = self._sessions.get(session_id)
         if session is None:
             self._require(session_id, allow_deleted=True)
@@ -320,8 +332,7 @@ class SessionManager:
 
     def _build(self, session_id: str) -> Session:
         recipe = self._recipe
-        session = Session(self.store, session_id=session_id)
-        session._touch_session = True
+        session = Session(self.store, session_id=session_id, touch_session=True)
         for t in recipe.templates:
             provider = t.provider(session_id) if callable(t.provider) and not isinstance(
                 t.provider, ContextProvider) else t.provider
@@ -330,7 +341,7 @@ class SessionManager:
         if recipe.history_label:
             session.with_context(recipe.history_label,
                                  description="Past conversations, searchable",
-                                 provider=HistorySearchProvider(self.store, session_id))
+                                 provider=HistorySearchProvider(self.store))
         if recipe.cached_prompt:
             session.with_cached_prompt()
         if recipe.compact_fn is not None:
@@ -343,6 +354,11 @@ class SessionManager:
 
     async def append(self, session_id: str, message: MessageLike,
                      parent_id: str | None | Latest = LATEST) -> Message:
+        """Append as `Session.append_message`, bumping `updated_at`.
+
+        Raises:
+            UnknownSessionError: no such session, or it is deleted.
+        """
         self._require(session_id)
         return await self.get_session(session_id).append_message(message, parent_id)
 
@@ -359,13 +375,18 @@ class SessionManager:
             return stored
         return await session.append_message(message, parent_id)
 
-    async def append_all(self, session_id: str, messages: list[MessageLike],
-                         parent_id: str | None | Latest = LATEST) -> list[Message]:
-        """Append in order, each message a child of the one before."""
+    async def append_all(self, session_id: str, messages: Iterable[MessageLike],
+                         parent_id: str | None | Latest = LATEST) -> builtins.list[Message]:
+        """Append in order, each message a child of the one before.
+
+        Every message is validated before the first is written.
+        """
         self._require(session_id)
         session = self.get_session(session_id)
-        coerced = [Message.coerce(m) for m in messages]  # all valid before any write
-        stored: list[Message] = []
+        coerced = [Message.coerce(m) for m in messages]
+        for message in coerced:
+            message.to_json()  # parts JSON cannot hold fail here, before any write
+        stored: builtins.list[Message] = []
         parent = parent_id
         for message in coerced:
             stored.append(await session.append_message(message, parent))
@@ -373,41 +394,48 @@ class SessionManager:
         return stored
 
     def get_message_count(self, session_id: str) -> int:
+        """Messages stored in the session, every branch counted."""
         self._require(session_id, allow_deleted=True)
         return self.store.query("SELECT count(*) FROM messages WHERE session_id = ?",
                                 (session_id,))[0][0]
 
-    def get_history(self, session_id: str, leaf_id: str | None = None) -> list[Message]:
+    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
+        """`Session.get_history` of that session."""
         return self.get_session(session_id).get_history(leaf_id)
 
     def clear_messages(self, session_id: str) -> None:
+        """`Session.clear_messages` of that session."""
         self.get_session(session_id).clear_messages()
 
-    def delete_messages(self, session_id: str, message_ids: list[str]) -> None:
+    def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
+        """`Session.delete_messages` of that session."""
         self.get_session(session_id).delete_messages(message_ids)
 
-    def get_branches(self, session_id: str, message_id: str) -> list[Message]:
+    def get_branches(self, session_id: str, message_id: str) -> builtins.list[Message]:
+        """`Session.get_branches` of that session."""
         return self.get_session(session_id).get_branches(message_id)
 
     async def fork(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
         """A new session holding a copy of the path root → `at_message_id`.
 
         Messages get new ids; content, order and parent links are kept, and
-        so are overlays lying wholly on the path and the writable blocks.
+        so are overlays lying wholly on the path and the session's blocks,
+        skills and search entries (its own namespace and `"{id}/…"` ones).
+        One transaction: a failure leaves no half-made session.
         """
         source = self._require(session_id)
         session = self.get_session(session_id)
         path = session.get_raw_history(at_message_id)
         new_id = uuid.uuid4().hex
         id_map = {m.id: f"{new_id[:8]}-{i:05d}" for i, m in enumerate(path)}
-        stamp = _iso(now())
+        stamp = iso(now())
         with self.store.write():
             self.store.execute(
                 "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
-                "project_id, status, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?)",
+                "project_id, status, status_detail, metadata, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?, ?)",
                 (new_id, name, session_id, source.model, source.source, source.agent_id,
-                 source.project_id,
+                 source.project_id, f"forked from {session_id}",
                  json.dumps({"forked_from": {"session_id": session_id,
                                              "message_id": at_message_id}}), stamp, stamp),
             )
@@ -423,17 +451,14 @@ class SessionManager:
                 if c.from_message_id in id_map and c.to_message_id in id_map:
                     target.add_compaction(c.summary, id_map[c.from_message_id],
                                           id_map[c.to_message_id])
-            self.store.execute(
-                "INSERT INTO context_blocks (namespace, label, content, updated_at) "
-                "SELECT ?, label, content, ? FROM context_blocks WHERE namespace = ?",
-                (new_id, stamp, session_id),
-            )
+            copy_namespaces(self.store, session_id, new_id, stamp)
         return self._require(new_id)
 
     # -- usage and status ---------------------------------------------------------
 
     def add_usage(self, session_id: str, input_tokens: int = 0, output_tokens: int = 0,
                   cost: float = 0.0) -> SessionInfo:
+        """Add to the session's token and cost counters (negative values are refused)."""
         for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
                             ("cost", cost)):
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
@@ -448,6 +473,10 @@ class SessionManager:
                    ) -> SessionInfo:
         """Move a session to `status` and record the transition with a timestamp.
 
+        `active` while generating, `idle` between turns, `awaiting_peer` while
+        blocked on another agent, `completed` / `failed` at the end. Any move
+        between them is allowed (a completed chat can be picked up again).
+
         Raises:
             InvalidStatusError: not one of active, awaiting_peer, idle, completed, failed.
         """
@@ -455,11 +484,13 @@ class SessionManager:
             raise InvalidStatusError(
                 f"invalid status {status!r}; expected one of {', '.join(sorted(STATUSES))}"
             )
+        if detail is not None and not isinstance(detail, str):
+            raise ValueError("a status detail must be a string")
         self._require(session_id, allow_deleted=True)
-        stamp = _iso(now())
+        stamp = iso(now())
         with self.store.write():
-            self.store.execute("UPDATE sessions SET status = ? WHERE id = ?",
-                               (status, session_id))
+            self.store.execute("UPDATE sessions SET status = ?, status_detail = ? WHERE id = ?",
+                               (status, detail, session_id))
             self._record_status(session_id, status, detail, stamp)
         return self._require(session_id, allow_deleted=True)
 
@@ -469,7 +500,8 @@ class SessionManager:
             "INSERT INTO status_changes (session_id, status, detail, changed_at) "
             "VALUES (?, ?, ?, ?)", (session_id, status, detail, stamp))
 
-    def status_history(self, session_id: str) -> list[StatusChange]:
+    def status_history(self, session_id: str) -> builtins.list[StatusChange]:
+        """Every recorded status of the session, oldest first."""
         rows = self.store.query(
             "SELECT session_id, status, detail, changed_at FROM status_changes "
             "WHERE session_id = ? ORDER BY seq", (session_id,))
@@ -478,88 +510,93 @@ class SessionManager:
     # -- search -------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 20, *, session_id: str | None = None,
-               include_deleted: bool = False) -> list[SearchResult]:
+               include_deleted: bool = False) -> builtins.list[SearchResult]:
         """FTS5 across every session (or one), best first; never raises on query syntax."""
         return search_messages(self.store, query, limit, session_id=session_id,
                                include_deleted=include_deleted)
 
     def tools(self) -> dict[str, Tool]:
         """`session_search`: the model searches every past conversation."""
-        async def session_search(query: str, limit: int = 10) -> str:
-            hits = self.search(query, limit)
-            return format_hits(self.store, hits) or f"No past messages match {query!r}."
+        return {"session_search": session_search_tool(self.store)}
 
-        return {"session_search": Tool(
-            name="session_search",
-            description="Search every past conversation (all chats, all branches) by words. "
-                        "Returns chat name, role, date and a snippet for each hit.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words to look for."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50,
-                              "description": "Most results to return (default 10)."},
-                },
-                "required": ["query"],
-            },
-            fn=session_search,
-        )}
-
-    # -- projects -----------------------------------------------------------------
+    # -- projects (see store.projects) --------------------------------------------
 
     def create_project(self, name: str, *, id: str | None = None) -> ProjectInfo:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError("a project name must be a non-empty string")
-        project_id = id or uuid.uuid4().hex
-        with self.store.write():
-            self.store.execute("INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
-                               (project_id, name.strip(), _iso(now())))
-        return self._project(project_id)
-
-    def _project_row(self, project_id: str) -> tuple[Any, ...]:
-        rows = self.store.query(
-            "SELECT id, name, created_at, archived_at FROM projects WHERE id = ?", (project_id,))
-        if not rows:
-            raise UnknownProjectError(f"no project {project_id!r}")
-        return rows[0]
-
-    def _project(self, project_id: str) -> ProjectInfo:
-        r = self._project_row(project_id)
-        return ProjectInfo(r[0], r[1], datetime.fromisoformat(r[2]), _dt(r[3]))
+        """A new project (blank names are refused)."""
+        return _projects.create_project(self.store, name, id)
 
     def get_project(self, project_id: str) -> ProjectInfo | None:
-        try:
-            return self._project(project_id)
-        except UnknownProjectError:
-            return None
+        """The project (archived or not), or None."""
+        return _projects.get_project(self.store, project_id)
 
-    def list_projects(self, include_archived: bool = False) -> list[ProjectInfo]:
-        sql = "SELECT id FROM projects"
-        if not include_archived:
-            sql += " WHERE archived_at IS NULL"
-        return [self._project(r[0]) for r in self.store.query(sql + " ORDER BY name, id")]
+    def list_projects(self, include_archived: bool = False) -> builtins.list[ProjectInfo]:
+        """Projects by name; archived ones only with `include_archived`."""
+        return _projects.list_projects(self.store, include_archived)
 
     def rename_project(self, project_id: str, name: str) -> ProjectInfo:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError("a project name must be a non-empty string")
-        self._project_row(project_id)
-        with self.store.write():
-            self.store.execute("UPDATE projects SET name = ? WHERE id = ?",
-                               (name.strip(), project_id))
-        return self._project(project_id)
+        """Rename a project. Raises `UnknownProjectError`, or ValueError for a blank name."""
+        return _projects.rename_project(self.store, project_id, name)
 
     def archive_project(self, project_id: str) -> ProjectInfo:
-        self._project_row(project_id)
-        with self.store.write():
-            self.store.execute("UPDATE projects SET archived_at = ? WHERE id = ?",
-                               (_iso(now()), project_id))
-        return self._project(project_id)
+        """Hide the project and its sessions from listings; nothing is deleted."""
+        return _projects.set_archived(self.store, project_id, True)
+
+    def restore_project(self, project_id: str) -> ProjectInfo:
+        """Undo `archive_project`."""
+        return _projects.set_archived(self.store, project_id, False)
+
+    def project_sessions(self, project_id: str, *, include_deleted: bool = False
+                         ) -> builtins.list[SessionInfo]:
+        """The sessions a project owns, newest first (even when it is archived)."""
+        _projects.require_project(self.store, project_id)
+        return self.list(project_id=project_id, include_deleted=include_deleted)
 
     def move_to_project(self, session_id: str, project_id: str | None) -> SessionInfo:
+        """Put a session in a project (None: out of any project)."""
         if project_id is not None:
-            self._project_row(project_id)
+            _projects.require_project(self.store, project_id)
         return self._update(session_id, "project_id = ?", (project_id,))
+
+    # -- agents (see store.agents) ------------------------------------------------
+
+    def create_agent(self, name: str, *, model: str | None = None, soul: str = "",
+                     description: str = "", config: dict[str, Any] | None = None,
+                     id: str | None = None) -> AgentInfo:
+        """A new agent. Raises `DuplicateAgentError` if the name is taken (any case)."""
+        return _agents.create_agent(self.store, name, model=model, soul=soul,
+                                    description=description, config=config, agent_id=id)
+
+    def get_agent(self, agent_id: str) -> AgentInfo | None:
+        """The agent (archived or not), or None."""
+        return _agents.get_agent(self.store, agent_id)
+
+    def get_agent_by_name(self, name: str) -> AgentInfo | None:
+        """The agent with that name, ignoring case (archived or not), or None."""
+        return _agents.get_agent_by_name(self.store, name)
+
+    def list_agents(self, include_archived: bool = False) -> builtins.list[AgentInfo]:
+        """Agents by name; archived ones only with `include_archived`."""
+        return _agents.list_agents(self.store, include_archived)
+
+    def update_agent(self, agent_id: str, *, name: Any = UNSET, model: Any = UNSET,
+                     soul: Any = UNSET, description: Any = UNSET, config: Any = UNSET
+                     ) -> AgentInfo:
+        """Change the fields given; sessions keep running the same agent id."""
+        return _agents.update_agent(self.store, agent_id, name=name, model=model, soul=soul,
+                                    description=description, config=config)
+
+    def archive_agent(self, agent_id: str) -> AgentInfo:
+        """Retire an agent: no new sessions; its sessions and messages stay."""
+        return _agents.set_archived(self.store, agent_id, True)
+
+    def restore_agent(self, agent_id: str) -> AgentInfo:
+        """Undo `archive_agent`."""
+        return _agents.set_archived(self.store, agent_id, False)
+
+    def sync_agents(self, specs: Iterable[AgentSpec | Mapping[str, Any]], *,
+                    archive_missing: bool = False) -> builtins.list[AgentInfo]:
+        """Upsert agents from a config file (the config wins for fields it sets)."""
+        return _agents.sync_agents(self.store, specs, archive_missing=archive_missing)
 
     def __repr__(self) -> str:
         return f"SessionManager({self.store!r})"
-

@@ -66,6 +66,13 @@ def _parse_time(value: Any) -> datetime | None:
     raise ValueError(f"created_at must be a datetime or ISO string, not {type(value).__name__}")
 
 
+def _stored_time(value: str) -> datetime:
+    # The store writes `isoformat()`; a naive value (a caller passed a naive
+    # datetime) reads back as UTC, as `_parse_time` does on the way in.
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 @dataclass
 class Message:
     """One message in a conversation tree.
@@ -108,14 +115,17 @@ class Message:
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
+        """The `tool-call` parts, in order."""
         return [p for p in self.parts if p.get("type") == "tool-call"]
 
     @property
     def tool_results(self) -> list[dict[str, Any]]:
+        """The `tool-result` parts, in order."""
         return [p for p in self.parts if p.get("type") == "tool-result"]
 
     @property
     def is_compaction(self) -> bool:
+        """True for the synthetic summary message of a compaction overlay."""
         return self.id.startswith(COMPACTION_PREFIX)
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,6 +167,31 @@ class Message:
         return cls(**kwargs)
 
     @classmethod
+    def from_stored(cls, data: Mapping[str, Any], parent_id: str | None,
+                    created_at: str) -> Message:
+        """Rebuild a message from the JSON the store wrote, without validating again.
+
+        Every stored message passed `__post_init__` on its way in, and reads
+        far outnumber writes: validating each row of a history again cost more
+        than the SQL that fetched it. `created_at` is the row's column, used
+        when the JSON has none (files written before it was stored there).
+        """
+        message = object.__new__(cls)
+        message.__dict__.update(
+            id=data["id"],
+            role=data["role"],
+            parts=data.get("parts") or [],
+            created_at=_stored_time(data.get("created_at") or created_at),
+            metadata=data.get("metadata") or {},
+            from_user_id=data.get("from_user_id"),
+            from_agent_id=data.get("from_agent_id"),
+            delivered_to_session_id=data.get("delivered_to_session_id"),
+            token_usage=data.get("token_usage"),
+            parent_id=parent_id,
+        )
+        return message
+
+    @classmethod
     def coerce(cls, value: MessageLike) -> Message:
         """Accept a `Message` or a mapping; always return a `Message`."""
         return value if isinstance(value, Message) else cls.from_dict(value)
@@ -176,16 +211,19 @@ MessageLike: TypeAlias = Message | Mapping[str, Any]
 
 
 def text_part(text: str) -> dict[str, Any]:
+    """A `text` part."""
     return {"type": "text", "text": text}
 
 
 def tool_call_part(tool_call_id: str, tool_name: str, input: Any) -> dict[str, Any]:
+    """A `tool-call` part (in an assistant message)."""
     return {"type": "tool-call", "tool_call_id": tool_call_id, "tool_name": tool_name,
             "input": input}
 
 
 def tool_result_part(tool_call_id: str, tool_name: str, output: Any,
                      is_error: bool = False) -> dict[str, Any]:
+    """A `tool-result` part (in a `tool` message)."""
     part = {"type": "tool-result", "tool_call_id": tool_call_id, "tool_name": tool_name,
             "output": output}
     if is_error:

@@ -8,23 +8,13 @@ cutting the largest tool outputs first (a tool can be re-run; words cannot).
 from __future__ import annotations
 
 import copy
-import json
-from typing import Any
 
 from .messages import Message
+from .tokens import value_text
 
 __all__ = ["truncate_older_messages", "shrink_to_row_limit", "PREVIEW_CHARS"]
 
 PREVIEW_CHARS = 1000
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -47,7 +37,7 @@ def truncate_older_messages(messages: list[Message], keep_recent: int = 4,
             for part in clone.parts:
                 kind = part.get("type")
                 if kind == "tool-result":
-                    text = _as_text(part.get("output"))
+                    text = value_text(part.get("output"))
                     if len(text) > max_chars:
                         part["output"] = _cut(text, max_chars)
                 elif kind in ("text", "reasoning") and isinstance(part.get("text"), str):
@@ -72,10 +62,10 @@ def shrink_to_row_limit(message: Message, max_bytes: int) -> Message:
     clone.metadata["shrunk"] = True
     outputs = sorted(
         (p for p in clone.parts if p.get("type") == "tool-result"),
-        key=lambda p: len(_as_text(p.get("output"))), reverse=True,
+        key=lambda p: len(value_text(p.get("output"))), reverse=True,
     )
     for part in outputs:
-        text = _as_text(part.get("output"))
+        text = value_text(part.get("output"))
         part["output"] = (
             f"{text[:PREVIEW_CHARS]}\n[output of {len(text):,} characters was too large to "
             "store; this is a preview. Re-run the tool to see all of it.]"

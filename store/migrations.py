@@ -24,6 +24,7 @@ MIGRATIONS: list[tuple[str, Migration]] = []
 
 
 def migration(fn: Migration) -> Migration:
+    """Register `fn` as the next migration (order of definition is order of application)."""
     MIGRATIONS.append((fn.__name__, fn))
     return fn
 
@@ -195,9 +196,79 @@ def m004_agents_projects_peers(db: Database) -> None:
     """)
 
 
+@migration
+def m005_agents_api_and_peer_hops(db: Database) -> None:
+    # Issue 4: agents get an API (archive instead of delete; names unique
+    # whatever their case, since a model picks them by name), sessions keep
+    # the detail of their current status ("waiting for agent B") so a chat
+    # list needs no per-row query, and peer messaging records which session
+    # answers a caller (peer_links) and every delivery (peer_hops). The
+    # partial index serves the chat list, which only ever shows live sessions.
+    _run(db, """
+    ALTER TABLE agents ADD COLUMN archived_at TEXT;
+    CREATE UNIQUE INDEX agents_name_nocase ON agents (name COLLATE NOCASE);
+    ALTER TABLE sessions ADD COLUMN status_detail TEXT;
+    CREATE INDEX sessions_live ON sessions (updated_at) WHERE deleted_at IS NULL;
+    CREATE INDEX sessions_agent ON sessions (agent_id);
+    CREATE TABLE peer_links (
+        caller_session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (caller_session_id, agent_id)
+    );
+    CREATE INDEX peer_links_session ON peer_links (session_id);
+    CREATE TABLE peer_hops (
+        id TEXT PRIMARY KEY,
+        from_session_id TEXT NOT NULL,
+        from_agent_id TEXT,
+        from_message_id TEXT,
+        to_session_id TEXT NOT NULL,
+        to_agent_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        reply_message_id TEXT,
+        wait INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('delivered', 'replied', 'failed')),
+        error TEXT,
+        created_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX peer_hops_from ON peer_hops (from_session_id, created_at);
+    CREATE INDEX peer_hops_to ON peer_hops (to_session_id, created_at)
+    """)
+
+
+@migration
+def m006_session_clustered_search(db: Database) -> None:
+    # The `scope` token of m002 made a session search cost as much as the
+    # shorter of two doclists: the session's every message, or the word's
+    # every match; both grow with history. Instead each session gets a
+    # number and its index rows the rowids (number << 32) + seq, so one
+    # session's rows are one rowid range FTS5 seeks into: the cost follows
+    # the session's matches only. The index is rebuilt without `scope`.
+    _run(db, """
+    CREATE TABLE search_scopes (
+        n INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL UNIQUE
+    );
+    INSERT INTO search_scopes (session_id)
+        SELECT session_id FROM messages GROUP BY session_id ORDER BY min(seq);
+    CREATE VIRTUAL TABLE messages_fts_new USING fts5(body, tokenize = 'porter unicode61');
+    INSERT INTO messages_fts_new (rowid, body)
+        SELECT (s.n << 32) + m.seq, f.body
+        FROM messages m
+        JOIN messages_fts f ON f.rowid = m.seq
+        JOIN search_scopes s ON s.session_id = m.session_id;
+    DROP TABLE messages_fts;
+    ALTER TABLE messages_fts_new RENAME TO messages_fts
+    """)
+
+
 def applied_migrations(db: Database) -> list[str]:
+    """Names of the migrations the file records, oldest first (creating the record table)."""
     db.execute_sql(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
     return [row[0] for row in db.execute_sql("SELECT name FROM schema_migrations ORDER BY rowid")]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
+from .clock import iso, now
 from .db import Store
 
 __all__ = ["PromptCache", "StorePromptCache", "InMemoryPromptCache"]
@@ -14,8 +14,11 @@ __all__ = ["PromptCache", "StorePromptCache", "InMemoryPromptCache"]
 class PromptCache(Protocol):
     """Persists one frozen prompt; `get()` returns None before the first `set()`."""
 
-    async def get(self) -> str | None: ...
-    async def set(self, prompt: str) -> None: ...
+    async def get(self) -> str | None:
+        """The stored prompt, or None."""
+
+    async def set(self, prompt: str) -> None:
+        """Store `prompt`, replacing any earlier one."""
 
 
 class StorePromptCache:
@@ -26,19 +29,22 @@ class StorePromptCache:
         self.namespace = namespace
 
     async def get(self) -> str | None:
+        """The stored prompt of this namespace, or None."""
         rows = self.store.query("SELECT prompt FROM prompts WHERE namespace = ?", (self.namespace,))
         return rows[0][0] if rows else None
 
     async def set(self, prompt: str) -> None:
+        """Store `prompt` for this namespace."""
         with self.store.write():
             self.store.execute(
                 "INSERT INTO prompts (namespace, prompt, updated_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (namespace) DO UPDATE SET prompt = excluded.prompt, "
                 "updated_at = excluded.updated_at",
-                (self.namespace, prompt, datetime.now(UTC).isoformat()),
+                (self.namespace, prompt, iso(now())),
             )
 
     def clear(self) -> None:
+        """Forget the stored prompt (the next freeze renders afresh)."""
         with self.store.write():
             self.store.execute("DELETE FROM prompts WHERE namespace = ?", (self.namespace,))
 
@@ -50,7 +56,9 @@ class InMemoryPromptCache:
         self.prompt: str | None = None
 
     async def get(self) -> str | None:
+        """The prompt, or None before the first `set`."""
         return self.prompt
 
     async def set(self, prompt: str) -> None:
+        """Keep `prompt`."""
         self.prompt = prompt

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .compaction import CompactFunction
 from .context import (
     ContextBlock,
     ContextConfig,
@@ -49,7 +50,6 @@ __all__ = ["Session", "CompactFunction", "CompactionErrorHandler"]
 
 log = logging.getLogger(__name__)
 
-CompactFunction = Callable[["Session"], Awaitable[StoredCompaction | None]]
 CompactionErrorHandler = Callable[[BaseException], Any]
 
 
@@ -60,6 +60,9 @@ class Session:
         storage: a `Store`, or any object implementing `SessionProvider`.
         context: block configurations (the direct-constructor form).
         session_id: the id that namespaces messages and block storage.
+        touch_session: with a `Store`, keep the `sessions` row's `updated_at`
+            current on every write and refuse writes once it is soft-deleted
+            (`SessionManager` turns this on for the sessions it hands out).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class Session:
         *,
         context: list[ContextConfig] | None = None,
         session_id: str = "default",
+        touch_session: bool = False,
     ) -> None:
         if not isinstance(storage, Store) and not isinstance(storage, SessionProvider):
             raise TypeError("Session needs a Store or an object implementing SessionProvider")
@@ -87,8 +91,7 @@ class Session:
         self._compact_threshold: int | None = None
         self._token_counter: TokenCounter = estimate_message_tokens
         self._on_compaction_error: CompactionErrorHandler | None = None
-        self._touch_session = False
-        self._extra_tools: Callable[[], dict[str, Tool]] | None = None
+        self._touch_session = touch_session
         self._loaded_skills: set[tuple[str, str]] = set()
 
     # -- builder ----------------------------------------------------------------
@@ -99,6 +102,7 @@ class Session:
         return cls(storage)
 
     def for_session(self, session_id: str) -> Session:
+        """The id that namespaces messages and block storage (before first use)."""
         if self._provider is not None:
             raise StoreError("for_session() must be called before the session is used")
         if not isinstance(session_id, str) or not session_id:
@@ -114,6 +118,7 @@ class Session:
         max_tokens: int | None = None,
         provider: Any = None,
     ) -> Session:
+        """Declare a block; no provider means the store's writable block for this session."""
         self._add_config(ContextConfig(label, description, max_tokens, provider))
         return self
 
@@ -124,10 +129,12 @@ class Session:
         return self
 
     def on_compaction(self, fn: CompactFunction) -> Session:
+        """The function `compact()` and auto-compaction run (see `create_compact_function`)."""
         self._compact_fn = fn
         return self
 
     def compact_after(self, threshold: int, token_counter: TokenCounter | None = None) -> Session:
+        """Auto-compact after an append once history plus prompt exceed `threshold` tokens."""
         if not isinstance(threshold, int) or threshold <= 0:
             raise ValueError("compact_after threshold must be a positive integer")
         self._compact_threshold = threshold
@@ -136,6 +143,7 @@ class Session:
         return self
 
     def on_compaction_error(self, handler: CompactionErrorHandler) -> Session:
+        """Receive the exception of a failed auto-compaction (sync or async handler)."""
         self._on_compaction_error = handler
         return self
 
@@ -148,10 +156,12 @@ class Session:
 
     @property
     def session_id(self) -> str:
+        """The id that namespaces this session."""
         return self._session_id
 
     @property
     def store(self) -> Store | None:
+        """The `Store` behind this session, or None with a custom provider."""
         return self._storage if isinstance(self._storage, Store) else None
 
     @property
@@ -209,12 +219,15 @@ class Session:
         return stored
 
     def update_message(self, message: MessageLike) -> None:
+        """Replace the content of the message with that id (search follows)."""
         self.provider.update_message(Message.coerce(message))
 
     def delete_messages(self, message_ids: list[str]) -> None:
+        """Delete messages; their children move up to the deleted message's parent."""
         self.provider.delete_messages(list(message_ids))
 
     def clear_messages(self) -> None:
+        """Delete every message, compaction and loaded-skill mark of the session."""
         self.provider.clear_messages()
         self._loaded_skills.clear()
 
@@ -231,15 +244,19 @@ class Session:
         return self.provider.get_history(leaf_id)
 
     def get_message(self, message_id: str) -> Message | None:
+        """One stored message, or None."""
         return self.provider.get_message(message_id)
 
     def get_latest_leaf(self) -> Message | None:
+        """The most recently appended message without children, or None."""
         return self.provider.get_latest_leaf()
 
     def get_branches(self, message_id: str) -> list[Message]:
+        """The children of a message, oldest first (siblings are branches)."""
         return self.provider.get_branches(message_id)
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
+        """Number of stored messages on the path to `leaf_id` (overlays not applied)."""
         return self.provider.get_path_length(leaf_id)
 
     def search(self, query: str, limit: int = 20) -> list[SearchResult]:
@@ -247,13 +264,18 @@ class Session:
         return self.provider.search_messages(query, limit)
 
     def get_tree(self) -> list[Message]:
-        """Every message of every branch, parents before children, in append order."""
+        """Every message of every branch, parents before children.
+
+        In append order when the provider has `get_tree` (the store's does);
+        otherwise breadth-first from the roots (`get_roots` if the provider
+        has it, else the root of the latest path).
+        """
         get_tree = getattr(self.provider, "get_tree", None)
         if get_tree is not None:
             return get_tree()
-        # Generic providers: walk from the roots of the latest path.
+        get_roots = getattr(self.provider, "get_roots", None)
         seen: list[Message] = []
-        stack = [m for m in self.provider.get_history()[:1]]
+        stack = list(get_roots()) if get_roots else self.provider.get_history()[:1]
         while stack:
             node = stack.pop(0)
             seen.append(node)
@@ -295,6 +317,7 @@ class Session:
         return self.provider.add_compaction(summary, from_id, to_id)
 
     def get_compactions(self) -> list[StoredCompaction]:
+        """Every overlay of the session, oldest first."""
         return self.provider.get_compactions()
 
     async def compact(self) -> StoredCompaction | None:
@@ -343,12 +366,14 @@ class Session:
         return self._contents[config.label]
 
     def get_context_block(self, label: str) -> ContextBlock | None:
+        """The block as last loaded, or None for an unknown label."""
         for config in self._configs:
             if config.label == label:
                 return make_block(config, self._block_provider(config), self._content_now(config))
         return None
 
     def get_context_blocks(self) -> list[ContextBlock]:
+        """Every block, in declaration order."""
         return [
             make_block(c, self._block_provider(c), self._content_now(c)) for c in self._configs
         ]
@@ -418,6 +443,7 @@ class Session:
         return block
 
     def remove_context(self, label: str) -> bool:
+        """Remove a block (its stored content stays); whether it existed."""
         before = len(self._configs)
         self._configs = [c for c in self._configs if c.label != label]
         self._block_providers.pop(label, None)
@@ -467,10 +493,7 @@ class Session:
         """The memory tools this session's blocks bring (see SPEC 3)."""
         from .tools import session_tools
 
-        tools = session_tools(self)
-        if self._extra_tools is not None:
-            tools.update(self._extra_tools())
-        return tools
+        return session_tools(self)
 
     # Loaded-skill bookkeeping, persisted with the store when there is one.
 
@@ -478,6 +501,7 @@ class Session:
         return self._session_id
 
     def mark_skill_loaded(self, label: str, key: str, loaded: bool) -> None:
+        """Remember (or forget) that a skill document is loaded into the conversation."""
         store = self.store
         if store is None:
             (self._loaded_skills.add if loaded else self._loaded_skills.discard)((label, key))

@@ -5,8 +5,8 @@ Design notes and invariants:
   SQLite rowid) is the append order, which is what "latest" means.
 - A message id is unique within its session. Appending an id that exists is
   a no-op that returns the stored message.
-- The FTS row of a message has the message's `seq` as its rowid and is
-  written in the same transaction as the message, so search never drifts.
+- The FTS row of a message is written in the same transaction as the
+  message, so search never drifts (see `message_search` for its rowid).
 - Providers return raw paths; `Session` applies compaction overlays.
 - Deleting a message re-attaches its children to its parent, so deleting
   never makes other messages unreachable.
@@ -14,74 +14,105 @@ Design notes and invariants:
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from .db import Store, scope_token
-from .errors import UnknownMessageError, UnknownParentError
+from .clock import iso, now
+from .db import Store
+from .errors import UnknownMessageError, UnknownParentError, UnknownSessionError
+from .message_search import (
+    index_rowid,
+    index_text,
+    scope_number,
+    scope_range,
+    search_messages,
+)
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
-from .search import match_expression, scoped_expression
 
-__all__ = ["SessionProvider", "StoreSessionProvider", "now", "search_messages"]
+__all__ = ["SessionProvider", "StoreSessionProvider", "index_text", "search_messages"]
 
 ParentRef = str | None | Latest
+
+_iso = iso  # the name store.transfer imports; new code uses store.clock.iso
 
 _COLUMNS = "seq, id, parent_id, role, content, created_at"
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 @runtime_checkable
 class SessionProvider(Protocol):
-    """What `Session` needs from message storage (implement it to bring your own)."""
+    """What `Session` needs from message storage (implement it to bring your own).
 
-    def get_message(self, message_id: str) -> Message | None: ...
-    def get_history(self, leaf_id: str | None = None) -> list[Message]: ...
-    def get_latest_leaf(self) -> Message | None: ...
-    def get_branches(self, message_id: str) -> list[Message]: ...
-    def get_path_length(self, leaf_id: str | None = None) -> int: ...
-    def append_message(self, message: Message, parent_id: ParentRef = LATEST) -> Message: ...
-    def update_message(self, message: Message) -> None: ...
-    def delete_messages(self, message_ids: list[str]) -> None: ...
-    def clear_messages(self) -> None: ...
-    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction: ...
-    def get_compactions(self) -> list[StoredCompaction]: ...
-    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]: ...
+    One provider holds one session's messages. Paths are returned raw;
+    `Session` applies compaction overlays on top.
+    """
 
+    def get_message(self, message_id: str) -> Message | None:
+        """The message with that id, or None."""
 
-def index_text(message: Message) -> str:
-    """What search sees of a message: its text and reasoning."""
-    return "\n".join(
-        str(p.get("text") or "") for p in message.parts if p.get("type") in ("text", "reasoning")
-    )
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        """The path root → `leaf_id` (the latest leaf when None; [] when empty).
+
+        Raises `UnknownMessageError` for an unknown leaf."""
+
+    def get_latest_leaf(self) -> Message | None:
+        """The most recently appended message without children, or None."""
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        """The children of a message, oldest first."""
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        """`len(get_history(leaf_id))`, possibly cheaper."""
+
+    def append_message(self, message: Message, parent_id: ParentRef = LATEST) -> Message:
+        """Store a message under `parent_id` (`LATEST`, None for a root, or an id).
+
+        An id that exists is a no-op returning the stored message; an unknown
+        parent raises `UnknownParentError`. Returns the message as stored."""
+
+    def update_message(self, message: Message) -> None:
+        """Replace the content of the message with that id (`UnknownMessageError` if none)."""
+
+    def delete_messages(self, message_ids: list[str]) -> None:
+        """Delete those messages; unknown ids are ignored."""
+
+    def clear_messages(self) -> None:
+        """Delete every message and compaction of the session."""
+
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        """Record an overlay hiding the path `from_id … to_id` behind `summary`."""
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        """Every overlay of the session, oldest first."""
+
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
+        """Best matches first; never raises for any query text."""
 
 
 def row_to_message(row: tuple[Any, ...]) -> Message:
-    """(seq, id, parent_id, role, content, created_at) → Message."""
-    data = json.loads(row[4])
-    data.pop("parent_id", None)
-    message = Message.from_dict(data)
-    message.parent_id = row[2]
-    if message.created_at is None:
-        message.created_at = datetime.fromisoformat(row[5])
-    return message
+    """(seq, id, parent_id, role, content, created_at) → Message.
+
+    The parent comes from the column, never from the JSON: deleting a message
+    re-parents its children in the column only.
+    """
+    return Message.from_stored(json.loads(row[4]), row[2], row[5])
 
 
 class StoreSessionProvider:
     """`SessionProvider` over a `Store`, for one session id.
 
+    The protocol methods behave as `SessionProvider` documents; `get_tree`,
+    `get_roots`, `latest_leaf_under` and `count` are extras `Session` uses
+    when a provider has them.
+
     Args:
         touch_session: also bump `sessions.updated_at` in each write's
-            transaction (the `SessionManager` turns this on).
+            transaction, and refuse (`UnknownSessionError`, nothing written)
+            when the session row is missing or soft-deleted. The
+            `SessionManager` turns this on.
     """
 
     def __init__(self, store: Store, session_id: str, *, touch_session: bool = False) -> None:
@@ -89,7 +120,6 @@ class StoreSessionProvider:
             raise ValueError("session_id must be a non-empty string")
         self.store = store
         self.session_id = session_id
-        self.scope = scope_token(session_id)
         self.touch_session = touch_session
 
     # -- reads ----------------------------------------------------------------
@@ -174,6 +204,7 @@ class StoreSessionProvider:
         return [row_to_message(r) for r in rows]
 
     def get_roots(self) -> list[Message]:
+        """The messages without a parent, oldest first (siblings at the top)."""
         rows = self.store.query(
             f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND parent_id IS NULL "
             "ORDER BY seq",
@@ -190,25 +221,49 @@ class StoreSessionProvider:
         return [row_to_message(r) for r in rows]
 
     def count(self) -> int:
+        """Messages stored in the session, every branch counted."""
         return self.store.query(
             "SELECT count(*) FROM messages WHERE session_id = ?", (self.session_id,)
         )[0][0]
 
     # -- writes ---------------------------------------------------------------
 
-    def _touch(self, when: str) -> None:
-        if self.touch_session:
-            self.store.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ?", (when, self.session_id)
-            )
+    def _index_rowid(self, seq: int) -> int:
+        scope = scope_number(self.store, self.session_id)
+        assert scope is not None, "a stored message always has a search scope"
+        return index_rowid(scope, seq)
 
-    def append_message(self, message: MessageLike, parent_id: ParentRef = LATEST) -> Message:
-        message = Message.coerce(message)
-        content = message.to_json()  # fails early on parts JSON cannot hold
+    def _touch(self, when: str) -> None:
+        # Runs inside the write's transaction, so raising here undoes the write.
+        if self.touch_session:
+            cursor = self.store.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ? AND deleted_at IS NULL",
+                (when, self.session_id),
+            )
+            if cursor.rowcount == 0:
+                raise UnknownSessionError(
+                    f"session {self.session_id!r} is deleted or unknown; nothing was written"
+                )
+
+    def _storable(self, message: Message, created_at: datetime) -> tuple[Message, str]:
+        """`message` as a row holds it, and its JSON: with a creation time, without
+        a parent (the column has it), shrunk to the row limit. The caller's
+        object is never changed."""
+        if message.created_at is None or message.parent_id is not None:
+            message = copy.copy(message)
+            message.created_at = message.created_at or created_at
+            message.parent_id = None
+        content = message.to_json()  # ValueError for parts JSON cannot hold
         if len(content.encode()) > self.store.max_row_bytes:
             message = shrink_to_row_limit(message, self.store.max_row_bytes)
-        if message.created_at is None:
-            message.created_at = now()
+            content = message.to_json()
+        return message, content
+
+    def append_message(self, message: MessageLike, parent_id: ParentRef = LATEST) -> Message:
+        message, content = self._storable(Message.coerce(message), now())
+        assert message.created_at is not None
+        if not (parent_id is None or isinstance(parent_id, Latest | str)):
+            raise TypeError("parent_id must be a message id, None or LATEST")
         with self.store.write():
             existing = self.get_message(message.id)
             if existing is not None:
@@ -217,7 +272,7 @@ class StoreSessionProvider:
                 parent = self._latest_leaf_id()
             elif parent_id is None:
                 parent = None
-            elif isinstance(parent_id, str):
+            else:
                 found = self.store.query(
                     "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
                     (self.session_id, parent_id),
@@ -227,35 +282,30 @@ class StoreSessionProvider:
                         f"parent {parent_id!r} is not a message of session {self.session_id!r}"
                     )
                 parent = parent_id
-            else:
-                raise TypeError("parent_id must be a message id, None or LATEST")
-            stored = Message.from_dict(message.to_dict())
-            stored.parent_id = None
-            stored.created_at = message.created_at
             cursor = self.store.execute(
                 "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
                 "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    message.id, self.session_id, parent, message.role, stored.to_json(),
-                    _iso(message.created_at), message.from_user_id, message.from_agent_id,
+                    message.id, self.session_id, parent, message.role, content,
+                    iso(message.created_at), message.from_user_id, message.from_agent_id,
                     message.delivered_to_session_id,
                     json.dumps(message.token_usage) if message.token_usage is not None else None,
                 ),
             )
+            scope = scope_number(self.store, self.session_id, create=True)
+            assert scope is not None and cursor.lastrowid is not None
             self.store.execute(
-                "INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                (cursor.lastrowid, index_text(message), self.scope),
+                "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                (index_rowid(scope, cursor.lastrowid), index_text(message)),
             )
-            self._touch(_iso(now()))
-        stored.parent_id = parent
-        return stored
+            self._touch(iso(now()))
+        # What a later read returns: a copy that shares nothing with the input.
+        return Message.from_stored(json.loads(content), parent, iso(message.created_at))
 
     def update_message(self, message: MessageLike) -> None:
         message = Message.coerce(message)
-        content = message.to_json()
-        if len(content.encode()) > self.store.max_row_bytes:
-            message = shrink_to_row_limit(message, self.store.max_row_bytes)
+        message.to_json()  # fail before opening a transaction
         with self.store.write():
             rows = self.store.query(
                 "SELECT seq, created_at FROM messages WHERE session_id = ? AND id = ?",
@@ -266,24 +316,22 @@ class StoreSessionProvider:
                     f"no message {message.id!r} in session {self.session_id!r}"
                 )
             seq, created = rows[0]
-            stored = Message.from_dict(message.to_dict())
-            stored.parent_id = None
-            if stored.created_at is None:
-                stored.created_at = datetime.fromisoformat(created)
+            message, content = self._storable(message, datetime.fromisoformat(created))
             self.store.execute(
                 "UPDATE messages SET role = ?, content = ?, from_user_id = ?, from_agent_id = ?, "
                 "delivered_to_session_id = ?, token_usage = ? WHERE seq = ?",
                 (
-                    message.role, stored.to_json(), message.from_user_id, message.from_agent_id,
+                    message.role, content, message.from_user_id, message.from_agent_id,
                     message.delivered_to_session_id,
                     json.dumps(message.token_usage) if message.token_usage is not None else None,
                     seq,
                 ),
             )
             self.store.execute(
-                "UPDATE messages_fts SET body = ? WHERE rowid = ?", (index_text(message), seq)
+                "UPDATE messages_fts SET body = ? WHERE rowid = ?",
+                (index_text(message), self._index_rowid(seq)),
             )
-            self._touch(_iso(now()))
+            self._touch(iso(now()))
 
     def delete_messages(self, message_ids: list[str]) -> None:
         if isinstance(message_ids, str):
@@ -301,23 +349,23 @@ class StoreSessionProvider:
                     "UPDATE messages SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
                     (parent, self.session_id, message_id),
                 )
-                self.store.execute("DELETE FROM messages_fts WHERE rowid = ?", (seq,))
+                self.store.execute("DELETE FROM messages_fts WHERE rowid = ?",
+                                   (self._index_rowid(seq),))
                 self.store.execute("DELETE FROM messages WHERE seq = ?", (seq,))
-            self._touch(_iso(now()))
+            self._touch(iso(now()))
 
     def clear_messages(self) -> None:
         with self.store.write():
-            self.store.execute(
-                "DELETE FROM messages_fts WHERE rowid IN "
-                "(SELECT seq FROM messages WHERE session_id = ?)",
-                (self.session_id,),
-            )
+            scope = scope_number(self.store, self.session_id)
+            if scope is not None:
+                self.store.execute("DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?",
+                                   scope_range(scope))
             self.store.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
             self.store.execute("DELETE FROM compactions WHERE session_id = ?", (self.session_id,))
             self.store.execute(
                 "DELETE FROM loaded_skills WHERE namespace = ?", (self.session_id,)
             )
-            self._touch(_iso(now()))
+            self._touch(iso(now()))
 
     # -- compactions ------------------------------------------------------------
 
@@ -331,7 +379,7 @@ class StoreSessionProvider:
             self.store.execute(
                 "INSERT INTO compactions (id, session_id, summary, from_message_id, "
                 "to_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (compaction.id, self.session_id, summary, from_id, to_id, _iso(created)),
+                (compaction.id, self.session_id, summary, from_id, to_id, iso(created)),
             )
         return compaction
 
@@ -350,51 +398,3 @@ class StoreSessionProvider:
 
     def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
         return search_messages(self.store, query, limit, session_id=self.session_id)
-
-
-def search_messages(
-    store: Store,
-    query: str,
-    limit: int = 20,
-    *,
-    session_id: str | None = None,
-    include_deleted: bool = False,
-) -> list[SearchResult]:
-    """FTS5 search over messages, best first; never raises for any query text.
-
-    With `session_id`, the scope token is part of the FTS match, so the work
-    depends on that session's matches, not on every match in the database.
-    """
-    expression = match_expression(query)
-    if expression is None or limit <= 0:
-        return []
-    scope = scope_token(session_id) if session_id is not None else None
-    match = scoped_expression("body", expression, "scope", scope)
-    deleted = "" if include_deleted or session_id is not None else (
-        "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
-        "AND s.deleted_at IS NOT NULL)"
-    )
-    exact = "AND m.session_id = ?" if session_id is not None else ""
-    params: list[Any] = [match]
-    if session_id is not None:
-        params.append(session_id)
-    params.append(int(limit))
-    rows = store.query(
-        f"""
-        SELECT m.id, m.role, m.content, m.created_at, m.session_id,
-               snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts, 1.0, 0.0) AS score
-        FROM messages_fts f JOIN messages m ON m.seq = f.rowid
-        WHERE messages_fts MATCH ? {exact} {deleted}
-        ORDER BY score LIMIT ?
-        """,
-        params,
-    )
-    results = []
-    for mid, role, content, created, sid, snippet, score in rows:
-        text = index_text(Message.from_dict({k: v for k, v in json.loads(content).items()
-                                             if k != "parent_id"}))
-        results.append(SearchResult(
-            id=mid, role=role, content=text, created_at=datetime.fromisoformat(created),
-            session_id=sid, snippet=snippet, rank=score,
-        ))
-    return results

@@ -9,7 +9,9 @@ from typing import Any
 
 from .messages import Message
 
-__all__ = ["estimate_string_tokens", "estimate_message_tokens", "TokenCounter", "part_text"]
+__all__ = [
+    "estimate_string_tokens", "estimate_message_tokens", "TokenCounter", "part_text", "value_text",
+]
 
 TokenCounter = Callable[[list[Message]], int]
 PER_MESSAGE_OVERHEAD = 4
@@ -28,13 +30,14 @@ def part_text(part: dict[str, Any]) -> str:
     if kind in ("text", "reasoning"):
         return str(part.get("text") or "")
     if kind == "tool-call":
-        return _as_text(part.get("input"))
+        return value_text(part.get("input"))
     if kind == "tool-result":
-        return _as_text(part.get("output"))
+        return value_text(part.get("output"))
     return ""
 
 
-def _as_text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A tool input or output as text: strings as they are, the rest as JSON ("" for None)."""
     if value is None:
         return ""
     if isinstance(value, str):

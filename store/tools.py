@@ -17,19 +17,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .db import Store
 from .errors import ContextError
+from .message_search import search_messages
+from .providers.history import format_hits
 from .providers.protocols import can_set, is_searchable, is_skill, is_writable
 from .tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["Tool", "session_tools", "key_from"]
+__all__ = ["Tool", "session_tools", "session_search_tool", "key_from"]
 
 log = logging.getLogger(__name__)
 
 ToolFunction = Callable[..., Awaitable[str]]
-UNLOADED_NOTE = "[skill {key!r} of {label!r} was unloaded to free context; load_context loads it again]"
+UNLOADED_NOTE = ("[skill {key!r} of {label!r} was unloaded to free context; "
+                 "load_context loads it again]")
 
 
 @dataclass
@@ -53,11 +57,12 @@ class Tool:
         }
 
     async def __call__(self, /, **arguments: Any) -> str:  # `self` may be a model's key
+        """Run the tool; bad arguments and failures come back as `Error: …`, never raised."""
         problem = validate_arguments(self.parameters, arguments)
         if problem:
             return f"Error: {problem}"
         try:
-            result = self.fn(**arguments)
+            result: Any = self.fn(**arguments)
             if inspect.isawaitable(result):
                 result = await result
         except ContextError as exc:
@@ -74,7 +79,7 @@ class Tool:
         elif isinstance(arguments, str):
             try:
                 parsed = json.loads(arguments)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 return f"Error: arguments are not valid JSON ({exc.msg})"
         else:
             parsed = arguments
@@ -112,7 +117,7 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str
             return f"{name!r} must be {spec.get('type')}, not {type(value).__name__}"
         if "enum" in spec and value not in spec["enum"]:
             return f"{name!r} must be one of {', '.join(map(str, spec['enum']))}, not {value!r}"
-        if spec.get("type") == "object" and "properties" in spec:
+        if isinstance(value, dict) and "properties" in spec:
             for sub, subvalue in value.items():
                 subspec = spec["properties"].get(sub)
                 if subspec is None:
@@ -159,7 +164,8 @@ def _describe(session: Session, labels: list[str]) -> str:
         if block is None:
             continue
         budget = f", limit {block.max_tokens} tokens" if block.max_tokens else ""
-        lines.append(f"- {label} [{block.kind}]{': ' + block.description if block.description else ''}{budget}")
+        about = f": {block.description}" if block.description else ""
+        lines.append(f"- {label} [{block.kind}]{about}{budget}")
     return "\n".join(lines)
 
 
@@ -323,4 +329,27 @@ def _search_context(session: Session, labels: list[str]) -> Tool:
             "required": ["label", "query"],
         },
         fn=search_context,
+    )
+
+
+def session_search_tool(store: Store) -> Tool:
+    """`session_search(query, limit=10)`: every live conversation, all branches."""
+    async def session_search(query: str, limit: int = 10) -> str:
+        hits = search_messages(store, query, limit)
+        return format_hits(store, hits) or f"No past messages match {query!r}."
+
+    return Tool(
+        name="session_search",
+        description="Search every past conversation (all chats, all branches) by words. "
+                    "Returns chat name, role, date and a snippet for each hit.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to look for."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50,
+                          "description": "Most results to return (default 10)."},
+            },
+            "required": ["query"],
+        },
+        fn=session_search,
     )

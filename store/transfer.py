@@ -32,6 +32,7 @@ from typing import Any
 from .db import Store, scope_token
 from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
+from .message_search import index_rowid, scope_number
 from .messages import Message
 from .micro import shrink_to_row_limit
 from .storage import StoreSessionProvider, _iso, index_text, now
@@ -313,7 +314,8 @@ def _check_session(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise _fail(where, "'session' must be an object")
     s = {"id": _str(raw, "id", where), "name": _str(raw, "name", where)}
-    for key in ("parent_session_id", "model", "source", "agent_id", "project_id"):
+    for key in ("parent_session_id", "model", "source", "agent_id", "project_id",
+                "status_detail"):
         s[key] = _str(raw, key, where, optional=True)
     status = raw.get("status", "active")
     if status not in STATUSES:
@@ -554,7 +556,8 @@ def _insert_messages(store: Store, session_id: str,
     """The rows `StoreSessionProvider.append_message` writes, without its per-message
     lookups and savepoint: the document was checked (unique ids, parents first) and
     the caller's transaction covers the lot. Imports run ~4x faster."""
-    scope = scope_token(session_id)
+    scope = scope_number(store, session_id, create=True)
+    assert scope is not None
     for message, parent in messages:
         created = message.created_at = message.created_at or now()
         message = shrink_to_row_limit(message, store.max_row_bytes)
@@ -566,8 +569,8 @@ def _insert_messages(store: Store, session_id: str,
              _iso(created), message.from_user_id, message.from_agent_id,
              message.delivered_to_session_id,
              json.dumps(message.token_usage) if message.token_usage is not None else None))
-        store.execute("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                      (cursor.lastrowid, index_text(message), scope))
+        store.execute("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                      (index_rowid(scope, cursor.lastrowid or 0), index_text(message)))
 
 
 def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -> None:
@@ -584,10 +587,12 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
             (p["id"], p["name"], p["created_at"], p["archived_at"]))
     store.execute(
         "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
-        "project_id, status, metadata, input_tokens, output_tokens, cost, created_at, "
-        "updated_at, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "project_id, status, status_detail, metadata, input_tokens, output_tokens, cost, "
+        "created_at, updated_at, deleted_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (target, s["name"], targets.get(s["parent_session_id"], s["parent_session_id"]),
          s["model"], s["source"], s["agent_id"], s["project_id"], s["status"],
+         s.get("status_detail"),
          json.dumps(s["metadata"]), s["input_tokens"], s["output_tokens"], s["cost"],
          _iso(s["created_at"]), _iso(s["updated_at"]),
          _iso(s["deleted_at"]) if s["deleted_at"] else None))

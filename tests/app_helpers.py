@@ -76,4 +76,6 @@ def populate(store: Store) -> dict[str, str]:
 
 
 def make_app(store: Store, config: Config | None = None, **kwargs) -> ChatApp:
-    return ChatApp(store, config or Config(), ui_state=UiState(), **kwargs)
+    """An app on `store`, starting from a fresh UI state (unless one is given)."""
+    kwargs.setdefault("ui_state", UiState())
+    return ChatApp(store, config or Config(), **kwargs)

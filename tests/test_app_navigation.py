@@ -233,3 +233,26 @@ async def test_copy_cycles_through_code_blocks(store, chats):
         assert app.clipboard.startswith("Use `reversed(xs)`")
         await pilot.press("c")
         assert app.clipboard == "xs[::-1]"
+
+
+async def test_theme_picked_in_the_palette_is_remembered(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == "chatui-dark"
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"theme")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"chatui-light")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.theme == "chatui-light"
+    assert load_state().theme == "chatui-light"
+    again = make_app(store, ui_state=load_state())
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert again.theme == "chatui-light"

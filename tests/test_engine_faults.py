@@ -290,3 +290,29 @@ async def test_api_key_never_reaches_the_database(store, llm_server, fake_key, t
     assert any(p.name == "test.db" for p in written)
     for path in written:
         assert FAKE_OPENAI_KEY.encode() not in path.read_bytes(), path
+
+
+async def test_closing_right_after_reply_started_marks_the_empty_reply_cancelled(chat):
+    chat.server.script(script.text("never read", delay=0.01))
+    events = chat.engine.send(chat.sid, "talk")
+    async for event in events:
+        if isinstance(event, ReplyStarted):
+            reply_id = event.message.id
+            break
+    await events.aclose()
+    stored = chat.session.get_message(reply_id)
+    assert stored.metadata == {"model": "openai/test-model", "status": "cancelled",
+                               "incomplete": True}
+
+
+async def test_closing_after_the_reply_finished_does_not_mark_it_cancelled(chat):
+    chat.server.script(script.tool_calls(("c1", "session_search", {"query": "x"})),
+                       script.text("second"))
+    events = chat.engine.send(chat.sid, "talk")
+    async for event in events:
+        if isinstance(event, ReplyFinished):
+            first = event.message
+            break
+    await events.aclose()
+    assert chat.session.get_message(first.id).metadata["status"] == "tool_calls"
+    assert chat.manager.get(chat.sid).status == "idle"

@@ -3,11 +3,13 @@ nothing, or a whole, valid write — never an exception, never half a write.
 
 Every tool the store offers is exercised on one session that has each kind of block
 (writable with a budget, read-only, searchable, skills in the store, skills in a folder)
-plus `session_search` from the manager. `message_agent` is not in the store yet.
+plus `session_search` from the manager; `message_agent` (peer messages) has its own
+property below, with a `run_turn` that plays the other agent as the app's engine would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -18,12 +20,14 @@ from hypothesis import strategies as st
 
 from store import (
     DirectorySkillProvider,
+    PeerRouter,
     Session,
     SessionManager,
     StaticProvider,
     Store,
     StoreSearchProvider,
     StoreSkillProvider,
+    message_agent_tool,
 )
 
 LABELS = ["memory", "soul", "notes", "skills", "docs"]
@@ -214,3 +218,65 @@ async def test_unload_after_load_restores_nothing_but_the_note(tmp_path):
         for bad in ({"label": "docs", "key": "review"}, {"label": "docs", "key": 5},
                     {"label": "skills", "key": "review"}):
             assert (await tools["unload_context"](**bad)).startswith("Error:")
+
+
+# -- message_agent ------------------------------------------------------------------------------
+
+PEER_TABLES = {
+    "messages": "SELECT session_id, id, parent_id, content FROM messages",
+    "sessions": "SELECT id, status, agent_id FROM sessions",
+    "peer_hops": "SELECT id, to_session_id, message_id, state FROM peer_hops",
+    "peer_links": "SELECT * FROM peer_links",
+}
+@st.composite
+def peer_calls(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly a well-formed call (to Bob, the one allowed agent), sometimes anything."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(st.dictionaries(st.sampled_from(["agent", "text", "wait", "self", "x"]),
+                                    values, max_size=4))
+    args = {"agent": draw(st.just("Bob") | st.sampled_from(["bob", "Alice", "ghost", ""])),
+            "text": draw(st.text(min_size=1, max_size=80) | huge | st.just("  "))}
+    if draw(st.booleans()):
+        args["wait"] = draw(st.booleans() | values)
+    return args
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(args=peer_calls(), as_json=st.booleans())
+async def test_any_arguments_to_message_agent(tmp_path_factory, args, as_json):
+    root = tmp_path_factory.mktemp("peer")
+    with Store(root / "db.sqlite") as store:
+        manager = SessionManager(store)
+        alice = manager.create_agent("Alice")
+        bob = manager.create_agent("Bob")
+        caller = manager.create("Plan", agent_id=alice.id)
+
+        async def run_turn(session_id: str) -> str:  # Bob answers, as the engine would
+            n = manager.get_message_count(session_id)
+            await manager.append(session_id, {"id": f"r{n}", "role": "assistant",
+                                              "parts": [{"type": "text", "text": "Bob: ok"}]})
+            return "Bob: ok"
+
+        router = PeerRouter(manager, run_turn)
+        tool = message_agent_tool(router, caller.id, ["Bob"])
+        before = {k: sorted(map(repr, store.query(q))) for k, q in PEER_TABLES.items()}
+        out = await (tool.call_json(json.dumps(args)) if as_json else tool(**args))
+        await asyncio.gather(*router._tasks)  # a wait=false turn finishes before checking
+        after = {k: sorted(map(repr, store.query(q))) for k, q in PEER_TABLES.items()}
+        assert isinstance(out, str)
+        event(f"message_agent: {'error' if out.startswith('Error:') else 'ok'}")
+        if out.startswith("Error:"):
+            assert after == before, out  # nothing delivered, no session made, no hop
+            return
+        assert args["agent"].strip().lower() == "bob" and args["text"].strip()
+        target = router.peer_session(caller.id, "Bob")
+        assert target.agent_id == bob.id
+        delivered, answer = manager.get_history(target.id)
+        assert delivered.text == args["text"] and delivered.from_agent_id == alice.id
+        assert answer.text == "Bob: ok"
+        assert manager.get_message_count(caller.id) == 0  # the caller's chat is the app's
+        hops = store.query("SELECT state FROM peer_hops")
+        assert hops == [("replied",)]
+        assert manager.get(caller.id).status == "active"  # its status came back

@@ -286,7 +286,8 @@ def _run(code: str) -> str:
 def test_importing_llm_engine_and_demo_does_not_import_litellm():
     out = _run("""
         import sys
-        import chatui.llm, chatui.engine, chatui.demo, chatui.convert, chatui.summaries
+        import chatui.llm, chatui.llm_env, chatui.llm_errors, chatui.engine, chatui.demo
+        import chatui.convert, chatui.summaries, chatui.replies
         print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))
     """)
     assert out.strip() == "[]"
@@ -321,3 +322,28 @@ async def test_reasoning_content_is_streamed_separately(llm_server, fake_key):
     assert "".join(c.text for c in chunks if isinstance(c, llm.ReasoningChunk)) == \
         "Let me think step by step."
     assert "".join(c.text for c in chunks if isinstance(c, llm.TextChunk)) == "Answer."
+
+
+def test_ensure_loaded_imports_litellm_without_blocking_the_event_loop():
+    """A send before the warm-up finished must not freeze the UI for the import."""
+    out = _run("""
+        import asyncio, sys
+        from chatui import llm
+
+        async def main():
+            ticks = 0
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+            task = asyncio.create_task(ticker())
+            assert not llm.is_loaded()
+            await llm.ensure_loaded()
+            task.cancel()
+            print(llm.is_loaded(), ticks)
+
+        asyncio.run(main())
+    """)
+    loaded, ticks = out.split()
+    assert loaded == "True" and int(ticks) >= 5  # the loop kept running during the import

@@ -14,7 +14,8 @@ import signal
 import time
 
 from store import SessionManager, Store
-from store.storage import index_text, row_to_message
+from store.message_search import index_text
+from store.storage import row_to_message
 from tests import llm_server as script
 
 from .reliability_helpers import app_process, run_app, write_config
@@ -43,14 +44,18 @@ def partial_reply(db) -> str:
 
 
 def fts_matches_messages(store: Store) -> None:
-    """Every message's search row holds exactly its text (not just a row per message)."""
-    rows = store.query("SELECT m.id, m.session_id, m.parent_id, m.role, m.content, "
-                       "m.created_at, f.body FROM messages m JOIN messages_fts f "
-                       "ON f.rowid = m.seq")
+    """Every message's search row holds exactly its text (not just a row per message).
+
+    Index rowids are (session number << 32) + seq (store/message_search.py).
+    """
+    rows = store.query("SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at, "
+                       "f.body FROM messages m "
+                       "JOIN search_scopes s ON s.session_id = m.session_id "
+                       "JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq")
     assert len(rows) == store.query("SELECT count(*) FROM messages")[0][0]
-    for mid, sid, parent, role, content, created, body in rows:
-        message = row_to_message((mid, sid, parent, role, content, created))
-        assert body == index_text(message), mid
+    for row in rows:
+        message = row_to_message(row[:6])
+        assert row[6] == index_text(message), message.id
 
 
 def tree_is_intact(store: Store, session_id: str) -> None:

@@ -134,7 +134,6 @@ async def test_disk_full_while_the_reply_streams(store, config, llm_server, exis
     """The user's message and the empty reply are saved; then rewriting the reply fails."""
     llm_server.script(script.text("word " * 200, delay=0.005))
     app = make_app(store, config)
-    app.engine.flush_interval = 0.0
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         before = counts(store)

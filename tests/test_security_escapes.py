@@ -108,6 +108,7 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
         assert_neutral(app, "ABCDEFG", "w29")
         await type_and_send(pilot, "Think first")
         await idle(pilot)
+        await app.main.redraw()  # a finished stream keeps its drawn body; redraw as on reopen
         expand_everything(app)
         await pilot.pause()
         assert_neutral(app, "Thought through", "thinking")

@@ -44,7 +44,7 @@ def test_no_key_in_any_file_the_app_or_the_commands_write(tmp_path, llm_server, 
     monkeypatch.setenv("ACME_API_KEY", ODD_KEY)
     home = tmp_path / "home"
     write_config(home, model="openai/test-model", api_base=llm_server.base_url,
-                 request_timeout=10, max_retries=0)
+                 request_timeout=30, max_retries=0)
     both = f"{FAKE_OPENAI_KEY} / {ODD_KEY}"
     llm_server.script(
         script.tool_calls(("set_context", {"label": "memory", "content": "Likes tea."})),

@@ -18,7 +18,7 @@ def app(store):
     memory = StoreContextProvider(store, "global", "memory")
     import asyncio
 
-    asyncio.run(memory.set("Prefers walking tours. Vegetarian. Travels in October.\n" * 12))
+    asyncio.run(memory.set("Prefers walking tours. Vegetarian. Travels in October.\n" * 66))
     return make_app(store, warm_llm=False)
 
 
@@ -32,8 +32,8 @@ def test_main_screen(app, snap_compare):
     """You should see the "Lisbon trip" chat: the tree on the left with the active path
     (you/ai rows, ‹2/2› marks and ▶ on messages with hidden branches), the chat in the
     middle ending with "The Gulbenkian is a must.", the input box, and the sidebar on the
-    right with gauges for soul, memory (partly full) and scratchpad, then the context
-    gauge and spend lines; the footer lists the keys."""
+    right with gauges for soul, memory (908/1,100, in the warning colour) and scratchpad,
+    then the context gauge and spend lines; the footer lists the keys."""
     assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
 
 
@@ -53,9 +53,9 @@ def test_tree_with_branches_expanded(app, snap_compare):
 
 
 def test_sidebar_gauges(app, snap_compare):
-    """You should see the sidebar with the memory gauge about two-thirds full in the
-    warning colour, soul read-only (no bar fill), scratchpad empty at 0/600, and the
-    context line "… of ?" (window unknown until the model library loads)."""
+    """You should see the sidebar with the memory gauge at 908/1,100, its bar four-fifths
+    full in the warning colour, soul read-only (no bar fill), scratchpad empty at 0/600,
+    and the context line in tokens (the window is unknown until the model library loads)."""
     assert snap_compare(app, terminal_size=(140, 36), run_before=_settle)
 
 
@@ -73,8 +73,8 @@ def test_search_screen(app, snap_compare):
 
 def test_chat_list(app, snap_compare):
     """You should see the chat list with three chats newest first — Lisbon trip (marked ●,
-    the open one), Soup recipes, Python help — with dates 2024-10-03, message counts 7, 2
-    and 2, model demo, and the key hints at the bottom."""
+    the open one), Soup recipes, Python help — with no agent, status active, dates
+    2024-10-03, message counts 7, 2 and 2, model demo, and the key hints at the bottom."""
 
     async def chats(pilot) -> None:
         await _settle(pilot)

@@ -227,14 +227,14 @@ async def test_input_enter_sends_and_ctrl_j_adds_a_line():
     app = Harness(box)
     async with app.run_test() as pilot:
         box.focus()
-        await pilot.press(*"hello", "ctrl+j", *"world", "enter")
+        await pilot.press(*"hello", "ctrl+j", *"world", "shift+enter", *"!", "enter")
         await pilot.pause()
-        assert app.posted == [("send", "hello\nworld")]
-        assert box.text == "hello\nworld"  # the app clears it once the message is stored
+        assert app.posted == [("send", "hello\nworld\n!")]
+        assert box.text == "hello\nworld\n!"  # the app clears it once the message is stored
         box.clear()
         await pilot.press("enter", "space", "enter")
         await pilot.pause()
-        assert app.posted == [("send", "hello\nworld")]  # blank input sends nothing
+        assert app.posted == [("send", "hello\nworld\n!")]  # blank input sends nothing
 
 
 # -- ChatView / MessageView --------------------------------------------------------

@@ -75,6 +75,8 @@ class ChatView(VerticalScroll, can_focus=False):
         self._first_shown = 0
         self._positions: Mapping[str, tuple[int, int]] = {}
         self._covered: Mapping[str, Sequence[Message]] = {}
+        self.hops: Mapping[str, str] = {}
+        """Message id → where it crossed to another chat ("from B", "asked B")."""
 
     # -- whole path -------------------------------------------------------------
 
@@ -95,6 +97,7 @@ class ChatView(VerticalScroll, can_focus=False):
             position=self._positions.get(item.message.id, (1, 1)),
             tool_results=item.tool_results,
             covered=self._covered.get(item.message.id, ()),
+            hop=self.hops.get(item.message.id),
         )
 
     async def show(self, history: Sequence[Message], *,

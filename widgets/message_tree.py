@@ -101,6 +101,7 @@ class MessageTree(Tree[TreeEntry]):
         Binding("e", "message('edit')", "Edit", id="tree.edit"),
         Binding("f", "message('fork')", "Fork", id="tree.fork"),
         Binding("c", "message('copy')", "Copy", id="tree.copy"),
+        Binding("g", "message('goto')", "Go to peer chat", id="tree.goto", show=False),
         Binding("left", "message('previous')", "Prev branch", id="tree.previous",
                 show=False),
         Binding("right", "message('next')", "Next branch", id="tree.next", show=False),

@@ -10,23 +10,28 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
-from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.timer import Timer
+from textual.widgets import Collapsible, Static
 
 from store import Message
 
 from .sanitize import clean, one_line
 
+if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
+
 __all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
 
+FLUSH_SECONDS = 0.05
+"""Most time streamed text waits before it is drawn."""
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 # Anything Markdown would render differently from plain text.
@@ -101,6 +106,7 @@ class MessageView(Vertical, can_focus=True):
         Binding("e", "act('edit')", "Edit", id="message.edit"),
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),
+        Binding("g", "act('goto')", "Go to peer chat", id="message.goto", show=False),
         Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
         Binding("right", "act('next')", "Branch ›", id="message.next"),
         Binding("up,k", "move(-1)", "Previous message", show=False),
@@ -132,6 +138,7 @@ class MessageView(Vertical, can_focus=True):
         tool_results: Sequence[Message] = (),
         covered: Sequence[Message] = (),
         streaming: bool = False,
+        hop: str | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -141,9 +148,13 @@ class MessageView(Vertical, can_focus=True):
         self.position = position
         self.tool_results: list[Message] = list(tool_results)
         self.covered = list(covered)
+        self.hop = hop
+        """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
         self._stream: MarkdownStream | None = None
         self._streamed = ""
+        self._pending: list[str] = []
+        self._flush_timer: Timer | None = None
         self._update_classes()
 
     @property
@@ -170,8 +181,10 @@ class MessageView(Vertical, can_focus=True):
             text.append(f"Summary of {covered} earlier messages", "bold")
             return text
         text.append(ROLE_NAMES.get(m.role, m.role), "bold")
-        if m.from_agent_id:
-            text.append(f" · from agent {m.from_agent_id}")
+        if self.hop:
+            text.append(f" · ⇄ {clean(self.hop)} (g opens that chat)", "italic")
+        elif m.from_agent_id:
+            text.append(f" · from agent {clean(m.from_agent_id)}")
         model = m.metadata.get("model")
         if model and m.role == "assistant":
             text.append(f" · {model}")
@@ -180,9 +193,11 @@ class MessageView(Vertical, can_focus=True):
         if self.position[1] > 1:
             text.append(f"  ‹{self.position[0]}/{self.position[1]}›", "bold")
         status = status_of(m)
-        if status == "streaming" and self._stream is None:
-            status = "interrupted"
-        if status and status != "streaming":
+        if status == "streaming" and not self._streaming:
+            status = "interrupted"  # stored mid-stream and no longer streaming: cut off
+        if status == "streaming":
+            text.append("  writing…", "italic")
+        elif status:
             label = {"cancelled": "cancelled — partial reply",
                      "error": f"error — {m.metadata.get('error', 'reply failed')}",
                      "interrupted": "incomplete — the reply was interrupted"}[status]
@@ -216,6 +231,9 @@ class MessageView(Vertical, can_focus=True):
         reply); finished messages are drawn by Rich's Markdown renderer in one Static,
         so opening a long chat stays fast.
         """
+        from rich.markdown import Markdown as RichMarkdown
+        from textual.widgets import Markdown
+
         text = clean(self.message.text)
         if self._streaming:
             return Markdown(text, open_links=False, classes="message--body")
@@ -251,17 +269,29 @@ class MessageView(Vertical, can_focus=True):
     async def update_message(self, message: Message, *, position: tuple[int, int] | None = None,
                              tool_results: Sequence[Message] | None = None) -> None:
         """Show a newer version of the message (final text, status, tools)."""
+        same_text = self._stream is not None and clean(message.text) == self._streamed
         self.message = message
         if position is not None:
             self.position = position
         if tool_results is not None:
             self.tool_results = list(tool_results)
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
         if self._stream is not None:
+            if self._pending:
+                await self._stream.write("".join(self._pending))
             stream, self._stream = self._stream, None
             await stream.stop()
+        self._pending.clear()
         self._streamed = ""
-        self._streaming = False
         self._update_classes()
+        if same_text and not message.tool_calls:
+            # What streamed is what was stored: keep the drawn body (re-rendering a
+            # long reply at once would stall the screen) and refresh the header.
+            self.refresh_header()
+            return
+        self._streaming = False
         await self.recompose()
 
     async def add_tool_results(self, tool_message: Message) -> None:
@@ -273,6 +303,8 @@ class MessageView(Vertical, can_focus=True):
 
     async def append(self, fragment: str) -> None:
         """Stream more reply text into the body."""
+        from textual.widgets import Markdown
+
         fragment = clean(fragment)
         if not fragment:
             return
@@ -286,7 +318,19 @@ class MessageView(Vertical, can_focus=True):
                                  after=self.query_one(".message--header"))
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         self._streamed += fragment
-        await self._stream.write(fragment)
+        self._pending.append(fragment)
+        if self._flush_timer is None:
+            # Coalesce: a fast model sends hundreds of fragments a second; the screen
+            # needs a few dozen updates, and each one re-lays the growing block.
+            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        if self._stream is None or not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        await self._stream.write(text)
 
     # -- actions ----------------------------------------------------------------
 

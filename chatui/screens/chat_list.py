@@ -56,7 +56,8 @@ class ChatListScreen(ModalScreen[str | None]):
         self.current = current
         self.show_deleted = False
         self.undo_stack: list[str] = []
-        self.rows: list[SessionInfo] = []
+        self.rows: list[SessionInfo | None] = []
+        """One entry per table row: a chat, or None for a project heading."""
         self.filter_text = ""
 
     def compose(self) -> ComposeResult:
@@ -70,7 +71,8 @@ class ChatListScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("chat", "last activity", "msgs", "model", "status", "forked from")
+        table.add_columns("chat", "agent", "status", "last activity", "msgs", "model",
+                          "forked from")
         self.reload()
         table.focus()
 
@@ -80,6 +82,23 @@ class ChatListScreen(ModalScreen[str | None]):
         return dict(self.manager.store.query(
             "SELECT session_id, count(*) FROM messages GROUP BY session_id"))
 
+    def _groups(self, rows: list[SessionInfo]) -> list[tuple[str | None, list[SessionInfo]]]:
+        """(project name, its chats) by project name, chats outside any project last;
+        one unnamed group when there are no projects."""
+        projects = {p.id: p.name for p in self.manager.list_projects(include_archived=True)}
+        if not any(r.project_id for r in rows):
+            return [(None, rows)]
+        grouped: dict[str | None, list[SessionInfo]] = {}
+        for info in rows:
+            grouped.setdefault(info.project_id if info.project_id in projects else None,
+                               []).append(info)
+        ordered = sorted((k for k in grouped if k is not None), key=lambda k: projects[k].lower())
+        groups: list[tuple[str | None, list[SessionInfo]]] = [
+            (f"▾ {projects[k]}", grouped[k]) for k in ordered]
+        if None in grouped:
+            groups.append(("▾ Chats outside any project", grouped[None]))
+        return groups
+
     def reload(self, keep: str | None = None) -> None:
         table = self.query_one(DataTable)
         rows = (self.manager.list(deleted_only=True) if self.show_deleted
@@ -88,26 +107,39 @@ class ChatListScreen(ModalScreen[str | None]):
             needle = self.filter_text.lower()
             rows = [r for r in rows if needle in r.name.lower()]
         names = {i.id: i.name for i in self.manager.list(include_deleted=True)}
+        agents = {a.id: a.name for a in self.manager.list_agents(include_archived=True)}
         counts = self._counts()
-        self.rows = rows
+        self.rows = []
         table.clear()
-        for info in rows:
-            name = Text(one_line(info.name or "Untitled", 48))
-            if info.id == self.current:
-                name.stylize("bold")
-                name.append(" ●", "bold")
-            parent = info.parent_session_id
-            lineage = Text("⑂ " + one_line(names.get(parent, parent), 24)) if parent else Text("")
-            table.add_row(name, relative_time(info.updated_at), str(counts.get(info.id, 0)),
-                          clean(info.model or ""), info.status, lineage, key=info.id)
+        for header, infos in self._groups(rows):
+            if header is not None:
+                table.add_row(Text(clean(header), "bold"), "", "", "", "", "", "")
+                self.rows.append(None)
+            for info in infos:
+                table.add_row(*self._cells(info, names, agents, counts), key=info.id)
+                self.rows.append(info)
         kind = "deleted chats (enter restores)" if self.show_deleted else "chats"
         hint = "enter open · r rename · d delete · u undo · t deleted · / filter"
         self.query_one("#chats-status", Label).update(f"{len(rows)} {kind} · {hint}")
         target = keep or (self.current if not self.show_deleted else None)
-        if target is not None:
-            for index, info in enumerate(rows):
-                if info.id == target:
-                    table.move_cursor(row=index)
+        for index, info in enumerate(self.rows):
+            if info is not None and (info.id == target or target is None):
+                table.move_cursor(row=index)
+                break
+
+    def _cells(self, info: SessionInfo, names: dict[str, str], agents: dict[str, str],
+               counts: dict[str, int]) -> list[Text | str]:
+        name = Text(one_line(info.name or "Untitled", 44))
+        if info.id == self.current:
+            name.stylize("bold")
+            name.append(" ●", "bold")
+        parent = info.parent_session_id
+        lineage = Text("⑂ " + one_line(names.get(parent, parent), 24)) if parent else Text("")
+        status = info.status_detail if info.status == "awaiting_peer" and info.status_detail \
+            else info.status
+        return [name, clean(agents.get(info.agent_id or "", "")), clean(status),
+                relative_time(info.updated_at), str(counts.get(info.id, 0)),
+                clean(info.model or ""), lineage]
 
     def selected(self) -> SessionInfo | None:
         table = self.query_one(DataTable)

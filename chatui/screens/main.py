@@ -7,9 +7,9 @@ about what is stored and how a turn runs live there, not here.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from peewee import DatabaseError as PeeweeError
@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -34,7 +35,7 @@ from widgets import (
     one_line,
 )
 
-from .. import llm
+from ..agents import PeerMarks
 from ..chat_state import ChatSnapshot, ChatState
 from ..events import (
     Compacted,
@@ -86,10 +87,15 @@ class MainScreen(Screen[None]):
         self.chat: ChatState | None = None
         """The open chat; None for a new chat not stored yet (created on first send)."""
         self.draft_model: str | None = None
+        self.draft_agent: str | None = None
+        """The agent a new chat will run (chosen in the agent picker)."""
         self.snapshot: ChatSnapshot | None = None
+        self.marks = PeerMarks()
+        """Messages of the open chat that crossed to other chats (for `g`)."""
         self.generation: Worker[None] | None = None
         self._streams: dict[str, MessageView] = {}
         self._copy_cycle: tuple[str, int, float] | None = None
+        self._title_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):
@@ -102,11 +108,12 @@ class MainScreen(Screen[None]):
             yield ContextSidebar(id="sidebar")
         yield Footer()
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         state = self.app.ui_state
         self.tree.display = state.show_tree
         self.sidebar.display = state.show_sidebar
-        await self.app.open_first_chat(self)
+        # Paint the frame first, then fill it: start-up does not wait on the chat.
+        self.call_after_refresh(self.app.open_first_chat, self)
 
     # -- opening and drawing -------------------------------------------------------
 
@@ -122,19 +129,22 @@ class MainScreen(Screen[None]):
     @property
     def model(self) -> str:
         if self.chat is not None:
-            return self.app.engine.model_for(self.chat.session_id)
+            return self.app.engine_for(self.chat.session_id).model_for(self.chat.session_id)
         return self.draft_model or self.app.default_model
 
     async def open_chat(self, session_id: str | None, *, reveal: str | None = None,
-                        model: str | None = None) -> None:
-        """Show a chat (None: a new, empty one), on its remembered branch."""
+                        model: str | None = None, agent_id: str | None = None) -> None:
+        """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch."""
         if self.generating:
             self.cancel_generation()
         if session_id is None:
             self.chat = None
-            self.draft_model = model or self.app.default_model
+            self.draft_agent = agent_id
+            agent = self.app.runtime.agent(agent_id)
+            self.draft_model = model or (agent.model if agent else None) \
+                or self.app.default_model
         else:
-            self.chat = ChatState(self.app.manager, session_id)
+            self.chat = ChatState(self.app.runtime.manager_for(session_id), session_id)
             if reveal is not None:
                 self.chat.select(reveal)
         self.app.remember_chat(session_id)
@@ -154,7 +164,9 @@ class MainScreen(Screen[None]):
             await self.chat_view.show([], empty_text=WELCOME)
         else:
             self.snapshot = snap = self.chat.snapshot()
-            self.tree.show(snap.tree, snap.active_leaf, self.app.hops_for(snap))
+            self.marks = self.app.runtime.peer_marks(snap.info.id)
+            self.tree.show(snap.tree, snap.active_leaf, self.marks.labels)
+            self.chat_view.hops = self.marks.labels
             await self.chat_view.show(snap.history, positions=snap.positions,
                                       covered=snap.covered, empty_text=WELCOME)
         if focus_id is not None:
@@ -168,28 +180,40 @@ class MainScreen(Screen[None]):
         self.app.after_chat_drawn(self)
 
     def update_title(self) -> None:
-        name = NEW_CHAT_NAME if self.chat is None else self.chat.info.name
-        status = "" if self.chat is None else self.chat.info.status
-        busy = " · replying… (escape cancels)" if self.generating else ""
-        waiting = f" · {status}" if status == "awaiting_peer" else ""
-        self.query_one("#chat-title", Static).update(Text(  # names are text, not markup
-            f"{clean(one_line(name, 60))} · {clean(self.model)}{waiting}{busy}"))
+        """Chat name · agent · model, and what it is doing (replying, waiting for a peer)."""
+        runtime = self.app.runtime
+        if self.chat is None:
+            name, agent = NEW_CHAT_NAME, runtime.agent(self.draft_agent)
+            waiting = ""
+        else:
+            info = self.chat.info
+            name, agent = info.name, runtime.agent(info.agent_id)
+            waiting = runtime.status_line(info.id)
+        parts = [one_line(name, 60)]
+        if agent is not None:
+            parts.append(f"agent {agent.name}")
+        parts.append(self.model)
+        if waiting:
+            parts.append(waiting)
+        if self.generating:
+            parts.append("replying… (escape cancels)")
+        self.query_one("#chat-title", Static).update(Text(clean(" · ".join(parts))))
 
     def redraw_tree(self) -> None:
         if self.chat is None:
             return
         snap = self.chat.snapshot()
         self.snapshot = snap
-        self.tree.show(snap.tree, snap.active_leaf, self.app.hops_for(snap))
+        self.marks = self.app.runtime.peer_marks(snap.info.id)
+        self.tree.show(snap.tree, snap.active_leaf, self.marks.labels)
 
     async def refresh_sidebar(self, *, blocks: bool = True) -> None:
         if not self.sidebar.display:
             return
         if blocks:
-            session = (self.app.manager.get_session(self.chat.session_id) if self.chat
-                       else None)
+            session = (self.chat.session if self.chat else None)
             self.sidebar.show_blocks(await session.load_context() if session
-                                     else await self.app.template_blocks())
+                                     else await self.app.template_blocks(self.draft_agent))
         self.sidebar.show_stats(await self.app.conversation_stats(self))
 
     # -- sending and turns ---------------------------------------------------------
@@ -206,13 +230,18 @@ class MainScreen(Screen[None]):
         self.generation = self.run_turn(kind, message_id, text)
         self.chat_input.set_class(True, "-busy")
         self.update_title()
+        # The title says when the chat waits on a peer agent (set by another task).
+        self._title_timer = self.set_interval(1.0, self.update_title)
 
     def ensure_chat(self, first_text: str) -> ChatState:
         if self.chat is None:
             name = one_line(first_text, 48) or NEW_CHAT_NAME
-            info = self.app.manager.create(name, model=self.draft_model or self.app.default_model,
-                                           source="chatui")
-            self.chat = ChatState(self.app.manager, info.id)
+            agent = self.app.runtime.agent(self.draft_agent)
+            model = self.draft_model or (agent.model if agent else None) \
+                or self.app.default_model
+            info = self.app.manager.create(name, model=model, source="chatui",
+                                           agent_id=agent.id if agent else None)
+            self.chat = ChatState(self.app.runtime.manager_for(info.id), info.id)
             self.app.remember_chat(info.id)
         elif self.chat.info.name == NEW_CHAT_NAME and first_text.strip():
             self.app.manager.rename(self.chat.session_id, one_line(first_text, 48))
@@ -221,14 +250,12 @@ class MainScreen(Screen[None]):
     @work(exclusive=True, group="generation", exit_on_error=False)
     async def run_turn(self, kind: str, message_id: str | None, text: str) -> None:
         """Run one turn in the engine and show its events as they come."""
-        engine = self.app.engine
         finished = False
         failure: tuple[str, str] | None = None  # (text, title) shown once the turn is drawn
         try:
-            if not self.app.llm_ready:  # sent before the warm-up finished: wait off-thread
-                await asyncio.to_thread(llm.warm_up)
             chat = self.ensure_chat(text) if kind == "send" else self.chat
             assert chat is not None
+            engine = self.app.engine_for(chat.session_id)
             if kind == "send":
                 events = engine.send(chat.session_id, text, parent_id=chat.active_leaf)
             elif kind == "regenerate":
@@ -237,8 +264,11 @@ class MainScreen(Screen[None]):
             else:
                 assert message_id is not None
                 events = engine.edit(chat.session_id, message_id, text)
-            async for event in events:
-                await self.show_event(event)
+            # aclosing: a cancel that lands while an event is being drawn still closes
+            # the engine's generator at once, so the partial reply is stored as cancelled.
+            async with aclosing(events):
+                async for event in events:
+                    await self.show_event(event)
             finished = True
         except (sqlite3.Error, StoreError, OSError, PeeweeError) as exc:  # disk full, read-only
             self.app.log_error(exc)
@@ -254,6 +284,9 @@ class MainScreen(Screen[None]):
         finally:
             self._streams.clear()
             self.chat_input.set_class(False, "-busy")
+            if self._title_timer is not None:
+                self._title_timer.stop()
+                self._title_timer = None
             self.call_after_refresh(self.after_turn, finished, failure)
 
     async def after_turn(self, finished: bool, failure: tuple[str, str] | None = None) -> None:
@@ -369,7 +402,9 @@ class MainScreen(Screen[None]):
         if action in ("regenerate", "edit") and self.generating:
             self.notify("Still replying — press escape to cancel first.", severity="warning")
             return
-        if action == "regenerate":
+        if action == "goto":
+            await self.follow_hop(message_id)
+        elif action == "regenerate":
             self.start_turn("regenerate", message_id=message_id)
         elif action == "edit":
             if message.role != "user":
@@ -389,6 +424,19 @@ class MainScreen(Screen[None]):
         elif action in ("previous", "next"):
             await self.switch_sibling(message_id, -1 if action == "previous" else 1,
                                       from_tree=from_tree)
+
+    async def follow_hop(self, message_id: str) -> None:
+        """Open the other chat of a peer message, at the message on its side."""
+        target = self.marks.targets.get(message_id)
+        if target is None:
+            self.notify("This message did not cross to another chat.", timeout=3)
+            return
+        session_id, other = target
+        if self.app.manager.get(session_id) is None:
+            self.notify("That chat was deleted (restore it from the chat list).",
+                        severity="warning")
+            return
+        await self.open_chat(session_id, reveal=other)
 
     def _edited(self, message_id: str, old: str, text: str | None) -> None:
         if text is None or not text.strip():

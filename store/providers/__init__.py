@@ -1,6 +1,7 @@
 """Built-in context providers and the provider protocols."""
 
 from .directory_skills import DirectorySkillProvider
+from .history import HistorySearchProvider
 from .protocols import (
     ContextProvider,
     SearchProvider,
@@ -19,6 +20,7 @@ from .static import StaticProvider
 __all__ = [
     "ContextProvider",
     "DirectorySkillProvider",
+    "HistorySearchProvider",
     "SearchProvider",
     "SkillProvider",
     "StaticProvider",

@@ -70,6 +70,7 @@ class DirectorySkillProvider:
                       if p.is_file() and p.resolve().is_relative_to(root))
 
     async def get(self) -> str | None:
+        """One `- key: description` line per readable `*.md` file, or None."""
         items = []
         for file in self._keys():
             try:
@@ -80,6 +81,7 @@ class DirectorySkillProvider:
         return listing(items)
 
     async def load(self, key: str) -> str:
+        """The document without its front matter; `UnknownSkillError` for a bad or missing key."""
         file = self._file(key)
         if not file.is_file():
             raise UnknownSkillError(f"no skill {key!r} in {self.path}")
@@ -90,6 +92,7 @@ class DirectorySkillProvider:
         return _split_front_matter(text)[1]
 
     async def set(self, key: str, content: str, description: str | None = None) -> None:
+        """Write `<key>.md`, with the description as front matter."""
         file = self._file(key)
         if not isinstance(content, str):
             raise TypeError("skill content must be a string")

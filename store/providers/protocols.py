@@ -20,31 +20,41 @@ __all__ = [
 class ContextProvider(Protocol):
     """Read-only: its text goes into the system prompt."""
 
-    async def get(self) -> str | None: ...
+    async def get(self) -> str | None:
+        """The block's content (None or "" for an empty block)."""
 
 
 @runtime_checkable
 class WritableContextProvider(Protocol):
     """Writable by the model through `set_context`."""
 
-    async def get(self) -> str | None: ...
-    async def set(self, content: str) -> None: ...
+    async def get(self) -> str | None:
+        """The block's content."""
+
+    async def set(self, content: str) -> None:
+        """Replace the whole content (limits are checked before this is called)."""
 
 
 @runtime_checkable
 class SkillProvider(Protocol):
     """Keyed documents: `get()` lists them, `load(key)` returns one whole."""
 
-    async def get(self) -> str | None: ...
-    async def load(self, key: str) -> str | None: ...
+    async def get(self) -> str | None:
+        """The listing shown in the prompt: one line per document."""
+
+    async def load(self, key: str) -> str | None:
+        """The whole document (None or `UnknownSkillError` when there is none)."""
 
 
 @runtime_checkable
 class SearchProvider(Protocol):
     """Searchable entries: `get()` summarises, `search(query)` finds."""
 
-    async def get(self) -> str | None: ...
-    async def search(self, query: str) -> str | list[str]: ...
+    async def get(self) -> str | None:
+        """A summary shown in the prompt (e.g. how many entries there are)."""
+
+    async def search(self, query: str) -> str | list[str]:
+        """The best matches for `query`, as text for the model."""
 
 
 def _has(provider: Any, name: str) -> bool:
@@ -52,14 +62,17 @@ def _has(provider: Any, name: str) -> bool:
 
 
 def is_skill(provider: Any) -> bool:
+    """Loadable: has `load(key)`."""
     return _has(provider, "load")
 
 
 def is_searchable(provider: Any) -> bool:
+    """Searchable: has `search(query)` (and is not loadable)."""
     return _has(provider, "search") and not is_skill(provider)
 
 
 def can_set(provider: Any) -> bool:
+    """Has `set`: writable, or a keyed block the model can add entries to."""
     return _has(provider, "set")
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from ..clock import iso, now
 from ..db import Store
 
 __all__ = ["StoreContextProvider"]
@@ -22,6 +21,7 @@ class StoreContextProvider:
         self.label = label
 
     async def get(self) -> str:
+        """The stored content ("" before the first write)."""
         rows = self.store.query(
             "SELECT content FROM context_blocks WHERE namespace = ? AND label = ?",
             (self.namespace, self.label),
@@ -29,6 +29,7 @@ class StoreContextProvider:
         return rows[0][0] if rows else ""
 
     async def set(self, content: str) -> None:
+        """Replace the content."""
         if not isinstance(content, str):
             raise TypeError("block content must be a string")
         with self.store.write():
@@ -36,7 +37,7 @@ class StoreContextProvider:
                 "INSERT INTO context_blocks (namespace, label, content, updated_at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (namespace, label) DO UPDATE SET "
                 "content = excluded.content, updated_at = excluded.updated_at",
-                (self.namespace, self.label, content, datetime.now(UTC).isoformat()),
+                (self.namespace, self.label, content, iso(now())),
             )
 
     def __repr__(self) -> str:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from ..clock import iso, now
 from ..db import Store, scope_token
 from ..search import match_expression, scoped_expression
 
@@ -21,10 +20,12 @@ class StoreSearchProvider:
         self.scope = scope_token(namespace)
 
     def count(self) -> int:
+        """How many entries the namespace holds."""
         return self.store.query("SELECT count(*) FROM search_entries WHERE namespace = ?",
                                 (self.namespace,))[0][0]
 
     async def get(self) -> str:
+        """The summary the prompt shows: how many entries are indexed."""
         n = self.count()
         if n == 0:
             return "No entries indexed yet."
@@ -44,17 +45,19 @@ class StoreSearchProvider:
             (match, self.namespace, limit))]
 
     async def search(self, query: str) -> str:
+        """The top 10 entries as `[key]` + content blocks, for the model."""
         hits = self.find(query)
         if not hits:
             return f"No results for {query!r}."
         return "\n\n".join(f"[{key}]\n{content}" for key, content in hits)
 
     async def set(self, key: str, content: str) -> None:
+        """Add or replace the entry under `key` (and its index row, in one transaction)."""
         if not isinstance(key, str) or not key.strip():
             raise ValueError("an entry key must be a non-empty string")
         if not isinstance(content, str):
             raise TypeError("entry content must be a string")
-        stamp = datetime.now(UTC).isoformat()
+        stamp = iso(now())
         with self.store.write():
             rows = self.store.query(
                 "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
@@ -75,6 +78,7 @@ class StoreSearchProvider:
                     (cursor.lastrowid, content, self.scope))
 
     async def delete(self, key: str) -> bool:
+        """Remove an entry; False when there was none."""
         with self.store.write():
             rows = self.store.query(
                 "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
@@ -86,6 +90,7 @@ class StoreSearchProvider:
         return True
 
     def entries(self) -> list[tuple[str, str]]:
+        """Every (key, content), by key."""
         return [(r[0], r[1]) for r in self.store.query(
             "SELECT key, content FROM search_entries WHERE namespace = ? ORDER BY key",
             (self.namespace,))]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from ..clock import iso, now
 from ..db import Store
 from ..errors import UnknownSkillError
 
@@ -25,11 +24,13 @@ class StoreSkillProvider:
         self.namespace = namespace
 
     async def get(self) -> str | None:
+        """One `- key: description` line per skill, or None."""
         return listing([(r[0], r[1]) for r in self.store.query(
             "SELECT key, description FROM skills WHERE namespace = ? ORDER BY key",
             (self.namespace,))])
 
     async def load(self, key: str) -> str:
+        """The whole document; `UnknownSkillError` if there is none."""
         rows = self.store.query("SELECT content FROM skills WHERE namespace = ? AND key = ?",
                                 (self.namespace, key))
         if not rows:
@@ -37,6 +38,7 @@ class StoreSkillProvider:
         return rows[0][0]
 
     async def set(self, key: str, content: str, description: str | None = None) -> None:
+        """Add or replace a skill."""
         if not isinstance(key, str) or not key.strip():
             raise ValueError("a skill key must be a non-empty string")
         if not isinstance(content, str):
@@ -47,4 +49,4 @@ class StoreSkillProvider:
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET "
                 "content = excluded.content, description = excluded.description, "
                 "updated_at = excluded.updated_at",
-                (self.namespace, key, content, description, datetime.now(UTC).isoformat()))
+                (self.namespace, key, content, description, iso(now())))

@@ -14,6 +14,7 @@ class StaticProvider:
         self.text = text
 
     async def get(self) -> str:
+        """The text."""
         return self.text
 
     def __repr__(self) -> str:

@@ -1,0 +1,211 @@
+"""Agents at run time: each agent's memory blocks and engine, and the peer router.
+
+An agent (seed 002) is a named configuration — model, soul, blocks, skills,
+the peers it may message — kept in the database and synced from the config
+file on start. A chat runs at most one agent; a chat without one runs the
+config's defaults. Each agent gets its own `SessionManager` recipe (its soul
+and blocks; its `global` blocks in its own namespace) and its own
+`ChatEngine`; all share one store, one session registry and one
+`PeerRouter`, so `message_agent` delivers into the target agent's session
+and runs that agent's turn with its own model, memory and tools.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from store import (
+    AgentInfo,
+    AgentSpec,
+    PeerError,
+    PeerRouter,
+    SessionManager,
+    Store,
+    Tool,
+    message_agent_tool,
+)
+
+from .config import AgentConfig, BlockConfig, Config, parse_blocks
+from .events import ReplyFinished, TurnFailed
+from .wiring import GLOBAL_NAMESPACE, build_manager
+
+if TYPE_CHECKING:
+    from .engine import ChatEngine
+
+__all__ = ["AgentRuntime", "PeerMarks", "agent_blocks", "agent_namespace", "agent_spec"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PeerMarks:
+    """Messages of one chat that crossed to another chat (peer messages)."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    """Message id → "from B" / "asked B" (shown in the tree and the message header)."""
+    targets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Message id → (other chat, its message at the other end of the hop)."""
+
+
+def agent_spec(agent: AgentConfig) -> AgentSpec:
+    """What the store keeps of an agent from the config file."""
+    return AgentSpec(
+        name=agent.name, model=agent.model, soul=agent.soul, description=agent.description,
+        config={"blocks": [asdict(b) for b in agent.blocks], "skills_dir": agent.skills_dir,
+                "peers": list(agent.peers)},
+    )
+
+
+def agent_namespace(agent: AgentInfo | None) -> str:
+    """Where an agent's `global` blocks live (the config's own for no agent)."""
+    return f"{GLOBAL_NAMESPACE}-agent-{agent.id}" if agent else GLOBAL_NAMESPACE
+
+
+def agent_blocks(agent: AgentInfo, config: Config) -> tuple[BlockConfig, ...]:
+    """The agent's blocks (its own, else the config's), its soul first."""
+    raw = agent.config.get("blocks") or []
+    try:
+        blocks = parse_blocks(raw, f"agents[{agent.name}].blocks") if raw else config.blocks
+    except ValueError:
+        log.warning("agent %s has unusable blocks; using the defaults", agent.name)
+        blocks = config.blocks
+    if not agent.soul:
+        return blocks
+    soul = BlockConfig("soul", kind="static", text=agent.soul)
+    rest = tuple(b for b in blocks if b.label != "soul")
+    return (soul, *rest)
+
+
+class AgentRuntime:
+    """The managers and engines of every agent, and the router between them."""
+
+    def __init__(self, store: Store, config: Config) -> None:
+        self.store = store
+        self.config = config
+        self.manager = build_manager(store, config)
+        """Chats without an agent, and the registry every view lists and searches."""
+        if config.agents:
+            self.manager.sync_agents([agent_spec(a) for a in config.agents])
+        self.router = PeerRouter(self.manager, self.run_turn)
+        self._managers: dict[str | None, SessionManager] = {None: self.manager}
+        self._engines: dict[str | None, ChatEngine] = {}
+
+    # -- agents -------------------------------------------------------------------
+
+    def agents(self) -> list[AgentInfo]:
+        """Live agents, by name."""
+        return self.manager.list_agents()
+
+    def agent(self, agent_id: str | None) -> AgentInfo | None:
+        return self.manager.get_agent(agent_id) if agent_id else None
+
+    def agent_of(self, session_id: str) -> AgentInfo | None:
+        info = self.manager.get(session_id, include_deleted=True)
+        return self.agent(info.agent_id) if info is not None else None
+
+    def names(self) -> dict[str, str]:
+        """Agent id → name, archived ones included (for labels)."""
+        return {a.id: a.name for a in self.manager.list_agents(include_archived=True)}
+
+    # -- per-agent services -----------------------------------------------------------
+
+    def manager_for_agent(self, agent_id: str | None) -> SessionManager:
+        manager = self._managers.get(agent_id)
+        if manager is None:
+            agent = self.agent(agent_id)
+            if agent is None:
+                return self.manager
+            manager = build_manager(
+                self.store, self.config, agent_blocks(agent, self.config),
+                skills_dir=agent.config.get("skills_dir"),
+                global_namespace=agent_namespace(agent))
+            self._managers[agent_id] = manager
+        return manager
+
+    def manager_for(self, session_id: str) -> SessionManager:
+        """The manager whose recipe gives this chat its agent's blocks."""
+        info = self.manager.get(session_id, include_deleted=True)
+        return self.manager_for_agent(info.agent_id if info else None)
+
+    def engine_for_agent(self, agent_id: str | None) -> ChatEngine:
+        engine = self._engines.get(agent_id)
+        if engine is None:
+            from .engine import ChatEngine  # not on the first frame's import path
+
+            agent = self.agent(agent_id)
+            config = self.config if agent is None or not agent.model \
+                else replace(self.config, model=agent.model)
+            engine = ChatEngine(self.manager_for_agent(agent_id), config,
+                                extra_tools=self.peer_tools)
+            self._engines[agent_id] = engine
+        return engine
+
+    def engine_for(self, session_id: str) -> ChatEngine:
+        info = self.manager.get(session_id, include_deleted=True)
+        return self.engine_for_agent(info.agent_id if info else None)
+
+    # -- peers --------------------------------------------------------------------
+
+    def reachable(self, agent_id: str | None) -> list[str]:
+        """Names of the agents a chat running `agent_id` may message."""
+        live = self.agents()
+        if agent_id is None:
+            return [a.name for a in live]
+        me = self.agent(agent_id)
+        allowed = [p.lower() for p in (me.config.get("peers") or [])] if me else []
+        return [a.name for a in live if a.id != agent_id
+                and (not allowed or a.name.lower() in allowed)]
+
+    def peer_tools(self, session_id: str) -> dict[str, Tool]:
+        """`message_agent` for a chat that can reach another agent, else nothing."""
+        info = self.manager.get(session_id, include_deleted=True)
+        names = self.reachable(info.agent_id if info else None)
+        if not names:
+            return {}
+        return {"message_agent": message_agent_tool(self.router, session_id, names)}
+
+    async def run_turn(self, session_id: str) -> str:
+        """Run the session's agent on its newest message; its reply text (for the router).
+
+        Raises:
+            PeerError: the turn failed (the caller's tool result says why).
+        """
+        reply: str | None = None
+        async for event in self.engine_for(session_id).respond(session_id):
+            if isinstance(event, ReplyFinished) and event.status == "complete":
+                reply = event.message.text
+            elif isinstance(event, TurnFailed):
+                detail = f": {event.detail}" if event.detail else ""
+                raise PeerError(f"{event.title}{detail}")
+        if reply is None:
+            raise PeerError("the agent finished without a reply")
+        return reply
+
+    def peer_marks(self, session_id: str) -> PeerMarks:
+        """Where this chat's messages crossed to other chats, for the tree and `g`."""
+        marks = PeerMarks()
+        hops = self.router.hops(session_id)
+        if not hops:
+            return marks
+        names = self.names()
+        for hop in hops:
+            if hop.to_session_id == session_id:
+                sender = names.get(hop.from_agent_id or "", "a chat")
+                marks.labels[hop.message_id] = f"from {sender}"
+                if hop.from_message_id:
+                    marks.targets[hop.message_id] = (hop.from_session_id, hop.from_message_id)
+            elif hop.from_message_id:
+                marks.labels[hop.from_message_id] = f"asked {names.get(hop.to_agent_id, '?')}"
+                marks.targets[hop.from_message_id] = (hop.to_session_id,
+                                                      hop.reply_message_id or hop.message_id)
+        return marks
+
+    def status_line(self, session_id: str) -> str:
+        """"waiting for <agent>" while a chat is blocked on a peer, else ""."""
+        info = self.manager.get(session_id, include_deleted=True)
+        if info is None or info.status != "awaiting_peer":
+            return ""
+        return info.status_detail or "waiting for a peer"
+

@@ -1,0 +1,161 @@
+"""The message search index (FTS5) and searches over it.
+
+Design notes and invariants:
+- Each session has a number (`search_scopes.n`, never reused or removed);
+  the index row of a message has rowid `(n << 32) + seq`. One session's rows
+  are therefore one rowid range, which FTS5 seeks into: a session search
+  reads that session's matches and nothing else, however large the rest of
+  the history is. A message's index row is written in the transaction that
+  writes the message.
+- Global search ranks with FTS5's `bm25()`. A session search does not:
+  `bm25()` counts every match of every term in the whole index to weigh
+  rare words, which would make a one-chat search as slow as the biggest
+  word's history. It ranks the session's matches with the BM25 formula on
+  term hits and message length instead (the same order for a one-word
+  query; terms weigh alike when there are several).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+from .db import Store
+from .errors import StoreError
+from .messages import Message, SearchResult
+from .search import match_expression, scoped_expression
+
+__all__ = ["index_text", "index_rowid", "scope_number", "scope_range", "search_messages"]
+
+SEQ_BITS = 32
+SEQ_MASK = (1 << SEQ_BITS) - 1
+K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
+SNIPPET_TOKENS = 12
+_OPEN, _CLOSE = "\x01", "\x02"  # match marks from highlight(); never in indexed text
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def index_text(message: Message) -> str:
+    """What search sees of a message: its text and reasoning parts."""
+    return "\n".join(
+        str(p.get("text") or "") for p in message.parts if p.get("type") in ("text", "reasoning")
+    ).replace(_OPEN, " ").replace(_CLOSE, " ")
+
+
+def scope_number(store: Store, session_id: str, *, create: bool = False) -> int | None:
+    """The session's number in the index (made on first use when `create`)."""
+    rows = store.query("SELECT n FROM search_scopes WHERE session_id = ?", (session_id,))
+    if rows:
+        return int(rows[0][0])
+    if not create:
+        return None
+    cursor = store.execute("INSERT INTO search_scopes (session_id) VALUES (?)", (session_id,))
+    return int(cursor.lastrowid or 0)
+
+
+def index_rowid(scope: int, seq: int) -> int:
+    """The index rowid of message `seq` in the session numbered `scope`."""
+    if seq > SEQ_MASK:
+        raise StoreError("the store holds more than 4 billion messages; the index cannot")
+    return (scope << SEQ_BITS) + seq
+
+
+def scope_range(scope: int) -> tuple[int, int]:
+    """[low, high) of the index rowids of the session numbered `scope`."""
+    return scope << SEQ_BITS, (scope + 1) << SEQ_BITS
+
+
+def search_messages(
+    store: Store,
+    query: str,
+    limit: int = 20,
+    *,
+    session_id: str | None = None,
+    include_deleted: bool = False,
+) -> list[SearchResult]:
+    """FTS5 search over messages, best first; never raises for any query text.
+
+    Global search leaves out soft-deleted sessions unless `include_deleted`;
+    a search in one session (`session_id`) always covers it.
+    """
+    expression = match_expression(query)
+    if expression is None or limit <= 0:
+        return []
+    match = scoped_expression("body", expression)
+    if session_id is not None:
+        return _search_session(store, match, session_id, int(limit))
+    deleted = "" if include_deleted else (
+        "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
+        "AND s.deleted_at IS NOT NULL)"
+    )
+    rows = store.query(
+        f"""
+        SELECT m.id, m.role, m.content, m.created_at, m.session_id,
+               snippet(messages_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}),
+               bm25(messages_fts) AS score
+        FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK})
+        WHERE messages_fts MATCH ? {deleted}
+        ORDER BY score LIMIT ?
+        """,
+        (match, int(limit)),
+    )
+    return [_result(mid, role, content, created, sid, snippet, score)
+            for mid, role, content, created, sid, snippet, score in rows]
+
+
+def _search_session(store: Store, match: str, session_id: str, limit: int
+                    ) -> list[SearchResult]:
+    scope = scope_number(store, session_id)
+    if scope is None:
+        return []
+    low, high = scope_range(scope)
+    marked = store.query(
+        f"SELECT rowid, highlight(messages_fts, 0, '{_OPEN}', '{_CLOSE}') FROM messages_fts "
+        "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?", (match, low, high))
+    if not marked:
+        return []
+    lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
+    average = sum(lengths.values()) / len(lengths) or 1.0
+    scored = []
+    for rowid, text in marked:
+        hits = text.count(_OPEN)
+        norm = K1 * (1 - B + B * lengths[rowid] / average)
+        scored.append((-hits * (K1 + 1) / (hits + norm), -rowid, rowid, text))
+    scored.sort()  # best score first; among equals, the newest message
+    best = scored[:limit]
+    seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
+    marks = ",".join("?" * len(seqs))
+    rows = {r[0]: r[1:] for r in store.query(
+        f"SELECT seq, id, role, content, created_at, session_id FROM messages "
+        f"WHERE seq IN ({marks})", seqs)}
+    results = []
+    for score, _, rowid, text in best:
+        row = rows.get(rowid & SEQ_MASK)
+        if row is not None:
+            mid, role, content, created, sid = row
+            results.append(_result(mid, role, content, created, sid, _snippet(text), score))
+    return results
+
+
+def _result(mid: str, role: str, content: str, created: str, sid: str, snippet: str,
+            score: float) -> SearchResult:
+    text = index_text(Message.from_stored(json.loads(content), None, created))
+    return SearchResult(id=mid, role=role, content=text,
+                        created_at=datetime.fromisoformat(created), session_id=sid,
+                        snippet=snippet, rank=score)
+
+
+def _snippet(marked: str) -> str:
+    """About `SNIPPET_TOKENS` words around the first match, matches in `[` `]`."""
+    words = marked.split()
+    first = next((i for i, w in enumerate(words) if _OPEN in w), 0)
+    start = max(0, min(first - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
+    window = words[start:start + SNIPPET_TOKENS]
+    text = " ".join(window)
+    if text.count(_OPEN) > text.count(_CLOSE):
+        text += _CLOSE  # a match that runs past the window
+    text = text.replace(_OPEN, "[").replace(_CLOSE, "]")
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + SNIPPET_TOKENS < len(words) else ""
+    return f"{prefix}{text}{suffix}"

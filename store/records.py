@@ -1,0 +1,82 @@
+"""The session records `SessionManager` returns, and their row converter.
+
+`SessionInfo` is a snapshot of one `sessions` row; `StatusChange` one row
+of its recorded status history. Stored times are `store.clock` text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Literal, TypeAlias, get_args
+
+__all__ = ["SessionInfo", "SessionStatus", "STATUSES", "StatusChange", "SESSION_COLUMNS",
+           "session_info"]
+
+SessionStatus: TypeAlias = Literal["active", "awaiting_peer", "idle", "completed", "failed"]
+STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session's registry entry (a snapshot: re-read it after a change)."""
+
+    id: str
+    name: str
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    agent_id: str | None
+    project_id: str | None
+    status: str
+    metadata: dict[str, Any]
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None = None
+    status_detail: str | None = None
+    """Why the session has its status, e.g. "waiting for agent 'B'" (None if not given)."""
+
+    @property
+    def label(self) -> str:
+        """The human-readable name (seed 002 calls it `label`); same as `name`."""
+        return self.name
+
+
+_FIELDS = tuple(f.name for f in fields(SessionInfo))
+SESSION_COLUMNS = ", ".join(_FIELDS)  # rows come back in field order
+_fromiso = datetime.fromisoformat
+_set_attr = object.__setattr__
+
+
+def session_info(r: tuple[Any, ...]) -> SessionInfo:
+    """A `sessions` row (columns in `_FIELDS` order) → `SessionInfo`.
+
+    Listing builds many of these, and a frozen dataclass's `__init__` pays
+    one `object.__setattr__` per field: that cost more than the query. So the
+    instance dict is built in one go; the result is an ordinary `SessionInfo`,
+    equal to one made by `__init__` (a test holds the two together).
+    """
+    info = object.__new__(SessionInfo)
+    _set_attr(info, "__dict__", {
+        "id": r[0], "name": r[1], "parent_session_id": r[2], "model": r[3], "source": r[4],
+        "agent_id": r[5], "project_id": r[6], "status": r[7],
+        "metadata": {} if r[8] == "{}" else json.loads(r[8]),
+        "input_tokens": r[9], "output_tokens": r[10], "cost": r[11],
+        "created_at": _fromiso(r[12]), "updated_at": _fromiso(r[13]),
+        "deleted_at": _fromiso(r[14]) if r[14] else None, "status_detail": r[15],
+    })
+    return info
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One recorded status transition of a session."""
+
+    session_id: str
+    status: str
+    detail: str | None
+    changed_at: datetime

@@ -1,0 +1,157 @@
+"""Palette commands through real keys: export, import, rename, compact, delete."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+from chatui.config import Config
+from chatui.screens.dialogs import TextPrompt
+from widgets import ChatInput
+
+from .app_helpers import make_app, populate
+from .test_import_chatgpt import branching_conversation, write_export
+
+SIZE = (140, 40)
+
+
+@pytest.fixture
+def chats(store):
+    return populate(store)
+
+
+async def run_command(pilot, name: str) -> None:
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*name)
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def answer(pilot, text: str) -> None:
+    assert isinstance(pilot.app.screen, TextPrompt)
+    field = pilot.app.screen.query_one("#dialog-input")
+    field.value = text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def test_export_markdown_and_json_of_the_open_chat(store, chats, tmp_path):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await run_command(pilot, "Export chat as Markdown")
+        await answer(pilot, str(tmp_path / "trip.md"))
+        await run_command(pilot, "Export chat as JSON")
+        await answer(pilot, str(tmp_path / "trip.json"))
+    md = (tmp_path / "trip.md").read_text()
+    assert "Lisbon trip" in md and "The Gulbenkian is a must." in md
+    assert "Try pastéis" not in md  # another branch: listed, not interleaved
+    assert "branch" in md.lower()
+    doc = json.loads((tmp_path / "trip.json").read_text())
+    assert len(doc["messages"]) == 7  # the whole tree
+    for name in ("trip.md", "trip.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+
+
+async def test_export_to_an_unwritable_place_says_so(store, chats, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await run_command(pilot, "Export chat as Markdown")
+        await answer(pilot, str(blocker / "inside.md"))
+        await pilot.pause()
+        assert any("Could not write" in str(n.message) for n in app._notifications)
+    assert blocker.read_text() == "x"
+
+
+async def test_import_a_chatgpt_file_opens_the_imported_chat(store, tmp_path):
+    path = write_export(tmp_path, [branching_conversation()])
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await run_command(pilot, "Import chats")
+        await answer(pilot, str(path))
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.main.chat is not None:
+                break
+        assert app.main.chat is not None
+        assert app.manager.count() == 1
+        # importing the same file again adds nothing
+        await run_command(pilot, "Import chats")
+        await answer(pilot, str(path))
+        await pilot.pause(0.5)
+        assert app.manager.count() == 1
+
+
+async def test_import_of_a_bad_file_imports_nothing(store, tmp_path):
+    bad = tmp_path / "conversations.json"
+    bad.write_text('[{"mapping": {"a": ')
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await run_command(pilot, "Import chats")
+        await answer(pilot, str(bad))
+        await pilot.pause(0.5)
+        assert app.manager.count() == 0
+        assert any("Nothing imported" in str(n.message) for n in app._notifications)
+
+
+async def test_rename_and_delete_from_the_palette(store, chats):
+    ids = chats
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await run_command(pilot, "Rename chat")
+        await answer(pilot, "Portugal")
+        assert app.manager.get(ids["lisbon"]).name == "Portugal"
+        await run_command(pilot, "Delete chat")
+        await pilot.pause()
+        assert app.manager.get(ids["lisbon"]) is None
+        assert app.main.session_id == ids["soup"]  # the next newest opens
+
+
+@pytest.fixture
+def long_chat(store):
+    import asyncio
+
+    from store import SessionManager
+
+    manager = SessionManager(store)
+    info = manager.create("Long chat", model="openai/test-model")
+    messages = [{"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant",
+                 "parts": [{"type": "text", "text": f"Point {i}: " + "details " * 300}]}
+                for i in range(30)]
+    asyncio.run(manager.append_all(info.id, messages))
+    return info.id
+
+
+async def test_compact_now_summarises_with_the_model(store, long_chat, llm_server, fake_key):
+    llm_server.text("## Topic\nLisbon\n## Key Points\n- Belém\n## Current State\nplanning\n"
+                    "## Open Items\n- museums")
+    config = Config(model="openai/test-model", api_base=llm_server.base_url)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.main.query_one(ChatInput).focus()
+        await run_command(pilot, "Compact now")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.main.snapshot and app.main.snapshot.compactions:
+                break
+        history = app.main.snapshot.history
+        assert any(m.is_compaction for m in history)
+        summary = next(m for m in history if m.is_compaction)
+        assert summary.text.startswith("## Topic")
+        assert len(app.main.snapshot.covered[summary.id]) > 5
+        prompt = llm_server.messages(-1)[-1]["content"]
+        assert "Point 5" in prompt and "Key Points" in prompt
+        # originals stay in the database and in search
+        assert app.manager.get_message_count(long_chat) == 30
+        assert app.manager.search("Point 5")
