@@ -286,7 +286,8 @@ class MessageView(Vertical, can_focus=True):
         self._pending.clear()
         self._streamed = ""
         self._update_classes()
-        if same_text and not message.tool_calls:
+        reasoning = any(p.get("type") == "reasoning" for p in message.parts)
+        if same_text and not message.tool_calls and not reasoning:
             # What streamed is what was stored: keep the drawn body (re-rendering a
             # long reply at once would stall the screen) and refresh the header.
             self.refresh_header()

@@ -96,6 +96,8 @@ class MainScreen(Screen[None]):
         self._streams: dict[str, MessageView] = {}
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
+        self._turn_notes: list[tuple[str, str]] = []
+        """Notices of the turn running now (shown again if the chat is redrawn)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):
@@ -227,6 +229,7 @@ class MainScreen(Screen[None]):
         self.start_turn("send", text=event.text)
 
     def start_turn(self, kind: str, *, message_id: str | None = None, text: str = "") -> None:
+        self._turn_notes = []
         self.generation = self.run_turn(kind, message_id, text)
         self.chat_input.set_class(True, "-busy")
         self.update_title()
@@ -340,12 +343,15 @@ class MainScreen(Screen[None]):
             case UsageRecorded() | Compacted():
                 if isinstance(event, Compacted):
                     await self.redraw()
+                    for text, level in self._turn_notes:  # the redraw cleared them
+                        await self.chat_view.notice(text, level)
                     # A context-length retry compacts mid-turn: stream into the new views.
                     self._streams = {mid: view for mid in self._streams
                                      if (view := self.chat_view.view_for(mid)) is not None}
                 else:
                     await self.refresh_sidebar(blocks=False)
             case Notice(text=text, level=level):
+                self._turn_notes.append((text, level))
                 await self.chat_view.notice(text, level)
             case TurnFailed(title=title, detail=detail, hint=hint):
                 body = "\n".join(p for p in (detail, hint) if p)
