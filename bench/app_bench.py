@@ -29,34 +29,39 @@ from store_bench import build_corpus  # noqa: E402
 from store import SessionManager, Store  # noqa: E402
 
 CHATUI = str(Path(sys.executable).with_name("chatui"))
-READY_MARK = "palette"  # the footer's last hint: drawn once the first frame is complete
+FRAME_MARK = "MEMORY"  # the sidebar's heading: the first frame with the whole layout
+READY_MARK = "palette"  # the footer's last hint: drawn once the last chat is open
 
 
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
 
 
-def first_frame(db: Path, home: Path, runs: int) -> list[float]:
-    """Milliseconds from launch to the first complete frame, per run."""
-    times = []
+def first_frame(db: Path, home: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Milliseconds from launch to the first frame, and to the chat shown, per run."""
+    frames, ready = [], []
     for _ in range(runs):
         name = f"bench-{uuid.uuid4().hex[:8]}"
         env = f"CHATUI_HOME={home}"
         start = time.perf_counter()
         tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45",
              f"{env} {CHATUI} --db {db} --model demo")
-        elapsed = None
+        frame = elapsed = None
         while time.perf_counter() - start < 10:
-            if READY_MARK in tmux("capture-pane", "-p", "-t", name):
+            screen = tmux("capture-pane", "-p", "-t", name)
+            if frame is None and FRAME_MARK in screen:
+                frame = (time.perf_counter() - start) * 1000
+            if READY_MARK in screen:
                 elapsed = (time.perf_counter() - start) * 1000
                 break
             time.sleep(0.002)
         tmux("kill-session", "-t", name)
-        if elapsed is None:
+        if elapsed is None or frame is None:
             raise RuntimeError("the app did not draw within 10 s")
-        times.append(elapsed)
+        frames.append(frame)
+        ready.append(elapsed)
         time.sleep(0.3)
-    return times
+    return frames, ready
 
 
 def long_chat(store: Store, n: int) -> str:
@@ -189,9 +194,12 @@ def main() -> None:
     big = folder / "big.db"
     build_corpus(big, args.messages, 1_000)
     print(f"databases in {folder}")
-    report("first frame, empty db", first_frame(empty, home, args.runs), "≤ 350 ms")
-    report(f"first frame, 1k chats/{args.messages // 1000}k msgs",
-           first_frame(big, home, args.runs), "≤ 400 ms")
+    frames, ready = first_frame(empty, home, args.runs)
+    report("first frame, empty db", frames, "≤ 350 ms")
+    report("  chat shown, empty db", ready, "")
+    frames, ready = first_frame(big, home, args.runs)
+    report(f"first frame, 1k chats/{args.messages // 1000}k", frames, "≤ 400 ms")
+    report(f"  chat shown, 1k chats/{args.messages // 1000}k", ready, "")
 
     chat_db = folder / "long.db"
     with Store(chat_db) as store:

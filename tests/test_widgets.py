@@ -150,6 +150,7 @@ async def test_tree_keys_post_actions_and_selection():
         tree.focus()
         await pilot.pause()
         tree.select_message("q2")
+        await pilot.pause()  # the cursor moves once the tree has laid out
         for key in ("r", "e", "f", "c", "left", "right"):
             await pilot.press(key)
         await pilot.press("enter")
@@ -169,8 +170,21 @@ async def test_tree_handles_deep_chains_and_many_roots_without_recursion():
     async with app.run_test() as pilot:
         tree.show(chain, "m2999")
         await pilot.pause()
-        assert len(tree.root.children) == 3001  # flat path + the other root at the end
-        assert tree.root.children[-1].data.alternate
+        # the newest 300 of the path, flat; the 2,700 before wait under one node
+        children = list(tree.root.children)
+        assert len(children) == 302
+        assert children[0].data is None and "2,700 earlier" in str(children[0].label)
+        assert children[1].data.message_id == "m2700"
+        assert children[-1].data.alternate and children[-1].data.message_id == "r2"
+        assert tree.node_for("m5") is None
+        children[0].expand()  # built on demand
+        await pilot.pause()
+        assert [c.data.message_id for c in children[0].children][:2] == ["m0", "m1"]
+        assert len(children[0].children) == 2700
+        tree.show(chain, "m2999")
+        tree.select_message("m10")  # selecting an earlier message builds it too
+        await pilot.pause()
+        assert tree.cursor_node.data.message_id == "m10"
 
 
 # -- TokenGauge / ContextSidebar ---------------------------------------------------

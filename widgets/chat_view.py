@@ -67,7 +67,7 @@ class ChatView(VerticalScroll, can_focus=False):
     ChatView { height: 1fr; padding: 1 1 0 1; }
     """
 
-    def __init__(self, *, page_size: int = 16, name: str | None = None,
+    def __init__(self, *, page_size: int = 12, name: str | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.page_size = page_size

@@ -31,7 +31,7 @@ ROLE_TAGS = {"user": "you", "assistant": "ai", "tool": "tool", "system": "sys"}
 
 def preview(message: Message, width: int = 60) -> str:
     """A one-line summary of a message for lists and trees."""
-    text = message.text
+    text = message.text[: width * 8]  # enough to fill the line after whitespace collapses
     if not text.strip():
         calls = [p.get("tool_name", "?") for p in message.tool_calls]
         results = message.tool_results
@@ -62,6 +62,51 @@ class TreeEntry:
     incomplete: bool = False
     hop: str | None = None
     """A cross-session marker ("from agent B", "to agent B"), if any."""
+
+
+_Work = tuple[str, TreeNode[TreeEntry], str, list[str]]
+
+
+class _Layout:
+    """The shape of one chat's tree: children, the active path, and how to label nodes."""
+
+    def __init__(self, messages: Sequence[Message], active_leaf: str | None,
+                 hops: dict[str, str]) -> None:
+        self.by_id = {m.id: m for m in messages}
+        self.hops = hops
+        self.children: dict[str | None, list[str]] = defaultdict(list)
+        for m in messages:
+            parent = m.parent_id if m.parent_id in self.by_id else None
+            self.children[parent].append(m.id)
+        self.path: set[str] = set()
+        node = active_leaf if active_leaf in self.by_id else None
+        self.active_leaf = node
+        while node is not None:
+            self.path.add(node)
+            parent = self.by_id[node].parent_id
+            node = parent if parent in self.by_id else None
+
+    def continuation(self, kids: list[str]) -> str | None:
+        """The child a branch continues with: the one on the active path, else the newest."""
+        on_path = [k for k in kids if k in self.path]
+        return on_path[0] if on_path else (kids[-1] if kids else None)
+
+    def top_chain(self) -> list[tuple[str, list[str]]]:
+        """(message, its siblings) from the first root along the continuation."""
+        chain = []
+        siblings = self.children[None]
+        current = self.continuation(siblings)
+        while current is not None:
+            chain.append((current, siblings))
+            siblings = self.children[current]
+            current = self.continuation(siblings)
+        return chain
+
+    def entry(self, mid: str, siblings: list[str], alternate: bool) -> TreeEntry:
+        m = self.by_id[mid]
+        return TreeEntry(mid, m.role, mid in self.path, alternate,
+                         (siblings.index(mid) + 1, len(siblings)),
+                         bool(m.metadata.get("incomplete")), self.hops.get(mid))
 
 
 class MessageTree(Tree[TreeEntry]):
@@ -123,90 +168,111 @@ class MessageTree(Tree[TreeEntry]):
             self.message_id = message_id
             self.action = action
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
+    def __init__(self, *, window: int = 300, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__("chat", name=name, id=id, classes=classes)
         self.show_root = False
         self.guide_depth = 2
         self.active_leaf: str | None = None
+        self.window = window
+        """Most messages of the active branch built at once (earlier ones on demand)."""
         self._message_nodes: dict[str, TreeNode[TreeEntry]] = {}
+        self._deferred: dict[int, list[tuple[str, list[str]]]] = {}
+        self._layout = _Layout([], None, {})
 
     # -- building -------------------------------------------------------------
 
     def show(self, messages: Sequence[Message], active_leaf: str | None,
              hops: dict[str, str] | None = None) -> None:
-        """Rebuild from every message of the chat (append order) and the active leaf."""
-        hops = hops or {}
-        by_id = {m.id: m for m in messages}
-        children: dict[str | None, list[str]] = defaultdict(list)
-        for m in messages:
-            parent = m.parent_id if m.parent_id in by_id else None
-            children[parent].append(m.id)
-        path: set[str] = set()
-        node = active_leaf if active_leaf in by_id else None
-        while node is not None:
-            path.add(node)
-            node = by_id[node].parent_id if by_id[node].parent_id in by_id else None
-        self.active_leaf = active_leaf if active_leaf in by_id else None
+        """Rebuild from every message of the chat (append order) and the active leaf.
+
+        A very long branch keeps its newest `window` messages in view; the earlier
+        ones wait under one "earlier messages" node, built when it is expanded.
+        """
+        layout = _Layout(messages, active_leaf, hops or {})
+        self.active_leaf = layout.active_leaf
         self.clear()
         self._message_nodes = {}
+        self._deferred = {}
+        self._layout = layout
+        chain = layout.top_chain()
+        start = max(len(chain) - self.window, 0)
+        if start:
+            earlier = self.root.add(Text(f"… {start:,} earlier messages (space to expand)"),
+                                    data=None, allow_expand=True)
+            self._deferred[earlier.id] = chain[:start]
+        self._lay_chain(self.root, chain[start:])
+        roots = layout.children[None]
+        first = chain[0][0] if chain else None
+        self._drain([("alt", self.root, r, roots) for r in reversed(roots) if r != first])
+        if self.active_leaf and self.active_leaf in self._message_nodes:
+            self.select_message(self.active_leaf)
 
-        def continuation(kids: list[str]) -> str | None:
-            on_path = [k for k in kids if k in path]
-            return on_path[0] if on_path else (kids[-1] if kids else None)
+    def _add(self, container: TreeNode[TreeEntry], mid: str, siblings: list[str],
+             alternate: bool) -> TreeNode[TreeEntry]:
+        tree_node = container.add(Text(preview(self._layout.by_id[mid])),
+                                  data=self._layout.entry(mid, siblings, alternate),
+                                  allow_expand=False)
+        if container.data is not None:
+            container.allow_expand = True  # a message with branches under it
+        self._message_nodes[mid] = tree_node
+        return tree_node
 
-        def entry(mid: str, siblings: list[str], alternate: bool) -> TreeEntry:
-            m = by_id[mid]
-            return TreeEntry(mid, m.role, mid in path, alternate,
-                             (siblings.index(mid) + 1, len(siblings)),
-                             bool(m.metadata.get("incomplete")), hops.get(mid))
+    def _lay_chain(self, container: TreeNode[TreeEntry],
+                   chain: list[tuple[str, list[str]]]) -> None:
+        """Lay a stretch of the active branch flat into `container`, with its alternatives."""
+        layout = self._layout
+        for mid, siblings in chain:
+            tree_node = self._add(container, mid, siblings, False)
+            kids = layout.children[mid]
+            cont = layout.continuation(kids)
+            self._drain([("alt", tree_node, a, kids) for a in reversed(kids) if a != cont])
 
-        def add(container: TreeNode[TreeEntry], mid: str, siblings: list[str],
-                alternate: bool) -> TreeNode[TreeEntry]:
-            label = Text(preview(by_id[mid]))
-            tree_node = container.add(label, data=entry(mid, siblings, alternate),
-                                      allow_expand=False)
-            self._message_nodes[mid] = tree_node
-            return tree_node
-
-        # Work items, processed last-in first-out: ("chain", container, first id,
-        # its siblings) lays a chain flat into the container; ("alt", …) adds an
-        # alternative's head node that holds the rest of its branch.
-        Work = tuple[str, TreeNode[TreeEntry], str, list[str]]
-        roots = children[None]
-        first = continuation(roots)
-        stack: list[Work] = [("alt", self.root, r, roots) for r in reversed(roots)
-                             if r != first]
-        if first is not None:
-            stack.append(("chain", self.root, first, roots))
+    def _drain(self, stack: list[_Work]) -> None:
+        """Build work items last-in first-out: ("chain", container, first id, its siblings)
+        lays a chain flat into the container; ("alt", …) adds an alternative's head node
+        that holds the rest of its branch. No recursion, however deep the tree."""
+        layout = self._layout
         while stack:
             kind, container, mid, siblings = stack.pop()
             if kind == "alt":
-                head = add(container, mid, siblings, True)
-                kids = children[mid]
-                cont = continuation(kids)
-                items: list[Work] = [("alt", head, a, kids) for a in kids if a != cont]
+                head = self._add(container, mid, siblings, True)
+                kids = layout.children[mid]
+                cont = layout.continuation(kids)
+                items: list[_Work] = [("alt", head, a, kids) for a in kids if a != cont]
                 if cont is not None:
                     items.append(("chain", head, cont, kids))
                 stack.extend(reversed(items))
                 continue
             current: str | None = mid
             while current is not None:
-                tree_node = add(container, current, siblings, False)
-                kids = children[current]
-                cont = continuation(kids)
+                tree_node = self._add(container, current, siblings, False)
+                kids = layout.children[current]
+                cont = layout.continuation(kids)
                 # Alternatives hang under the message they branch from.
                 stack.extend(("alt", tree_node, a, kids) for a in reversed(kids) if a != cont)
                 current, siblings = cont, kids
-        for tree_node in self._message_nodes.values():
-            if tree_node.children:
-                tree_node.allow_expand = True
-        if self.active_leaf and self.active_leaf in self._message_nodes:
-            self.select_message(self.active_leaf)
+
+    def _build_deferred(self, tree_node: TreeNode[TreeEntry]) -> bool:
+        chain = self._deferred.pop(tree_node.id, None)
+        if chain is None:
+            return False
+        self._lay_chain(tree_node, chain)
+        tree_node.set_label(Text(f"… {len(chain):,} earlier messages"))
+        return True
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[TreeEntry]) -> None:
+        self._build_deferred(event.node)
 
     def select_message(self, message_id: str, *, scroll: bool = True) -> None:
         """Move the cursor to a message's node, expanding the branches that hide it."""
         tree_node = self._message_nodes.get(message_id)
+        if tree_node is None and self._deferred:
+            for node_id in list(self._deferred):
+                deferred = next((n for n in self.root.children if n.id == node_id), None)
+                if deferred is not None:
+                    self._build_deferred(deferred)
+            tree_node = self._message_nodes.get(message_id)
         if tree_node is None:
             return
         parent = tree_node.parent
@@ -230,6 +296,11 @@ class MessageTree(Tree[TreeEntry]):
         return list(self._message_nodes)
 
     # -- rendering ------------------------------------------------------------
+
+    def get_label_width(self, node: TreeNode[TreeEntry]) -> int:
+        # Tree renders every label to size its virtual width; previews are cut to the
+        # pane (no horizontal scrolling), so the plain length is enough and far cheaper.
+        return node.label.cell_len + 16
 
     def render_label(self, node: TreeNode[TreeEntry], base_style: Style,
                      style: Style) -> Text:
