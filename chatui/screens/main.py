@@ -96,6 +96,7 @@ class MainScreen(Screen[None]):
         self._streams: dict[str, MessageView] = {}
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
+        self._title = ""
         self._turn_notes: list[tuple[str, str]] = []
         """Notices of the turn running now (shown again if the chat is redrawn)."""
 
@@ -199,7 +200,10 @@ class MainScreen(Screen[None]):
             parts.append(waiting)
         if self.generating:
             parts.append("replying… (escape cancels)")
-        self.query_one("#chat-title", Static).update(Text(clean(" · ".join(parts))))
+        title = clean(" · ".join(parts))
+        if title != self._title:  # an update lays the screen out again: only on change
+            self._title = title
+            self.query_one("#chat-title", Static).update(Text(title))
 
     def redraw_tree(self) -> None:
         if self.chat is None:
