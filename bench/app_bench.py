@@ -44,8 +44,17 @@ def first_frame(db: Path, home: Path, runs: int) -> tuple[list[float], list[floa
         name = f"bench-{uuid.uuid4().hex[:8]}"
         env = f"CHATUI_HOME={home}"
         start = time.perf_counter()
-        tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45",
-             f"{env} {CHATUI} --db {db} --model demo")
+        tmux(
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "160",
+            "-y",
+            "45",
+            f"{env} {CHATUI} --db {db} --model demo",
+        )
         frame = elapsed = None
         while time.perf_counter() - start < 10:
             screen = tmux("capture-pane", "-p", "-t", name)
@@ -72,13 +81,19 @@ def long_chat(store: Store, n: int) -> str:
     parent = None
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
-        body = (f"Message {i}: " + "some words about the topic at hand " * 6
-                + ("\n\n```python\nprint('hello')\n```" if i % 7 == 0 else ""))
+        body = (
+            f"Message {i}: "
+            + "some words about the topic at hand " * 6
+            + ("\n\n```python\nprint('hello')\n```" if i % 7 == 0 else "")
+        )
         msg = {"id": f"m{i}", "role": role, "parts": [{"type": "text", "text": body}]}
         stored = loop.run_until_complete(manager.append(info.id, msg, parent))
         if role == "assistant" and i % 20 == 19:
-            alt = {"id": f"alt{i}", "role": "assistant",
-                   "parts": [{"type": "text", "text": f"Alternative reply {i}"}]}
+            alt = {
+                "id": f"alt{i}",
+                "role": "assistant",
+                "parts": [{"type": "text", "text": f"Alternative reply {i}"}],
+            }
             loop.run_until_complete(manager.append(info.id, alt, parent))
         parent = stored.id
     loop.close()
@@ -115,8 +130,7 @@ async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[fl
     return results
 
 
-async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0
-                            ) -> dict[str, float]:
+async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0) -> dict[str, float]:
     """Stream `tokens` words at `rate` per second through LiteLLM from the scripted server
     while typing into the input; time the keystrokes and check the stored text."""
     from textual import events
@@ -129,15 +143,17 @@ async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0
     from widgets import ChatInput
 
     # Paragraphs of 60 words, as replies come.
-    words = "\n\n".join(" ".join(f"w{i}" for i in range(p, min(p + 60, tokens)))
-                         for p in range(0, tokens, 60))
+    words = "\n\n".join(
+        " ".join(f"w{i}" for i in range(p, min(p + 60, tokens))) for p in range(0, tokens, 60)
+    )
     server = LLMServer().start()
     # The scripted server's sleeps overshoot: asking for 500/s gives about 300/s.
     server.script(scripted_text(words, delay=1 / rate))
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
     store = Store(db)
-    app = ChatApp(store, Config(model="openai/test-model", api_base=server.base_url),
-                  ui_state=UiState())
+    app = ChatApp(
+        store, Config(model="openai/test-model", api_base=server.base_url), ui_state=UiState()
+    )
     keystrokes: list[float] = []
     lags: list[float] = []
     try:
@@ -168,14 +184,21 @@ async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0
     finally:
         server.stop()
         store.close()
-    return {"tokens/s": len(words.split()) / elapsed, "keystroke p50": statistics.median(keystrokes),
-            "keystroke max": max(keystrokes), "loop lag p50": statistics.median(lags),
-            "loop lag max": max(lags), "exact": float(stored == words)}
+    return {
+        "tokens/s": len(words.split()) / elapsed,
+        "keystroke p50": statistics.median(keystrokes),
+        "keystroke max": max(keystrokes),
+        "loop lag p50": statistics.median(lags),
+        "loop lag max": max(lags),
+        "exact": float(stored == words),
+    }
 
 
 def report(name: str, samples: list[float], target: str) -> None:
-    print(f"{name:<28} median {statistics.median(samples):7.1f} ms   "
-          f"min {min(samples):7.1f}   max {max(samples):7.1f}   target {target}")
+    print(
+        f"{name:<28} median {statistics.median(samples):7.1f} ms   "
+        f"min {min(samples):7.1f}   max {max(samples):7.1f}   target {target}"
+    )
 
 
 def main() -> None:
@@ -209,10 +232,12 @@ def main() -> None:
     report("switch branch", timings["switch branch"], "≤ 100 ms")
 
     stream = asyncio.run(streaming_figures(folder / "stream.db"))
-    print(f"streaming at {stream['tokens/s']:.0f} tokens/s: keystroke to screen p50 "
-          f"{stream['keystroke p50']:.1f} ms, max {stream['keystroke max']:.1f} ms; event-loop "
-          f"lag p50 {stream['loop lag p50']:.1f} ms, max {stream['loop lag max']:.1f} ms; "
-          f"stored text equals streamed text: {'yes' if stream['exact'] else 'NO'}")
+    print(
+        f"streaming at {stream['tokens/s']:.0f} tokens/s: keystroke to screen p50 "
+        f"{stream['keystroke p50']:.1f} ms, max {stream['keystroke max']:.1f} ms; event-loop "
+        f"lag p50 {stream['loop lag p50']:.1f} ms, max {stream['loop lag max']:.1f} ms; "
+        f"stored text equals streamed text: {'yes' if stream['exact'] else 'NO'}"
+    )
 
 
 if __name__ == "__main__":

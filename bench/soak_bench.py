@@ -33,8 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import SessionManager, Store  # noqa: E402
 
-VOCAB = [f"{a}{b}" for a in ("sol", "mar", "ven", "ter", "lun", "jov", "nep", "plu")
-         for b in ("ar", "is", "on", "um", "ex", "ix", "al", "or", "en", "us")]
+VOCAB = [
+    f"{a}{b}"
+    for a in ("sol", "mar", "ven", "ter", "lun", "jov", "nep", "plu")
+    for b in ("ar", "is", "on", "um", "ex", "ix", "al", "or", "en", "us")
+]
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -75,17 +78,31 @@ def searcher(db: str, stop: str, seed: int, sessions: int) -> None:
             except Exception as exc:  # reported, not raised: the run goes on
                 errors.append(f"{type(exc).__name__}: {exc}")
             latencies[kind].append(time.perf_counter() - started)
-    print(json.dumps({"kinds": {k: {"n": len(v), "p50_ms": percentile(v, 0.5) * 1000,
-                                    "p99_ms": percentile(v, 0.99) * 1000}
-                                for k, v in latencies.items()},
-                      "errors": errors[:20], "error_count": len(errors)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "kinds": {
+                    k: {
+                        "n": len(v),
+                        "p50_ms": percentile(v, 0.5) * 1000,
+                        "p99_ms": percentile(v, 0.99) * 1000,
+                    }
+                    for k, v in latencies.items()
+                },
+                "errors": errors[:20],
+                "error_count": len(errors),
+            }
+        ),
+        flush=True,
+    )
 
 
 # -- the writer --------------------------------------------------------------------------------
 
 
-async def write(db: Path, messages: int, sessions: int, seed: int
-                ) -> tuple[list[float], list[str], dict[str, set[str]]]:
+async def write(
+    db: Path, messages: int, sessions: int, seed: int
+) -> tuple[list[float], list[str], dict[str, set[str]]]:
     rng = random.Random(seed)
     latencies: list[float] = []
     errors: list[str] = []
@@ -101,8 +118,11 @@ async def write(db: Path, messages: int, sessions: int, seed: int
             chain = last[sid]
             # mostly the latest leaf; every ~12th a regenerate beside the previous reply
             parent = chain[-2] if len(chain) > 2 and rng.randrange(12) == 0 else None
-            message = {"id": mid, "role": "user" if n % 2 == 0 else "assistant",
-                       "parts": [{"type": "text", "text": sentence(rng)}]}
+            message = {
+                "id": mid,
+                "role": "user" if n % 2 == 0 else "assistant",
+                "parts": [{"type": "text", "text": sentence(rng)}],
+            }
             t0 = time.perf_counter()
             try:
                 if parent is None:
@@ -131,8 +151,10 @@ def verify(db: Path, written: dict[str, set[str]]) -> list[str]:
             if len(ids) != len(set(ids)):
                 problems.append(f"{sid}: duplicate messages")
             if set(ids) != expected:
-                problems.append(f"{sid}: {len(expected - set(ids))} missing, "
-                                f"{len(set(ids) - expected)} unexpected")
+                problems.append(
+                    f"{sid}: {len(expected - set(ids))} missing, "
+                    f"{len(set(ids) - expected)} unexpected"
+                )
             present = set(ids)
             orphans = [mid for mid, parent in rows if parent is not None and parent not in present]
             if orphans:
@@ -141,15 +163,18 @@ def verify(db: Path, written: dict[str, set[str]]) -> list[str]:
         indexed = store.query("SELECT count(*) FROM messages_fts")[0][0]
         expected_total = sum(len(v) for v in written.values())
         if total != expected_total or indexed != expected_total:
-            problems.append(f"{total} messages and {indexed} index rows, expected "
-                            f"{expected_total}")
+            problems.append(f"{total} messages and {indexed} index rows, expected {expected_total}")
         probe = next(iter(written))
         newest = max(written[probe])
-        text = json.loads(store.query("SELECT content FROM messages WHERE id = ? AND "
-                                      "session_id = ?", (newest, probe))[0][0])
+        text = json.loads(
+            store.query(
+                "SELECT content FROM messages WHERE id = ? AND session_id = ?", (newest, probe)
+            )[0][0]
+        )
         word = text["parts"][0]["text"].split()[0]
-        if newest not in {h.id for h in SessionManager(store).search(
-                word, limit=10_000, session_id=probe)}:
+        if newest not in {
+            h.id for h in SessionManager(store).search(word, limit=10_000, session_id=probe)
+        }:
             problems.append("the newest message is not found by search")
     return problems
 
@@ -174,13 +199,29 @@ def main() -> int:
         for i in range(args.sessions):
             manager.create(f"Soak {i}", id=f"soak-{i:03d}")
     stop = folder / "stop"
-    print(f"soak: {args.messages:,} appends over {args.sessions} chats, "
-          f"{args.searchers} searching process(es), {db}", file=sys.stderr)
-    searchers = [subprocess.Popen([sys.executable, __file__, "--searcher", str(db), str(stop),
-                                   "--seed", str(args.seed + i + 1),
-                                   "--sessions", str(args.sessions)],
-                                  stdout=subprocess.PIPE, text=True)
-                 for i in range(args.searchers)]
+    print(
+        f"soak: {args.messages:,} appends over {args.sessions} chats, "
+        f"{args.searchers} searching process(es), {db}",
+        file=sys.stderr,
+    )
+    searchers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--searcher",
+                str(db),
+                str(stop),
+                "--seed",
+                str(args.seed + i + 1),
+                "--sessions",
+                str(args.sessions),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(args.searchers)
+    ]
     time.sleep(0.5)  # searchers open the file first, so every append races them
     (folder / "stop.go").touch()
     started = time.perf_counter()
@@ -192,29 +233,38 @@ def main() -> int:
     size = db.stat().st_size
 
     appended = sum(len(v) for v in written.values())
-    locked = [e for e in errors + [x for r in reports for x in r["errors"]]
-              if "locked" in e.lower()]
+    locked = [
+        e for e in errors + [x for r in reports for x in r["errors"]] if "locked" in e.lower()
+    ]
     print(f"\nappends:     {appended:,} in {elapsed:.1f} s = {appended / elapsed:,.0f}/s")
-    print(f"latency:     p50 {percentile(latencies, 0.5) * 1000:.2f} ms · "
-          f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms · "
-          f"max {max(latencies) * 1000:.1f} ms · mean "
-          f"{statistics.fmean(latencies) * 1000:.2f} ms")
+    print(
+        f"latency:     p50 {percentile(latencies, 0.5) * 1000:.2f} ms · "
+        f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms · "
+        f"max {max(latencies) * 1000:.1f} ms · mean "
+        f"{statistics.fmean(latencies) * 1000:.2f} ms"
+    )
     for i, r in enumerate(reports, 1):
         print(f"searcher {i}:  {r['error_count']} errors")
         for kind, k in r["kinds"].items():
-            print(f"  {kind:<17}{k['n']:>9,} ({k['n'] / elapsed:,.0f}/s) · "
-                  f"p50 {k['p50_ms']:.2f} ms · p99 {k['p99_ms']:.2f} ms")
-    print(f"errors:      {len(errors)} in appends, "
-          f"{sum(r['error_count'] for r in reports)} in reads, {len(locked)} 'locked'")
+            print(
+                f"  {kind:<17}{k['n']:>9,} ({k['n'] / elapsed:,.0f}/s) · "
+                f"p50 {k['p50_ms']:.2f} ms · p99 {k['p99_ms']:.2f} ms"
+            )
+    print(
+        f"errors:      {len(errors)} in appends, "
+        f"{sum(r['error_count'] for r in reports)} in reads, {len(locked)} 'locked'"
+    )
     print(f"database:    {size / 1e6:.1f} MB")
-    print("lost:        nothing (each message once, trees whole, index consistent)"
-          if not problems else "PROBLEMS:\n  " + "\n  ".join(problems))
+    print(
+        "lost:        nothing (each message once, trees whole, index consistent)"
+        if not problems
+        else "PROBLEMS:\n  " + "\n  ".join(problems)
+    )
     for line in (errors + [x for r in reports for x in r["errors"]])[:10]:
         print(f"  error: {line}")
     if args.db is None:
         shutil.rmtree(folder, ignore_errors=True)
-    return 0 if not problems and not errors and not any(r["error_count"] for r in reports) \
-        else 1
+    return 0 if not problems and not errors and not any(r["error_count"] for r in reports) else 1
 
 
 if __name__ == "__main__":

@@ -63,14 +63,24 @@ def build_corpus(path: Path, n_messages: int, n_sessions: int, seed: int = 7) ->
             parent = None if i == 0 else (ids[-2] if i % 10 == 0 and i > 1 else ids[-1])
             role = "user" if i % 2 == 0 else "assistant"
             text = words(rng, vocab, rng.randint(8, 60))
-            content = json.dumps({"id": mid, "role": role, "created_at": stamp,
-                                  "parts": [{"type": "text", "text": text}]})
+            content = json.dumps(
+                {
+                    "id": mid,
+                    "role": role,
+                    "created_at": stamp,
+                    "parts": [{"type": "text", "text": text}],
+                }
+            )
             seq += 1
             con.execute(
                 "INSERT INTO messages (seq, id, session_id, parent_id, role, content, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (seq, mid, sid, parent, role, content, stamp))
-            con.execute("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                        (index_rowid(scope, seq), text))
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (seq, mid, sid, parent, role, content, stamp),
+            )
+            con.execute(
+                "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                (index_rowid(scope, seq), text),
+            )
             ids.append(mid)
         leaves.append((sid, ids[-1]))
         if s % 100 == 99:
@@ -98,8 +108,14 @@ def pct(samples: list[float], p: float) -> float:
     return statistics.quantiles(samples, n=100)[int(p) - 1] if len(samples) > 1 else samples[0]
 
 
-def compare(name: str, lib: Callable[[object], object], raw: Callable[[object], object],
-            samples: list, target: str, warm: bool = True) -> None:
+def compare(
+    name: str,
+    lib: Callable[[object], object],
+    raw: Callable[[object], object],
+    samples: list,
+    target: str,
+    warm: bool = True,
+) -> None:
     """Time the library and plain sqlite3 over the same samples and print one row.
 
     Both sides first run over the samples once untimed, so each is measured
@@ -112,8 +128,10 @@ def compare(name: str, lib: Callable[[object], object], raw: Callable[[object], 
                 fn(sample)
     lib_ms, raw_ms = timed(lib, samples), timed(raw, samples)
     l50, l95, r50 = pct(lib_ms, 50), pct(lib_ms, 95), pct(raw_ms, 50)
-    print(f"{name:<16} {l50:8.3f} {l95:8.3f} {r50:10.3f} {pct(raw_ms, 95):10.3f} "
-          f"{l50 / r50 if r50 else float('nan'):7.2f}x   {target}")
+    print(
+        f"{name:<16} {l50:8.3f} {l95:8.3f} {r50:10.3f} {pct(raw_ms, 95):10.3f} "
+        f"{l50 / r50 if r50 else float('nan'):7.2f}x   {target}"
+    )
 
 
 def main() -> None:
@@ -129,8 +147,10 @@ def main() -> None:
         path.unlink()
     t0 = time.perf_counter()
     corpus = build_corpus(path, args.messages, args.sessions)
-    print(f"corpus: {args.messages:,} messages in {args.sessions:,} sessions, built in "
-          f"{time.perf_counter() - t0:.1f}s at {path}")
+    print(
+        f"corpus: {args.messages:,} messages in {args.sessions:,} sessions, built in "
+        f"{time.perf_counter() - t0:.1f}s at {path}"
+    )
     rng = random.Random(11)
     n = args.samples
 
@@ -140,8 +160,10 @@ def main() -> None:
     raw.execute("PRAGMA synchronous=normal")
     raw.execute("PRAGMA busy_timeout=10000")
 
-    print(f"\n{'operation':<16} {'lib p50':>8} {'lib p95':>8} {'sqlite3 p50':>10} "
-          f"{'sqlite3 p95':>10} {'ratio':>8}   target (p50)")
+    print(
+        f"\n{'operation':<16} {'lib p50':>8} {'lib p95':>8} {'sqlite3 p50':>10} "
+        f"{'sqlite3 p95':>10} {'ratio':>8}   target (p50)"
+    )
 
     # append: message + FTS row in one transaction, under an explicit parent
     session = Session(store).for_session("bench-append")
@@ -151,10 +173,16 @@ def main() -> None:
 
     def lib_append(_: object) -> None:
         i = next(lib_ids)
-        m = loop.run_until_complete(session.append_message(
-            {"id": f"a{i}", "role": "user",
-             "parts": [{"type": "text", "text": f"hello number {i}"}]},
-            parent[0]))
+        m = loop.run_until_complete(
+            session.append_message(
+                {
+                    "id": f"a{i}",
+                    "role": "user",
+                    "parts": [{"type": "text", "text": f"hello number {i}"}],
+                },
+                parent[0],
+            )
+        )
         parent[0] = m.id
 
     raw_parent: list[str | None] = [None]
@@ -164,23 +192,40 @@ def main() -> None:
         i = next(raw_ids)
         mid = f"r{i}"
         text = f"hello number {i}"
-        content = json.dumps({"id": mid, "role": "user", "parts": [{"type": "text", "text": text}],
-                              "created_at": "2026-11-01T00:00:00+00:00"})
+        content = json.dumps(
+            {
+                "id": mid,
+                "role": "user",
+                "parts": [{"type": "text", "text": text}],
+                "created_at": "2026-11-01T00:00:00+00:00",
+            }
+        )
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("SELECT 1 FROM messages WHERE session_id = ? AND id = ?", ("bench-raw", mid))
         if raw_parent[0]:
-            raw.execute("SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
-                        ("bench-raw", raw_parent[0]))
+            raw.execute(
+                "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
+                ("bench-raw", raw_parent[0]),
+            )
         cur = raw.execute(
             "INSERT INTO messages (id, session_id, parent_id, role, content, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (mid, "bench-raw", raw_parent[0], "user", content, "2026-11-01T00:00:00+00:00"))
-        found = raw.execute("SELECT n FROM search_scopes WHERE session_id = ?",
-                            ("bench-raw",)).fetchone()
-        scope = found[0] if found else raw.execute(
-            "INSERT INTO search_scopes (session_id) VALUES (?)", ("bench-raw",)).lastrowid
-        raw.execute("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                    (index_rowid(scope, cur.lastrowid), text))
+            (mid, "bench-raw", raw_parent[0], "user", content, "2026-11-01T00:00:00+00:00"),
+        )
+        found = raw.execute(
+            "SELECT n FROM search_scopes WHERE session_id = ?", ("bench-raw",)
+        ).fetchone()
+        scope = (
+            found[0]
+            if found
+            else raw.execute(
+                "INSERT INTO search_scopes (session_id) VALUES (?)", ("bench-raw",)
+            ).lastrowid
+        )
+        raw.execute(
+            "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+            (index_rowid(scope, cur.lastrowid), text),
+        )
         raw.execute("COMMIT")
         raw_parent[0] = mid
 
@@ -188,8 +233,7 @@ def main() -> None:
     # with 20 fresh appends instead of a pass over the samples.
     timed(lib_append, list(range(20)))
     timed(raw_append, list(range(20)))
-    compare("append", lib_append, raw_append, list(range(n * 5)), "≤ 0.25 ms, ≤ 3×",
-            warm=False)
+    compare("append", lib_append, raw_append, list(range(n * 5)), "≤ 0.25 ms, ≤ 3×", warm=False)
 
     leaves = [rng.choice(corpus["leaves"]) for _ in range(n)]
     sessions = {sid: Session(store).for_session(sid) for sid, _ in leaves}
@@ -231,19 +275,24 @@ def main() -> None:
         low, high = scope_range(found[0])
         marked = raw.execute(
             "SELECT rowid, highlight(messages_fts, 0, char(1), char(2)) FROM messages_fts "
-            "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?", (expr, low, high)
+            "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
+            (expr, low, high),
         ).fetchall()
         seqs = [rowid & 0xFFFFFFFF for rowid, _ in marked[:20]]
         if seqs:
             rows = raw.execute(
                 "SELECT seq, id, role, content, created_at, session_id FROM messages "
-                f"WHERE seq IN ({','.join('?' * len(seqs))})", seqs).fetchall()
+                f"WHERE seq IN ({','.join('?' * len(seqs))})",
+                seqs,
+            ).fetchall()
             [json.loads(r[3]) for r in rows]
 
-    sql = ("SELECT m.id, m.role, m.content, m.created_at, m.session_id, "
-           "snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts) AS score "
-           "FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & 4294967295) "
-           "WHERE messages_fts MATCH ? {extra} ORDER BY score LIMIT 20")
+    sql = (
+        "SELECT m.id, m.role, m.content, m.created_at, m.session_id, "
+        "snippet(messages_fts, 0, '[', ']', '…', 12), bm25(messages_fts) AS score "
+        "FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & 4294967295) "
+        "WHERE messages_fts MATCH ? {extra} ORDER BY score LIMIT 20"
+    )
 
     compare("session search", lib_session_search, raw_session_search, pairs, "≤ 1 ms, ≤ 2×")
     # Its cost follows the matches in that one session, not the history: say
@@ -253,18 +302,27 @@ def main() -> None:
         t = time.perf_counter()
         found = manager.search(q, 20, session_id=sid)
         split[bool(found)].append((time.perf_counter() - t) * 1000)
-    print("  session search p50 by outcome: " + ", ".join(
-        f"{'some' if key else 'no'} matches {pct(v, 50):.3f} ms ({len(v)} queries)"
-        for key, v in split.items() if v))
+    print(
+        "  session search p50 by outcome: "
+        + ", ".join(
+            f"{'some' if key else 'no'} matches {pct(v, 50):.3f} ms ({len(v)} queries)"
+            for key, v in split.items()
+            if v
+        )
+    )
 
     def lib_global_search(query: str) -> None:
         manager.search(query, 20)
 
     def raw_global_search(query: str) -> None:
         expr = scoped_expression("body", match_expression(query))
-        rows = raw.execute(sql.format(
-            extra="AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
-                  "AND s.deleted_at IS NOT NULL)"), (expr,)).fetchall()
+        rows = raw.execute(
+            sql.format(
+                extra="AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
+                "AND s.deleted_at IS NOT NULL)"
+            ),
+            (expr,),
+        ).fetchall()
         [json.loads(r[2]) for r in rows]
 
     compare("global search", lib_global_search, raw_global_search, queries, "≤ 3 ms, ≤ 2×")
@@ -279,7 +337,8 @@ def main() -> None:
         "metadata, input_tokens, output_tokens, cost, created_at, updated_at, deleted_at, "
         "status_detail FROM sessions WHERE deleted_at IS NULL AND (project_id IS NULL OR "
         "project_id NOT IN (SELECT id FROM projects WHERE archived_at IS NOT NULL)) "
-        "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?")
+        "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?"
+    )
 
     def raw_list(_: object) -> None:
         raw.execute(list_sql, (50, 0)).fetchall()

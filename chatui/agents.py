@@ -52,9 +52,15 @@ class PeerMarks:
 def agent_spec(agent: AgentConfig) -> AgentSpec:
     """What the store keeps of an agent from the config file."""
     return AgentSpec(
-        name=agent.name, model=agent.model, soul=agent.soul, description=agent.description,
-        config={"blocks": [asdict(b) for b in agent.blocks], "skills_dir": agent.skills_dir,
-                "peers": list(agent.peers)},
+        name=agent.name,
+        model=agent.model,
+        soul=agent.soul,
+        description=agent.description,
+        config={
+            "blocks": [asdict(b) for b in agent.blocks],
+            "skills_dir": agent.skills_dir,
+            "peers": list(agent.peers),
+        },
     )
 
 
@@ -118,9 +124,12 @@ class AgentRuntime:
             if agent is None:
                 return self.manager
             manager = build_manager(
-                self.store, self.config, agent_blocks(agent, self.config),
+                self.store,
+                self.config,
+                agent_blocks(agent, self.config),
                 skills_dir=agent.config.get("skills_dir"),
-                global_namespace=agent_namespace(agent))
+                global_namespace=agent_namespace(agent),
+            )
             self._managers[agent_id] = manager
         return manager
 
@@ -135,10 +144,14 @@ class AgentRuntime:
             from .engine import ChatEngine  # not on the first frame's import path
 
             agent = self.agent(agent_id)
-            config = self.config if agent is None or not agent.model \
+            config = (
+                self.config
+                if agent is None or not agent.model
                 else replace(self.config, model=agent.model)
-            engine = ChatEngine(self.manager_for_agent(agent_id), config,
-                                extra_tools=self.peer_tools)
+            )
+            engine = ChatEngine(
+                self.manager_for_agent(agent_id), config, extra_tools=self.peer_tools
+            )
             self._engines[agent_id] = engine
         return engine
 
@@ -155,8 +168,9 @@ class AgentRuntime:
             return [a.name for a in live]
         me = self.agent(agent_id)
         allowed = [p.lower() for p in (me.config.get("peers") or [])] if me else []
-        return [a.name for a in live if a.id != agent_id
-                and (not allowed or a.name.lower() in allowed)]
+        return [
+            a.name for a in live if a.id != agent_id and (not allowed or a.name.lower() in allowed)
+        ]
 
     def peer_tools(self, session_id: str) -> dict[str, Tool]:
         """`message_agent` for a chat that can reach another agent, else nothing."""
@@ -198,14 +212,15 @@ class AgentRuntime:
                     marks.targets[hop.message_id] = (hop.from_session_id, hop.from_message_id)
             elif hop.from_message_id:
                 marks.labels[hop.from_message_id] = f"asked {names.get(hop.to_agent_id, '?')}"
-                marks.targets[hop.from_message_id] = (hop.to_session_id,
-                                                      hop.reply_message_id or hop.message_id)
+                marks.targets[hop.from_message_id] = (
+                    hop.to_session_id,
+                    hop.reply_message_id or hop.message_id,
+                )
         return marks
 
     def status_line(self, session_id: str) -> str:
-        """"waiting for <agent>" while a chat is blocked on a peer, else ""."""
+        """ "waiting for <agent>" while a chat is blocked on a peer, else ""."""
         info = self.manager.get(session_id, include_deleted=True)
         if info is None or info.status != "awaiting_peer":
             return ""
         return info.status_detail or "waiting for a peer"
-

@@ -69,9 +69,17 @@ class ChatApp(PaletteCommands, App[int]):
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
-    def __init__(self, store: Store, config: Config, *, model: str | None = None,
-                 theme: str | None = None, ui_state: UiState | None = None,
-                 state_path: Path | None = None, warm_llm: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        *,
+        model: str | None = None,
+        theme: str | None = None,
+        ui_state: UiState | None = None,
+        state_path: Path | None = None,
+        warm_llm: bool = True,
+    ) -> None:
         super().__init__()
         self.store = store
         self.config = config
@@ -87,8 +95,9 @@ class ChatApp(PaletteCommands, App[int]):
         for custom in load_themes():
             self.register_theme(custom)
         self._theme_choice = theme or self.ui_state.theme or config.theme or DEFAULT_DARK
-        self.theme = self._theme_choice if self._theme_choice in self.available_themes \
-            else DEFAULT_DARK
+        self.theme = (
+            self._theme_choice if self._theme_choice in self.available_themes else DEFAULT_DARK
+        )
 
     # -- services the screens use ------------------------------------------------
 
@@ -134,8 +143,12 @@ class ChatApp(PaletteCommands, App[int]):
             provider = block_provider(self.store, block, namespace)
             if callable(provider):
                 provider = provider("__new_chat__")
-            session.with_context(block.label, description=block.description,
-                                 max_tokens=block.max_tokens, provider=provider)
+            session.with_context(
+                block.label,
+                description=block.description,
+                max_tokens=block.max_tokens,
+                provider=provider,
+            )
         return await session.load_context()
 
     def context_window(self, model: str) -> int | None:
@@ -152,18 +165,26 @@ class ChatApp(PaletteCommands, App[int]):
         if main.chat is None:
             blocks = await self.template_blocks(main.draft_agent)
             tokens = sum(b.tokens for b in blocks)
-            return ConversationStats(tokens=tokens, window=window, model=model,
-                                     compact_at=self.config.compact_at)
+            return ConversationStats(
+                tokens=tokens, window=window, model=model, compact_at=self.config.compact_at
+            )
         info = main.chat.info
         session = self.runtime.manager_for(info.id).get_session(info.id)
         history = main.snapshot.history if main.snapshot else []
-        tokens = (estimate_message_tokens(history)
-                  + estimate_string_tokens(await session.freeze_system_prompt()))
+        tokens = estimate_message_tokens(history) + estimate_string_tokens(
+            await session.freeze_system_prompt()
+        )
         compactions = main.snapshot.compactions if main.snapshot else 0
         return ConversationStats(
-            tokens=tokens, window=window, model=model, input_tokens=info.input_tokens,
-            output_tokens=info.output_tokens, cost=info.cost, compactions=compactions,
-            compact_at=self.config.compact_at)
+            tokens=tokens,
+            window=window,
+            model=model,
+            input_tokens=info.input_tokens,
+            output_tokens=info.output_tokens,
+            cost=info.cost,
+            compactions=compactions,
+            compact_at=self.config.compact_at,
+        )
 
     def after_chat_drawn(self, main: MainScreen) -> None:
         """Say how to set a key up when the chat's model has none (once per model)."""
@@ -180,16 +201,26 @@ class ChatApp(PaletteCommands, App[int]):
     async def _key_notice(self, main: MainScreen, model: str, problem: str) -> None:
         await main.chat_view.notice(
             f"{problem}\nPast chats are all here and searchable. To chat now without a key, "
-            "press ctrl+l and pick `demo` (offline).", "warning",
-            title=f"{model} needs an API key")
+            "press ctrl+l and pick `demo` (offline).",
+            "warning",
+            title=f"{model} needs an API key",
+        )
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         """Toasts name chats, models and errors — untrusted text: shown as written, never
         parsed as markup (a chat named "what does [/] do?" would crash the app), with
         escape sequences removed."""
-        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout,
-                       markup=False)
+        super().notify(
+            clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False
+        )
 
     def log_error(self, exc: BaseException) -> None:
         log.error("%s", exc, exc_info=exc)
@@ -309,7 +340,8 @@ class ChatApp(PaletteCommands, App[int]):
             seen.setdefault(model, "configured")
         seen.setdefault("demo", "offline demo, no key needed")
         for (model,) in self.store.query(
-                "SELECT DISTINCT model FROM sessions WHERE model IS NOT NULL LIMIT 50"):
+            "SELECT DISTINCT model FROM sessions WHERE model IS NOT NULL LIMIT 50"
+        ):
             seen.setdefault(model, "used before")
         return list(seen.items())
 
@@ -363,8 +395,7 @@ class ChatApp(PaletteCommands, App[int]):
         self.exit(0)
 
 
-def run(*, db_path: Path | None = None, model: str | None = None,
-        theme: str | None = None) -> int:
+def run(*, db_path: Path | None = None, model: str | None = None, theme: str | None = None) -> int:
     """Open the database and config and run the app; returns the exit code."""
     try:
         config = load_config()
@@ -373,8 +404,10 @@ def run(*, db_path: Path | None = None, model: str | None = None,
         return 2
     known = set(BUILTIN_THEMES) | {t.name for t in load_themes()}
     if theme is not None and theme not in known:
-        print(f"chatui: unknown theme {theme!r} (available: {', '.join(sorted(known))})",
-              file=sys.stderr)
+        print(
+            f"chatui: unknown theme {theme!r} (available: {', '.join(sorted(known))})",
+            file=sys.stderr,
+        )
         return 2
     path = Path(db_path) if db_path else paths.default_db()
     try:

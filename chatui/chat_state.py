@@ -101,8 +101,11 @@ class ChatState:
         message = self.session.get_message(message_id)
         if message is None:
             raise UnknownMessageError(f"no message {message_id!r}")
-        siblings = (self.session.get_branches(message.parent_id) if message.parent_id
-                    else [m for m in self.session.get_tree() if m.parent_id is None])
+        siblings = (
+            self.session.get_branches(message.parent_id)
+            if message.parent_id
+            else [m for m in self.session.get_tree() if m.parent_id is None]
+        )
         ids = [m.id for m in siblings]
         index = ids.index(message_id) + step
         if not 0 <= index < len(ids):
@@ -151,5 +154,5 @@ class ChatState:
                     start = index.get(meta.get("from_message_id"))
                     end = index.get(meta.get("to_message_id"))
                     if start is not None and end is not None:
-                        covered[m.id] = raw[start:end + 1]
+                        covered[m.id] = raw[start : end + 1]
         return ChatSnapshot(info, tree, leaf, history, positions, covered)

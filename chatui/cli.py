@@ -88,8 +88,7 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
             paths.ensure_private_dir(path.parent)
             paths.create_private_file(path)  # before SQLite: its -wal/-shm copy this mode
         except OSError as exc:
-            raise CliError(f"{path}: cannot create the database: {exc.strerror}",
-                           DATABASE) from exc
+            raise CliError(f"{path}: cannot create the database: {exc.strerror}", DATABASE) from exc
     with Store(path) as store:
         if not existed:
             paths.make_private(path)
@@ -102,23 +101,32 @@ def _resolve(store: Store, text: str) -> SessionInfo:
     info = manager.get(text, include_deleted=True)
     if info is not None:
         return info
-    rows = store.query("SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
-                       (len(text), text)) if text else []
+    rows = (
+        store.query(
+            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
+            (len(text), text),
+        )
+        if text
+        else []
+    )
     if not rows:
         raise CliError(f"no chat {one_line(text)!r} (see `chatui list`)", NOT_FOUND)
     if len(rows) > 1:
         shown = ", ".join(r[0][:12] for r in rows[:5])
-        raise CliError(f"{one_line(text)!r} matches several chats ({shown}…); give more of the id",
-                       USAGE)
+        raise CliError(
+            f"{one_line(text)!r} matches several chats ({shown}…); give more of the id", USAGE
+        )
     found = manager.get(rows[0][0], include_deleted=True)
     assert found is not None
     return found
 
 
 def _resolve_message(store: Store, info: SessionInfo, text: str) -> str:
-    rows = store.query("SELECT id FROM messages WHERE session_id = ? AND (id = ? OR "
-                       "substr(id, 1, ?) = ?) ORDER BY id = ? DESC, seq LIMIT 6",
-                       (info.id, text, len(text), text, text))
+    rows = store.query(
+        "SELECT id FROM messages WHERE session_id = ? AND (id = ? OR "
+        "substr(id, 1, ?) = ?) ORDER BY id = ? DESC, seq LIMIT 6",
+        (info.id, text, len(text), text, text),
+    )
     if not rows or not text:
         raise CliError(f"no message {one_line(text)!r} in chat {info.id[:12]}", NOT_FOUND)
     if rows[0][0] != text and len(rows) > 1:
@@ -161,17 +169,35 @@ def cmd_search(args: argparse.Namespace) -> int:
         session_id = _resolve(store, args.session).id if args.session else None
         hits = SessionManager(store).search(query, args.limit, session_id=session_id)
         ids = sorted({h.session_id for h in hits})
-        names = dict(store.query(
-            f"SELECT id, name FROM sessions WHERE id IN ({','.join('?' * len(ids))})", ids))
+        names = dict(
+            store.query(
+                f"SELECT id, name FROM sessions WHERE id IN ({','.join('?' * len(ids))})", ids
+            )
+        )
     if args.json:
-        _out(_json([{"session_id": h.session_id, "session_name": names.get(h.session_id),
-                     "message_id": h.id, "role": h.role,
-                     "created_at": h.created_at.isoformat() if h.created_at else None,
-                     "snippet": h.snippet, "text": h.content, "rank": h.rank} for h in hits]))
+        _out(
+            _json(
+                [
+                    {
+                        "session_id": h.session_id,
+                        "session_name": names.get(h.session_id),
+                        "message_id": h.id,
+                        "role": h.role,
+                        "created_at": h.created_at.isoformat() if h.created_at else None,
+                        "snippet": h.snippet,
+                        "text": h.content,
+                        "rank": h.rank,
+                    }
+                    for h in hits
+                ]
+            )
+        )
     else:
         for h in hits:
-            _out(f"{one_line(names.get(h.session_id, '?'), 50)}  {_day(h.created_at)}  "
-                 f"{h.role}  {h.session_id[:8]}/{one_line(h.id, 40)}")
+            _out(
+                f"{one_line(names.get(h.session_id, '?'), 50)}  {_day(h.created_at)}  "
+                f"{h.role}  {h.session_id[:8]}/{one_line(h.id, 40)}"
+            )
             _out(f"    {one_line(h.snippet or h.content, 200)}")
         if not hits:
             print(f"No messages match {one_line(query)!r}.", file=sys.stderr)
@@ -183,22 +209,39 @@ def cmd_list(args: argparse.Namespace) -> int:
         infos = SessionManager(store).list(deleted_only=args.deleted, limit=args.limit)
         counts = dict(store.query("SELECT session_id, count(*) FROM messages GROUP BY session_id"))
     if args.json:
-        _out(_json([{"id": i.id, "name": i.name, "model": i.model, "status": i.status,
-                     "source": i.source, "messages": counts.get(i.id, 0),
-                     "parent_session_id": i.parent_session_id, "project_id": i.project_id,
-                     "created_at": i.created_at.isoformat(),
-                     "updated_at": i.updated_at.isoformat(),
-                     "deleted_at": i.deleted_at.isoformat() if i.deleted_at else None,
-                     "input_tokens": i.input_tokens, "output_tokens": i.output_tokens,
-                     "cost": i.cost} for i in infos]))
+        _out(
+            _json(
+                [
+                    {
+                        "id": i.id,
+                        "name": i.name,
+                        "model": i.model,
+                        "status": i.status,
+                        "source": i.source,
+                        "messages": counts.get(i.id, 0),
+                        "parent_session_id": i.parent_session_id,
+                        "project_id": i.project_id,
+                        "created_at": i.created_at.isoformat(),
+                        "updated_at": i.updated_at.isoformat(),
+                        "deleted_at": i.deleted_at.isoformat() if i.deleted_at else None,
+                        "input_tokens": i.input_tokens,
+                        "output_tokens": i.output_tokens,
+                        "cost": i.cost,
+                    }
+                    for i in infos
+                ]
+            )
+        )
         return OK
     if not infos:
         print("No deleted chats." if args.deleted else "No chats yet.", file=sys.stderr)
         return OK
     _out(f"{'ID':<10}{'UPDATED (UTC)':<18}{'MSGS':>6}  {'MODEL':<20}{'STATUS':<10}NAME")
     for i in infos:
-        _out(f"{i.id[:8]:<10}{_day(i.updated_at):<18}{counts.get(i.id, 0):>6}  "
-             f"{one_line(i.model or '-', 19):<20}{i.status:<10}{one_line(i.name, 60)}")
+        _out(
+            f"{i.id[:8]:<10}{_day(i.updated_at):<18}{counts.get(i.id, 0):>6}  "
+            f"{one_line(i.model or '-', 19):<20}{i.status:<10}{one_line(i.name, 60)}"
+        )
     return OK
 
 
@@ -208,18 +251,33 @@ def cmd_show(args: argparse.Namespace) -> int:
         through = _resolve_message(store, info, args.branch) if args.branch else None
         view = path_view(store, info, through)
     if args.json:
-        _out(_json({
-            "session": _session_json(info), "leaf": view.leaf, "total": view.total,
-            "messages": [_message_json(m) for m in view.path],
-            "forks": [{"position": f.position, "message_id": f.message_id,
-                       "siblings": list(f.siblings)} for f in view.forks],
-            "below": list(view.below)}))
+        _out(
+            _json(
+                {
+                    "session": _session_json(info),
+                    "leaf": view.leaf,
+                    "total": view.total,
+                    "messages": [_message_json(m) for m in view.path],
+                    "forks": [
+                        {
+                            "position": f.position,
+                            "message_id": f.message_id,
+                            "siblings": list(f.siblings),
+                        }
+                        for f in view.forks
+                    ],
+                    "below": list(view.below),
+                }
+            )
+        )
     elif args.tree:
         _out(f"{one_line(info.name)}  ({info.id}; * marks the branch `show` prints)")
         for depth, branch, shown, m in outline(view):
             indent = "  " * (depth - 1) + ("├ " if branch else "│ ") if depth else ""
-            _out(f"{indent}{'*' if shown else ' '} {one_line(m.id, 24)} {m.role}: "
-                 f"{one_line(m.text or _kinds(m), 70)}")
+            _out(
+                f"{indent}{'*' if shown else ' '} {one_line(m.id, 24)} {m.role}: "
+                f"{one_line(m.text or _kinds(m), 70)}"
+            )
     else:
         _out(render_markdown(view, show_ids=True, through=through))
     return OK
@@ -255,8 +313,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError("--branch goes with one chat id, not --all", USAGE)
     with _open(args) as store:
         if args.all:
-            ids = [r[0] for r in store.query(
-                "SELECT id FROM sessions WHERE deleted_at IS NULL ORDER BY created_at, rowid")]
+            ids = [
+                r[0]
+                for r in store.query(
+                    "SELECT id FROM sessions WHERE deleted_at IS NULL ORDER BY created_at, rowid"
+                )
+            ]
         else:
             ids = [_resolve(store, args.id).id]
         if args.format == "md":
@@ -269,11 +331,15 @@ def cmd_export(args: argparse.Namespace) -> int:
             with _output(args.output) as fh:
                 for sid in ids:  # one chat in memory at a time
                     for entry in document_entries(export_session(store, sid)):
-                        fh.write(json_safe(json.dumps(entry, ensure_ascii=False,
-                                                      separators=(",", ":"))) + "\n")
+                        fh.write(
+                            json_safe(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+                            + "\n"
+                        )
     if args.output is not None:
-        print(f"Exported {len(ids)} chat{'s' if len(ids) != 1 else ''} to {args.output}",
-              file=sys.stderr)
+        print(
+            f"Exported {len(ids)} chat{'s' if len(ids) != 1 else ''} to {args.output}",
+            file=sys.stderr,
+        )
     return OK
 
 
@@ -292,8 +358,9 @@ def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> 
         return
     folder = args.output.expanduser()
     if folder.exists() and not folder.is_dir():
-        raise CliError(f"{folder}: is a file; --all --format md writes one file per chat "
-                       "into a folder", OUTPUT)
+        raise CliError(
+            f"{folder}: is a file; --all --format md writes one file per chat into a folder", OUTPUT
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
@@ -317,28 +384,54 @@ def cmd_import(args: argparse.Namespace) -> int:
     with _open(args, create=True) as store:
         try:
             outcomes = import_sessions(
-                store, docs, new_ids=args.new_ids, dry_run=args.dry_run,
-                match_source=args.source != "chatui" and not args.new_ids)
+                store,
+                docs,
+                new_ids=args.new_ids,
+                dry_run=args.dry_run,
+                match_source=args.source != "chatui" and not args.new_ids,
+            )
         except TransferError as exc:
             raise CliError(f"{path}: {exc}", BAD_INPUT) from exc
     done = [o for o in outcomes if o.imported]
     if args.json:
-        _out(_json({"file": str(path), "from": args.source, "dry_run": args.dry_run,
-                    "imported": len(done), "skipped": len(outcomes) - len(done),
-                    "chats": [{"session_id": o.session_id, "original_id": o.original_id,
-                               "name": o.name, "source": o.source, "messages": o.messages,
-                               "status": "imported" if o.imported else "skipped",
-                               "reason": o.reason} for o in outcomes]}))
+        _out(
+            _json(
+                {
+                    "file": str(path),
+                    "from": args.source,
+                    "dry_run": args.dry_run,
+                    "imported": len(done),
+                    "skipped": len(outcomes) - len(done),
+                    "chats": [
+                        {
+                            "session_id": o.session_id,
+                            "original_id": o.original_id,
+                            "name": o.name,
+                            "source": o.source,
+                            "messages": o.messages,
+                            "status": "imported" if o.imported else "skipped",
+                            "reason": o.reason,
+                        }
+                        for o in outcomes
+                    ],
+                }
+            )
+        )
         return OK
     verb = "would import" if args.dry_run else "imported"
     for o in outcomes:
         what = f"({o.messages} messages)" if o.imported else f"— {o.reason}"
-        _out(f"{verb if o.imported else 'skipped':<13}{o.session_id[:8]}  "
-             f"{one_line(o.name, 60)} {what}")
+        _out(
+            f"{verb if o.imported else 'skipped':<13}{o.session_id[:8]}  "
+            f"{one_line(o.name, 60)} {what}"
+        )
     messages = sum(o.messages for o in done)
-    _out(f"{len(outcomes)} chat{'s' if len(outcomes) != 1 else ''} in {path.name}: {len(done)} "
-         f"{verb} ({messages} messages), {len(outcomes) - len(done)} already there"
-         + (" (dry run: nothing written)" if args.dry_run else "") + ".")
+    _out(
+        f"{len(outcomes)} chat{'s' if len(outcomes) != 1 else ''} in {path.name}: {len(done)} "
+        f"{verb} ({messages} messages), {len(outcomes) - len(done)} already there"
+        + (" (dry run: nothing written)" if args.dry_run else "")
+        + "."
+    )
     return OK
 
 
@@ -348,8 +441,9 @@ def _launch(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != "chatui.app":
             raise
-        raise CliError("the terminal app is not in this build; see `chatui --help` for the "
-                       "commands", NOT_FOUND) from exc
+        raise CliError(
+            "the terminal app is not in this build; see `chatui --help` for the commands", NOT_FOUND
+        ) from exc
     db = Path(args.db).expanduser() if args.db else None
     return int(run(db_path=db, model=args.model, theme=args.theme) or 0)
 
@@ -371,66 +465,121 @@ def build_parser() -> argparse.ArgumentParser:
     """The `chatui` argument parser (its help text is the command reference)."""
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="chatui", formatter_class=raw, epilog=EPILOG,
-        description="A terminal chat app for LLMs. With no command, opens the app.")
-    parser.add_argument("--db", metavar="PATH", help="database file (default: in the user "
-                        "data folder; CHATUI_HOME moves it)")
-    parser.add_argument("--model", metavar="NAME", help="model for new chats (a LiteLLM name, "
-                        "or demo)")
+        prog="chatui",
+        formatter_class=raw,
+        epilog=EPILOG,
+        description="A terminal chat app for LLMs. With no command, opens the app.",
+    )
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        help="database file (default: in the user data folder; CHATUI_HOME moves it)",
+    )
+    parser.add_argument(
+        "--model", metavar="NAME", help="model for new chats (a LiteLLM name, or demo)"
+    )
     parser.add_argument("--theme", metavar="NAME", help="colour theme")
     parser.add_argument("--version", action="version", version="%(prog)s 0.1.0")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
-                        help="database file (default: the user's)")
+    common.add_argument(
+        "--db",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="database file (default: the user's)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
-    def command(name: str, fn: Callable[[argparse.Namespace], int], summary: str,
-                example: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=summary, description=summary,
-                           formatter_class=raw, epilog=f"example:\n  {example}\n\n{EPILOG}")
+    def command(
+        name: str, fn: Callable[[argparse.Namespace], int], summary: str, example: str
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            parents=[common],
+            help=summary,
+            description=summary,
+            formatter_class=raw,
+            epilog=f"example:\n  {example}\n\n{EPILOG}",
+        )
         p.set_defaults(run=fn)
         return p
 
-    p = command("search", cmd_search, "Search every chat (all branches) for words.",
-                'chatui search "connection pool" --limit 5')
-    p.add_argument("query", nargs="+", metavar="QUERY", help="words; \"a phrase\", prefix*, OR")
-    p.add_argument("--limit", type=_positive, default=20, metavar="N",
-                   help="most hits (default 20)")
+    p = command(
+        "search",
+        cmd_search,
+        "Search every chat (all branches) for words.",
+        'chatui search "connection pool" --limit 5',
+    )
+    p.add_argument("query", nargs="+", metavar="QUERY", help='words; "a phrase", prefix*, OR')
+    p.add_argument(
+        "--limit", type=_positive, default=20, metavar="N", help="most hits (default 20)"
+    )
     p.add_argument("--session", metavar="ID", help="only this chat (id or unique prefix)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
-    p = command("list", cmd_list, "List chats, most recently updated first.",
-                "chatui list --json")
+    p = command("list", cmd_list, "List chats, most recently updated first.", "chatui list --json")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--deleted", action="store_true", help="list deleted chats instead")
     p.add_argument("--limit", type=_positive, metavar="N", help="at most N chats")
 
-    p = command("show", cmd_show, "Show a chat: the active branch, with the others marked.",
-                "chatui show 3f2a --branch a17c")
+    p = command(
+        "show",
+        cmd_show,
+        "Show a chat: the active branch, with the others marked.",
+        "chatui show 3f2a --branch a17c",
+    )
     p.add_argument("id", metavar="ID", help="chat id or unique prefix")
-    p.add_argument("--branch", metavar="MESSAGE", help="show the branch through this message "
-                   "(down to its newest reply) instead of the active one")
+    p.add_argument(
+        "--branch",
+        metavar="MESSAGE",
+        help="show the branch through this message "
+        "(down to its newest reply) instead of the active one",
+    )
     p.add_argument("--tree", action="store_true", help="print the whole tree as an outline")
     p.add_argument("--json", action="store_true", help="print JSON")
 
-    p = command("export", cmd_export, "Export chats: Markdown (one branch), JSON or JSONL "
-                "(the whole tree).", "chatui export --all --format jsonl -o backup.jsonl")
+    p = command(
+        "export",
+        cmd_export,
+        "Export chats: Markdown (one branch), JSON or JSONL (the whole tree).",
+        "chatui export --all --format jsonl -o backup.jsonl",
+    )
     p.add_argument("id", nargs="?", metavar="ID", help="chat id or unique prefix")
     p.add_argument("--all", action="store_true", help="every chat (not deleted ones)")
-    p.add_argument("--format", choices=("md", "json", "jsonl"), default="json",
-                   help="md: the active branch; json/jsonl: everything (default json)")
+    p.add_argument(
+        "--format",
+        choices=("md", "json", "jsonl"),
+        default="json",
+        help="md: the active branch; json/jsonl: everything (default json)",
+    )
     p.add_argument("--branch", metavar="MESSAGE", help="md: the branch through this message")
-    p.add_argument("-o", "--output", type=Path, metavar="PATH",
-                   help="write here instead of stdout (with --all --format md: a folder)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="PATH",
+        help="write here instead of stdout (with --all --format md: a folder)",
+    )
 
-    p = command("import", cmd_import, "Import chats from a file, keeping every branch.",
-                "chatui import conversations.json --from chatgpt")
+    p = command(
+        "import",
+        cmd_import,
+        "Import chats from a file, keeping every branch.",
+        "chatui import conversations.json --from chatgpt",
+    )
     p.add_argument("file", metavar="FILE", help="the file (Pi: a session file or folder)")
-    p.add_argument("--from", dest="source", required=True, choices=tuple(IMPORTERS),
-                   help="chatgpt: conversations.json or the export zip; chatui: a chatui "
-                   "export; pi: Pi session JSONL; llm: llm's logs.db")
-    p.add_argument("--new-ids", action="store_true",
-                   help="import as copies with new chat ids (default: skip chats already here)")
+    p.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        choices=tuple(IMPORTERS),
+        help="chatgpt: conversations.json or the export zip; chatui: a chatui "
+        "export; pi: Pi session JSONL; llm: llm's logs.db",
+    )
+    p.add_argument(
+        "--new-ids",
+        action="store_true",
+        help="import as copies with new chat ids (default: skip chats already here)",
+    )
     p.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
     return parser

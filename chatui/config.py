@@ -69,8 +69,12 @@ class BlockConfig:
 
 DEFAULT_BLOCKS: tuple[BlockConfig, ...] = (
     BlockConfig("soul", kind="static", text=DEFAULT_SOUL),
-    BlockConfig("memory", description="Facts about the user worth keeping across chats",
-                max_tokens=1100, scope="global"),
+    BlockConfig(
+        "memory",
+        description="Facts about the user worth keeping across chats",
+        max_tokens=1100,
+        scope="global",
+    ),
     BlockConfig("scratchpad", description="Working notes for this chat", max_tokens=600),
 )
 
@@ -131,15 +135,18 @@ class Config:
     def options_for(self, model: str) -> ModelOptions:
         """The model's own options, with the global `api_base` as fallback."""
         own = self.models.get(model, ModelOptions())
-        return ModelOptions(api_base=own.api_base or self.api_base,
-                            context_window=own.context_window)
+        return ModelOptions(
+            api_base=own.api_base or self.api_base, context_window=own.context_window
+        )
 
 
 # -- parsing -------------------------------------------------------------------
 
 _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "str": ((str,), "a string"), "int": ((int,), "an integer"),
-    "float": ((int, float), "a number"), "bool": ((bool,), "true or false"),
+    "str": ((str,), "a string"),
+    "int": ((int,), "an integer"),
+    "float": ((int, float), "a number"),
+    "bool": ((bool,), "true or false"),
 }
 
 
@@ -155,7 +162,9 @@ def _check(where: str, name: str, value: Any, kind: str, *, optional: bool = Fal
 def _unknown(where: str, data: dict[str, Any], allowed: set[str]) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise ValueError(f"{where}unknown setting {extra[0]!r} (known: {', '.join(sorted(allowed))})")
+        raise ValueError(
+            f"{where}unknown setting {extra[0]!r} (known: {', '.join(sorted(allowed))})"
+        )
 
 
 def _block(data: Any, where: str) -> BlockConfig:
@@ -175,9 +184,13 @@ def _block(data: Any, where: str) -> BlockConfig:
     if max_tokens is not None and max_tokens <= 0:
         raise ValueError(f"{where}.max_tokens must be positive")
     return BlockConfig(
-        label=label.strip(), kind=kind, scope=scope, max_tokens=max_tokens,
-        description=_check(f"{where}.", "description", data.get("description"), "str",
-                           optional=True),
+        label=label.strip(),
+        kind=kind,
+        scope=scope,
+        max_tokens=max_tokens,
+        description=_check(
+            f"{where}.", "description", data.get("description"), "str", optional=True
+        ),
         text=_check(f"{where}.", "text", data.get("text", ""), "str"),
         path=_check(f"{where}.", "path", data.get("path"), "str", optional=True),
     )
@@ -219,8 +232,7 @@ def _agent(data: Any, where: str) -> AgentConfig:
         soul=_check(f"{where}.", "soul", data.get("soul", ""), "str"),
         description=_check(f"{where}.", "description", data.get("description", ""), "str"),
         blocks=_blocks(data["blocks"], f"{where}.blocks") if "blocks" in data else (),
-        skills_dir=_check(f"{where}.", "skills_dir", data.get("skills_dir"), "str",
-                          optional=True),
+        skills_dir=_check(f"{where}.", "skills_dir", data.get("skills_dir"), "str", optional=True),
         peers=tuple(peers),
     )
 
@@ -234,10 +246,15 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
     _unknown("", data, {f.name for f in fields(Config)} - {"source"})
     values: dict[str, Any] = {"source": source}
     for name, kind, optional in (
-        ("model", "str", False), ("compaction_model", "str", True), ("theme", "str", True),
-        ("api_base", "str", True), ("skills_dir", "str", True),
-        ("compact_at", "float", False), ("request_timeout", "float", False),
-        ("max_tool_rounds", "int", False), ("max_retries", "int", False),
+        ("model", "str", False),
+        ("compaction_model", "str", True),
+        ("theme", "str", True),
+        ("api_base", "str", True),
+        ("skills_dir", "str", True),
+        ("compact_at", "float", False),
+        ("request_timeout", "float", False),
+        ("max_tool_rounds", "int", False),
+        ("max_retries", "int", False),
     ):
         if name in data:
             values[name] = _check("", name, data[name], kind, optional=optional)
@@ -255,7 +272,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         values["blocks"] = _blocks(data["blocks"], "blocks")
     if "models" in data:
         if not isinstance(data["models"], dict):
-            raise ValueError("models must be a table of [models.\"name\"] tables")
+            raise ValueError('models must be a table of [models."name"] tables')
         models = {}
         for name, options in data["models"].items():
             where = f"models.{name!r}"
@@ -263,10 +280,16 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
                 raise ValueError(f"{where} must be a table")
             _unknown(f"{where}: ", options, {"api_base", "context_window"})
             models[name] = ModelOptions(
-                api_base=_check(f"{where}.", "api_base", options.get("api_base"), "str",
-                                optional=True),
-                context_window=_check(f"{where}.", "context_window",
-                                      options.get("context_window"), "int", optional=True),
+                api_base=_check(
+                    f"{where}.", "api_base", options.get("api_base"), "str", optional=True
+                ),
+                context_window=_check(
+                    f"{where}.",
+                    "context_window",
+                    options.get("context_window"),
+                    "int",
+                    optional=True,
+                ),
             )
         values["models"] = models
     if "agents" in data:

@@ -61,8 +61,13 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
             for part in message.tool_results:
                 call_id = str(part.get("tool_call_id") or "")
                 if call_id in pending:
-                    out.append({"role": "tool", "tool_call_id": call_id,
-                                "content": _output(part.get("output"))})
+                    out.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call_id,
+                            "content": _output(part.get("output")),
+                        }
+                    )
                     pending.discard(call_id)
             continue
         pending = set()
@@ -72,14 +77,23 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
         text = _text(message)
         if message.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-            calls = [p for p in message.tool_calls
-                     if str(p.get("tool_call_id") or "") in answered.get(index, set())]
+            calls = [
+                p
+                for p in message.tool_calls
+                if str(p.get("tool_call_id") or "") in answered.get(index, set())
+            ]
             if calls:
                 entry["tool_calls"] = [
-                    {"id": str(p["tool_call_id"]), "type": "function",
-                     "function": {"name": str(p.get("tool_name") or ""),
-                                  "arguments": _arguments(p.get("input"))}}
-                    for p in calls]
+                    {
+                        "id": str(p["tool_call_id"]),
+                        "type": "function",
+                        "function": {
+                            "name": str(p.get("tool_name") or ""),
+                            "arguments": _arguments(p.get("input")),
+                        },
+                    }
+                    for p in calls
+                ]
                 pending = {c["id"] for c in entry["tool_calls"]}
             if entry["content"] is None and "tool_calls" not in entry:
                 continue  # an empty reply (failed before any text) says nothing
@@ -103,8 +117,11 @@ def _answered_calls(history: list[Message]) -> dict[int, set[str]]:
         ids = {str(p.get("tool_call_id") or "") for p in message.tool_calls}
         results: set[str] = set()
         follow = index + 1
-        while follow < len(history) and history[follow].role == "tool" \
-                and not history[follow].is_compaction:
+        while (
+            follow < len(history)
+            and history[follow].role == "tool"
+            and not history[follow].is_compaction
+        ):
             results |= {str(p.get("tool_call_id") or "") for p in history[follow].tool_results}
             follow += 1
         answered[index] = ids & results

@@ -26,8 +26,7 @@ from typing import Any
 
 from store import estimate_string_tokens
 
-__all__ = ["DEMO_DELAY_ENV", "DemoReply", "make_provider", "plan_reply", "register",
-           "stream_reply"]
+__all__ = ["DEMO_DELAY_ENV", "DemoReply", "make_provider", "plan_reply", "register", "stream_reply"]
 
 DEMO_PROVIDER = "chatui-demo"
 DEMO_DELAY_ENV = "CHATUI_DEMO_DELAY"
@@ -52,30 +51,40 @@ _REMEMBER = [
     (re.compile(r"^\s*note:\s*(?P<fact>.+)", re.I | re.S), "{fact}"),
 ]
 _SEARCH = [
-    re.compile(r"\bsearch\s+(?:(?:my|our|the)\s+)?(?:(?:past|old|earlier|previous)\s+)?"
-               r"(?:chats?\s+|conversations?\s+)?for\s+(?P<q>.+)", re.I | re.S),
-    re.compile(r"\bwhat did (?:we|i|you) (?:say|talk|discuss|decide)\s+(?:about|on)\s+(?P<q>.+)",
-               re.I | re.S),
-    re.compile(r"\bfind (?:the )?(?:chat|conversation)s?\s+(?:about|on|with)\s+(?P<q>.+)",
-               re.I | re.S),
+    re.compile(
+        r"\bsearch\s+(?:(?:my|our|the)\s+)?(?:(?:past|old|earlier|previous)\s+)?"
+        r"(?:chats?\s+|conversations?\s+)?for\s+(?P<q>.+)",
+        re.I | re.S,
+    ),
+    re.compile(
+        r"\bwhat did (?:we|i|you) (?:say|talk|discuss|decide)\s+(?:about|on)\s+(?P<q>.+)",
+        re.I | re.S,
+    ),
+    re.compile(
+        r"\bfind (?:the )?(?:chat|conversation)s?\s+(?:about|on|with)\s+(?P<q>.+)", re.I | re.S
+    ),
 ]
-_RECALL = re.compile(r"\b(what(?:'s| is) my name|what do you (?:know|remember)|"
-                     r"who am i|what have you (?:saved|remembered))\b", re.I)
+_RECALL = re.compile(
+    r"\b(what(?:'s| is) my name|what do you (?:know|remember)|"
+    r"who am i|what have you (?:saved|remembered))\b",
+    re.I,
+)
 _CODE = re.compile(r"\b(code|function|script|snippet|program|implement|example in)\b", re.I)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (?:morning|afternoon|evening))\b[\s!.]*$", re.I)
 _LANGUAGES = {
-    "python": ('def greet(name: str) -> str:\n    """Say hello."""\n    return f"Hello, '
-               '{name}!"\n\n\nprint(greet("world"))'),
-    "javascript": 'function greet(name) {\n  return `Hello, ${name}!`;\n}\n\nconsole.log('
-                  'greet("world"));',
+    "python": (
+        'def greet(name: str) -> str:\n    """Say hello."""\n    return f"Hello, '
+        '{name}!"\n\n\nprint(greet("world"))'
+    ),
+    "javascript": "function greet(name) {\n  return `Hello, ${name}!`;\n}\n\nconsole.log("
+    'greet("world"));',
     "rust": 'fn greet(name: &str) -> String {\n    format!("Hello, {name}!")\n}\n\nfn main() '
-            '{\n    println!("{}", greet("world"));\n}',
+    '{\n    println!("{}", greet("world"));\n}',
     "go": 'package main\n\nimport "fmt"\n\nfunc greet(name string) string {\n\treturn '
-          'fmt.Sprintf("Hello, %s!", name)\n}\n\nfunc main() {\n\tfmt.Println(greet("world"))'
-          '\n}',
+    'fmt.Sprintf("Hello, %s!", name)\n}\n\nfunc main() {\n\tfmt.Println(greet("world"))'
+    "\n}",
     "bash": 'greet() {\n  echo "Hello, $1!"\n}\n\ngreet world',
-    "sql": "SELECT name, count(*) AS messages\nFROM chats\nGROUP BY name\nORDER BY messages "
-           "DESC;",
+    "sql": "SELECT name, count(*) AS messages\nFROM chats\nGROUP BY name\nORDER BY messages DESC;",
 }
 _SUMMARY_MARK = "<conversation>"
 
@@ -99,8 +108,9 @@ def _tool_names(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]
 
 
 def _memory_label(set_context: dict[str, Any]) -> str | None:
-    labels = (((set_context.get("parameters") or {}).get("properties") or {})
-              .get("label") or {}).get("enum") or []
+    labels = (
+        ((set_context.get("parameters") or {}).get("properties") or {}).get("label") or {}
+    ).get("enum") or []
     if "memory" in labels:
         return "memory"
     return str(labels[0]) if labels else None
@@ -108,13 +118,14 @@ def _memory_label(set_context: dict[str, Any]) -> str | None:
 
 def _block(system: str, label: str) -> str:
     """The content of block `label` in a rendered system prompt ("" when absent/empty)."""
-    match = re.search(rf"═+\n{re.escape(label.upper())}\b[^\n]*\n═+\n(?P<body>.*?)(?=\n\n═|\Z)",
-                      system, re.S)
+    match = re.search(
+        rf"═+\n{re.escape(label.upper())}\b[^\n]*\n═+\n(?P<body>.*?)(?=\n\n═|\Z)", system, re.S
+    )
     return match.group("body").strip() if match else ""
 
 
 def _third_person(fact: str) -> str:
-    """"my X" → "The user's X", "I like X" → "The user likes X" (so memory reads clearly)."""
+    """ "my X" → "The user's X", "I like X" → "The user likes X" (so memory reads clearly)."""
     fact = re.sub(r"^my\b", "The user's", fact, flags=re.I)
     fact = re.sub(r"^(?:I am|I'm)\b", "The user is", fact)
     fact = re.sub(r"^I have\b", "The user has", fact)
@@ -127,7 +138,7 @@ def _third_person(fact: str) -> str:
             verb += "es"
         else:
             verb += "s"
-        fact = f"The user {verb}{fact[match.end():]}"
+        fact = f"The user {verb}{fact[match.end() :]}"
     return re.sub(r"\bmy\b", "their", fact)
 
 
@@ -145,20 +156,22 @@ def _summary(prompt: str) -> str:
     lines = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
     user = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("user:")]
     assistant = [ln for ln in lines if ln.startswith("assistant:")]
-    topic = (user[0][:120] if user else "A conversation with the demo model")
+    topic = user[0][:120] if user else "A conversation with the demo model"
     points = [f"- {u[:160]}" for u in user[-6:]] or ["- (no user messages)"]
     previous = re.search(r"<previous-summary>\n(.*?)\n</previous-summary>", prompt, re.S)
     if previous:
         points.insert(0, "- Earlier: " + " ".join(previous.group(1).split())[:200])
     return (
-        f"## Topic\n{topic}\n\n## Key Points\n" + "\n".join(points)
+        f"## Topic\n{topic}\n\n## Key Points\n"
+        + "\n".join(points)
         + f"\n\n## Current State\n{len(user)} user and {len(assistant)} assistant messages "
         "were summarised.\n\n## Open Items\n- Continue from the latest message."
     )
 
 
-def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-               ) -> DemoReply:
+def plan_reply(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> DemoReply:
     """Decide the demo model's answer to an OpenAI-format conversation."""
     system = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
     convo = [m for m in messages if m.get("role") != "system"]
@@ -169,25 +182,32 @@ def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
 
     if last.get("role") == "tool":
         # After our own tool call: confirm in words what the tool reported.
-        calls = {c.get("id"): c.get("function", {}) for m in convo if m.get("role") ==
-                 "assistant" for c in (m.get("tool_calls") or [])}
+        calls = {
+            c.get("id"): c.get("function", {})
+            for m in convo
+            if m.get("role") == "assistant"
+            for c in (m.get("tool_calls") or [])
+        }
         name = (calls.get(last.get("tool_call_id")) or {}).get("name", "")
         result = _text(last.get("content"))
         if result.startswith("Error:"):
             return DemoReply(f"That did not work: {result[6:].strip()}")
         if name == "set_context":
-            args = json.loads((calls.get(last.get("tool_call_id")) or {}).get("arguments")
-                              or "{}")
-            return DemoReply(f"Got it — I saved this to my **{args.get('label', 'memory')}** "
-                             f"block:\n\n> {args.get('content', '')}\n\nIt is in my system "
-                             "prompt from your next message on.")
+            args = json.loads((calls.get(last.get("tool_call_id")) or {}).get("arguments") or "{}")
+            return DemoReply(
+                f"Got it — I saved this to my **{args.get('label', 'memory')}** "
+                f"block:\n\n> {args.get('content', '')}\n\nIt is in my system "
+                "prompt from your next message on."
+            )
         if name == "session_search":
             if result.startswith("No past messages"):
                 return DemoReply(f"I searched your past chats: {result}")
             hits = re.split(r"\n\n(?=\[)", result)
             shown = "\n\n".join(hits[:3])
-            return DemoReply(f"I found {len(hits)} match{'es' if len(hits) != 1 else ''} in "
-                             f"your past chats:\n\n{shown}")
+            return DemoReply(
+                f"I found {len(hits)} match{'es' if len(hits) != 1 else ''} in "
+                f"your past chats:\n\n{shown}"
+            )
         return DemoReply(f"The tool answered:\n\n```\n{result[:1500]}\n```")
 
     said = _text(last.get("content")).strip()
@@ -197,16 +217,19 @@ def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
         memory = _block(system, "memory")
         if memory:
             return DemoReply(f"Here is what I have in memory:\n\n{memory}")
-        return DemoReply("My memory block is empty. Tell me something with "
-                         "*remember that …* and I will save it.")
+        return DemoReply(
+            "My memory block is empty. Tell me something with *remember that …* and I will save it."
+        )
     if "set_context" in available:
         label = _memory_label(available["set_context"])
         for pattern, template in _REMEMBER:
             match = pattern.search(said)
             if match and label:
                 fact = _clean_fact(template.format(fact=match.group("fact").strip()))
-                return DemoReply(tool_name="set_context", arguments={
-                    "label": label, "content": fact, "action": "append"})
+                return DemoReply(
+                    tool_name="set_context",
+                    arguments={"label": label, "content": fact, "action": "append"},
+                )
     if "session_search" in available:
         for pattern in _SEARCH:
             match = pattern.search(said)
@@ -214,11 +237,14 @@ def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
                 query = match.group("q").strip().rstrip("?.!").strip("\"'“”")
                 return DemoReply(tool_name="session_search", arguments={"query": query[:200]})
     if _CODE.search(said):
-        language = next((lang for lang in _LANGUAGES if re.search(rf"\b{lang}\b", said, re.I)),
-                        "python")
-        return DemoReply(f"Here is a small {language} example:\n\n```{language}\n"
-                         f"{_LANGUAGES[language]}\n```\n\nIt defines a greeting and prints it. "
-                         "(I am the demo model, so every program I write is this one.)")
+        language = next(
+            (lang for lang in _LANGUAGES if re.search(rf"\b{lang}\b", said, re.I)), "python"
+        )
+        return DemoReply(
+            f"Here is a small {language} example:\n\n```{language}\n"
+            f"{_LANGUAGES[language]}\n```\n\nIt defines a greeting and prints it. "
+            "(I am the demo model, so every program I write is this one.)"
+        )
     if _GREETING.match(said):
         return DemoReply(
             "Hello! I am chatui's **offline demo model**. Things to try:\n\n"
@@ -226,17 +252,21 @@ def plan_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
             "- *search for tea* — I search your past chats\n"
             "- *write some python code* — Markdown with a code block\n"
             "- press **r** to regenerate, **e** to edit: both make branches\n\n"
-            "Pick a real model with **ctrl+l** when you have an API key.")
+            "Pick a real model with **ctrl+l** when you have an API key."
+        )
     words = said.split()
-    keywords = sorted({w.strip(".,!?;:\"'()").lower() for w in words if len(w) > 6},
-                      key=len, reverse=True)[:3]
+    keywords = sorted(
+        {w.strip(".,!?;:\"'()").lower() for w in words if len(w) > 6}, key=len, reverse=True
+    )[:3]
     first = re.split(r"(?<=[.!?])\s", said, maxsplit=1)[0]
     summary = f"You wrote {len(words)} word{'s' if len(words) != 1 else ''}"
     if keywords:
         summary += ", mostly about " + ", ".join(f"*{k}*" for k in keywords)
-    return DemoReply(f"{summary}.\n\n> {first[:300]}\n\nI am the offline demo model, so I can "
-                     "only echo and summarise. Say *remember that …* to try memory, or pick a "
-                     "real model with ctrl+l.")
+    return DemoReply(
+        f"{summary}.\n\n> {first[:300]}\n\nI am the offline demo model, so I can "
+        "only echo and summarise. Say *remember that …* to try memory, or pick a "
+        "real model with ctrl+l."
+    )
 
 
 # -- the provider -------------------------------------------------------------------
@@ -250,7 +280,8 @@ def _pieces(text: str) -> list[str]:
 def _usage(messages: list[dict[str, Any]], reply: DemoReply) -> dict[str, int]:
     prompt = sum(4 + estimate_string_tokens(_text(m.get("content"))) for m in messages)
     out = estimate_string_tokens(reply.text) + (
-        estimate_string_tokens(json.dumps(reply.arguments)) if reply.arguments else 0)
+        estimate_string_tokens(json.dumps(reply.arguments)) if reply.arguments else 0
+    )
     return {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
 
 
@@ -263,26 +294,45 @@ def _delay(fixed: float | None) -> float:
         return DEFAULT_DELAY
 
 
-async def stream_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                       delay: float | None = None) -> AsyncIterator[dict[str, Any]]:
+async def stream_reply(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, delay: float | None = None
+) -> AsyncIterator[dict[str, Any]]:
     """The demo's answer as LiteLLM `GenericStreamingChunk` dicts, word by word."""
     reply = plan_reply(messages, tools)
     pause = _delay(delay)
     for piece in _pieces(reply.text):
         if pause:
             await asyncio.sleep(pause)
-        yield {"text": piece, "is_finished": False, "finish_reason": "", "usage": None,
-               "index": 0, "tool_use": None}
+        yield {
+            "text": piece,
+            "is_finished": False,
+            "finish_reason": "",
+            "usage": None,
+            "index": 0,
+            "tool_use": None,
+        }
     if reply.tool_name:
-        yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None,
-               "index": 0, "tool_use": {
-                   "id": f"call_demo_{uuid.uuid4().hex[:10]}", "type": "function",
-                   "function": {"name": reply.tool_name,
-                                "arguments": json.dumps(reply.arguments)},
-                   "index": 0}}
-    yield {"text": "", "is_finished": True,
-           "finish_reason": "tool_calls" if reply.tool_name else "stop",
-           "usage": _usage(messages, reply), "index": 0, "tool_use": None}
+        yield {
+            "text": "",
+            "is_finished": False,
+            "finish_reason": "",
+            "usage": None,
+            "index": 0,
+            "tool_use": {
+                "id": f"call_demo_{uuid.uuid4().hex[:10]}",
+                "type": "function",
+                "function": {"name": reply.tool_name, "arguments": json.dumps(reply.arguments)},
+                "index": 0,
+            },
+        }
+    yield {
+        "text": "",
+        "is_finished": True,
+        "finish_reason": "tool_calls" if reply.tool_name else "stop",
+        "usage": _usage(messages, reply),
+        "index": 0,
+        "tool_use": None,
+    }
 
 
 def make_provider(litellm: Any, delay: float | None = None) -> Any:
@@ -292,8 +342,7 @@ def make_provider(litellm: Any, delay: float | None = None) -> Any:
     class DemoLLM(litellm.CustomLLM):  # type: ignore[name-defined,misc]
         """LiteLLM custom provider behind `--model demo`."""
 
-        async def astreaming(self, *args: Any, **kwargs: Any
-                             ) -> AsyncIterator[dict[str, Any]]:
+        async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
             messages = kwargs.get("messages") or []
             tools = (kwargs.get("optional_params") or {}).get("tools")
             async for chunk in stream_reply(messages, tools, delay):
@@ -315,5 +364,6 @@ def make_provider(litellm: Any, delay: float | None = None) -> Any:
 def register(litellm: Any) -> None:
     """Add the demo provider to `litellm.custom_provider_map` (once)."""
     if not any(item.get("provider") == DEMO_PROVIDER for item in litellm.custom_provider_map):
-        litellm.custom_provider_map.append({"provider": DEMO_PROVIDER,
-                                            "custom_handler": make_provider(litellm)})
+        litellm.custom_provider_map.append(
+            {"provider": DEMO_PROVIDER, "custom_handler": make_provider(litellm)}
+        )

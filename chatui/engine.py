@@ -114,9 +114,14 @@ class ChatEngine:
         flush_interval: most seconds between writes of a streaming reply.
     """
 
-    def __init__(self, manager: SessionManager, config: Config, *,
-                 flush_interval: float = 0.25,
-                 extra_tools: Callable[[str], dict[str, Tool]] | None = None) -> None:
+    def __init__(
+        self,
+        manager: SessionManager,
+        config: Config,
+        *,
+        flush_interval: float = 0.25,
+        extra_tools: Callable[[str], dict[str, Tool]] | None = None,
+    ) -> None:
         self.manager = manager
         self.config = config
         self.flush_interval = flush_interval
@@ -143,8 +148,7 @@ class ChatEngine:
 
     # -- compaction ---------------------------------------------------------------
 
-    async def compact(self, session_id: str, leaf_id: str | None = None
-                      ) -> StoredCompaction | None:
+    async def compact(self, session_id: str, leaf_id: str | None = None) -> StoredCompaction | None:
         """Summarise the middle of the path to `leaf_id` (latest leaf if None).
 
         Returns None when there is nothing to compact (nothing is stored).
@@ -162,25 +166,34 @@ class ChatEngine:
         tokens = estimate_message_tokens(session.get_history(leaf_id))
         tail = min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else []))
         compact_fn = create_compact_function(
-            make_summarizer(writer, self.options_for(writer),
-                            timeout=self.config.request_timeout),
-            tail_token_budget=max(tail, 1))
+            make_summarizer(writer, self.options_for(writer), timeout=self.config.request_timeout),
+            tail_token_budget=max(tail, 1),
+        )
         try:
             return await compact_fn(_LeafView(session, leaf_id))
         except llm.LLMError:
             raise
         except ValueError as exc:  # the summariser answered with nothing
-            raise llm.LLMError("bad_response", "The summary came back empty", str(exc),
-                               "Try again, or set compaction_model in the config.") from None
+            raise llm.LLMError(
+                "bad_response",
+                "The summary came back empty",
+                str(exc),
+                "Try again, or set compaction_model in the config.",
+            ) from None
 
     # -- turns ------------------------------------------------------------------------
 
-    async def send(self, session_id: str, text: str, *,
-                   parent_id: str | None | Latest = LATEST) -> AsyncGenerator[TurnEvent, None]:
+    async def send(
+        self, session_id: str, text: str, *, parent_id: str | None | Latest = LATEST
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it."""
         if not isinstance(text, str) or not text.strip():
-            yield TurnFailed(session_id, "There is nothing to send",
-                             hint="Type a message first.", kind="bad_input")
+            yield TurnFailed(
+                session_id,
+                "There is nothing to send",
+                hint="Type a message first.",
+                kind="bad_input",
+            )
             return
         async with aclosing(self._user_turn(session_id, text, parent_id)) as events:
             async for event in events:
@@ -192,8 +205,9 @@ class ChatEngine:
         message = session.get_message(message_id)
         problem = self._not_regenerable(message)
         if problem:
-            yield TurnFailed(session_id, problem, hint="Select a user or assistant message.",
-                             kind="bad_input")
+            yield TurnFailed(
+                session_id, problem, hint="Select a user or assistant message.", kind="bad_input"
+            )
             return
         assert message is not None
         parent = message.id if message.role == "user" else message.parent_id
@@ -202,19 +216,27 @@ class ChatEngine:
             async for event in events:
                 yield event
 
-    async def edit(self, session_id: str, message_id: str, text: str
-                   ) -> AsyncGenerator[TurnEvent, None]:
+    async def edit(
+        self, session_id: str, message_id: str, text: str
+    ) -> AsyncGenerator[TurnEvent, None]:
         """A new user message beside `message_id` (same parent) with `text`, then a reply."""
         session = self.manager.get_session(session_id)
         message = session.get_message(message_id)
         if message is None or message.role != "user":
-            yield TurnFailed(session_id, "Only your own messages can be edited",
-                             hint="Select a user message and press e.", kind="bad_input")
+            yield TurnFailed(
+                session_id,
+                "Only your own messages can be edited",
+                hint="Select a user message and press e.",
+                kind="bad_input",
+            )
             return
         if not isinstance(text, str) or not text.strip():
-            yield TurnFailed(session_id, "The edited message is empty",
-                             hint="Type the new text, or press escape to keep the old one.",
-                             kind="bad_input")
+            yield TurnFailed(
+                session_id,
+                "The edited message is empty",
+                hint="Type the new text, or press escape to keep the old one.",
+                kind="bad_input",
+            )
             return
         async with aclosing(self._user_turn(session_id, text, message.parent_id)) as events:
             async for event in events:
@@ -248,13 +270,19 @@ class ChatEngine:
         model = self.model_for(session_id)
         problem = llm.key_problem(model, self.options_for(model).api_base)
         if problem:
-            return TurnFailed(session_id, f"No API key for {model}", problem,
-                              "Set the key in your environment and restart, or pick another "
-                              "model with ctrl+l (demo works offline).", kind="auth")
+            return TurnFailed(
+                session_id,
+                f"No API key for {model}",
+                problem,
+                "Set the key in your environment and restart, or pick another "
+                "model with ctrl+l (demo works offline).",
+                kind="auth",
+            )
         return None
 
-    async def _user_turn(self, session_id: str, text: str,
-                         parent_id: str | None | Latest) -> AsyncGenerator[TurnEvent, None]:
+    async def _user_turn(
+        self, session_id: str, text: str, parent_id: str | None | Latest
+    ) -> AsyncGenerator[TurnEvent, None]:
         failed = await self._preflight(session_id)
         if failed:
             yield failed
@@ -262,20 +290,25 @@ class ChatEngine:
         session = self.manager.get_session(session_id)
         try:
             user = await session.append_message(
-                Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]),
-                parent_id)
+                Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]), parent_id
+            )
         except STORAGE_ERRORS as exc:
-            yield TurnFailed(session_id, "Your message could not be saved", llm.redact(str(exc)),
-                             "Nothing was sent. Check the disk and the database file, then "
-                             "press enter again.", kind="storage")
+            yield TurnFailed(
+                session_id,
+                "Your message could not be saved",
+                llm.redact(str(exc)),
+                "Nothing was sent. Check the disk and the database file, then press enter again.",
+                kind="storage",
+            )
             return
         yield MessageStored(session_id, user)
         async with aclosing(self._turn(session_id, user.id, preflight=False)) as events:
             async for event in events:
                 yield event
 
-    async def _turn(self, session_id: str, parent_id: str, *, preflight: bool = True
-                    ) -> AsyncGenerator[TurnEvent, None]:
+    async def _turn(
+        self, session_id: str, parent_id: str, *, preflight: bool = True
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept."""
         if preflight:
             failed = await self._preflight(session_id)
@@ -320,19 +353,23 @@ class ChatEngine:
                     messages = to_openai_messages(system_prompt, session.get_history(parent))
                     error: llm.LLMError | None = None
                     try:
-                        async with aclosing(self._stream(session_id, writer, model, options,
-                                                         messages, schemas)) as events:
+                        async with aclosing(
+                            self._stream(session_id, writer, model, options, messages, schemas)
+                        ) as events:
                             async for event in events:
                                 yield event
                     except llm.LLMError as exc:
                         error = exc
                     if error is None:
                         break
-                    if error.kind == "context_length" and not compacted \
-                            and not writer.has_content:
+                    if error.kind == "context_length" and not compacted and not writer.has_content:
                         compacted = True
-                        yield Notice(session_id, "The conversation is too long for "
-                                     f"{model}; compacting it and trying again.", "warning")
+                        yield Notice(
+                            session_id,
+                            "The conversation is too long for "
+                            f"{model}; compacting it and trying again.",
+                            "warning",
+                        )
                         done = await self._compact_quietly(session_id, parent)
                         if done is not None:
                             yield done
@@ -341,16 +378,24 @@ class ChatEngine:
                             continue
                     finished = writer.finish("error", error=error.title, error_kind=error.kind)
                     yield ReplyFinished(session_id, finished, "error")
-                    yield TurnFailed(session_id, error.title, error.detail, error.hint,
-                                     error.kind)
+                    yield TurnFailed(session_id, error.title, error.detail, error.hint, error.kind)
                     return
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
                 finished = writer.finish(status)
                 if writer.usage is not None:
-                    self.manager.add_usage(session_id, writer.usage["input"],
-                                           writer.usage["output"], writer.usage["cost"])
-                    yield UsageRecorded(session_id, finished.id, writer.usage["input"],
-                                        writer.usage["output"], writer.usage["cost"])
+                    self.manager.add_usage(
+                        session_id,
+                        writer.usage["input"],
+                        writer.usage["output"],
+                        writer.usage["cost"],
+                    )
+                    yield UsageRecorded(
+                        session_id,
+                        finished.id,
+                        writer.usage["input"],
+                        writer.usage["output"],
+                        writer.usage["cost"],
+                    )
                 yield ReplyFinished(session_id, finished, status)
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
@@ -366,18 +411,33 @@ class ChatEngine:
                 yield MemoryChanged(session_id, tuple(run.changed_labels))
             parent = run.message.id
             if rounds >= self.config.max_tool_rounds:
-                yield Notice(session_id, f"Stopped after {rounds} model calls in one turn "
-                             f"(max_tool_rounds = {self.config.max_tool_rounds}). Send a "
-                             "message to let the model continue.", "warning")
+                yield Notice(
+                    session_id,
+                    f"Stopped after {rounds} model calls in one turn "
+                    f"(max_tool_rounds = {self.config.max_tool_rounds}). Send a "
+                    "message to let the model continue.",
+                    "warning",
+                )
                 return
 
-    async def _stream(self, session_id: str, writer: ReplyWriter, model: str,
-                      options: ModelOptions, messages: list[dict[str, Any]],
-                      schemas: list[dict[str, Any]] | None) -> AsyncGenerator[TurnEvent, None]:
+    async def _stream(
+        self,
+        session_id: str,
+        writer: ReplyWriter,
+        model: str,
+        options: ModelOptions,
+        messages: list[dict[str, Any]],
+        schemas: list[dict[str, Any]] | None,
+    ) -> AsyncGenerator[TurnEvent, None]:
         """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
         stream = llm.stream_completion(
-            model, messages, tools=schemas, api_base=options.api_base,
-            timeout=self.config.request_timeout, max_retries=self.config.max_retries)
+            model,
+            messages,
+            tools=schemas,
+            api_base=options.api_base,
+            timeout=self.config.request_timeout,
+            max_retries=self.config.max_retries,
+        )
         try:
             async for chunk in stream:
                 if isinstance(chunk, llm.TextChunk):
@@ -389,24 +449,29 @@ class ChatEngine:
                 elif isinstance(chunk, llm.ToolCallChunk):
                     writer.add_call(chunk.id, chunk.name, chunk.arguments_json)
                 elif isinstance(chunk, llm.UsageChunk):
-                    writer.usage = {"input": chunk.input_tokens, "output": chunk.output_tokens,
-                                    "cost": chunk.cost}
+                    writer.usage = {
+                        "input": chunk.input_tokens,
+                        "output": chunk.output_tokens,
+                        "cost": chunk.cost,
+                    }
                 elif isinstance(chunk, llm.RetryChunk):
-                    yield Notice(session_id, f"{chunk.error.title}; trying again in "
-                                 f"{chunk.delay:.1f}s (retry {chunk.attempt} of "
-                                 f"{chunk.max_retries}).", "warning")
+                    yield Notice(
+                        session_id,
+                        f"{chunk.error.title}; trying again in "
+                        f"{chunk.delay:.1f}s (retry {chunk.attempt} of "
+                        f"{chunk.max_retries}).",
+                        "warning",
+                    )
                 writer.maybe_flush()
         finally:
             await stream.aclose()
 
-    async def _compact_quietly(self, session_id: str, leaf_id: str
-                               ) -> Compacted | Notice | None:
+    async def _compact_quietly(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
         """Compact the path to `leaf_id`; a failure is a Notice, nothing is lost."""
         try:
             compaction = await self.compact(session_id, leaf_id)
         except llm.LLMError as error:
-            return Notice(session_id, f"Compaction failed: {error.title}. {error.hint}",
-                          "warning")
+            return Notice(session_id, f"Compaction failed: {error.title}. {error.hint}", "warning")
         except Exception as exc:
             log.warning("compaction of %s failed", session_id, exc_info=True)
             return Notice(session_id, f"Compaction failed: {llm.redact(str(exc))}", "warning")

@@ -121,6 +121,13 @@ class TurnFailed:
 
 
 TurnEvent: TypeAlias = (
-    MessageStored | ReplyStarted | ReplyDelta | ReplyFinished | MemoryChanged
-    | UsageRecorded | Compacted | Notice | TurnFailed
+    MessageStored
+    | ReplyStarted
+    | ReplyDelta
+    | ReplyFinished
+    | MemoryChanged
+    | UsageRecorded
+    | Compacted
+    | Notice
+    | TurnFailed
 )

@@ -33,8 +33,9 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("f", "fork: a new chat holding the path up to this message", "message or tree"),
     KeyHelp("left / right", "previous / next sibling branch", "message or tree"),
     KeyHelp("c", "copy the message; again: copy its code blocks in turn", "message or tree"),
-    KeyHelp("g", "a peer message (⇄): open the other agent's chat at that message",
-            "message or tree"),
+    KeyHelp(
+        "g", "a peer message (⇄): open the other agent's chat at that message", "message or tree"
+    ),
     KeyHelp("up / down", "previous / next message", "message"),
     KeyHelp("i", "back to the input", "message"),
     KeyHelp("enter", "show the branch through this message", "tree"),

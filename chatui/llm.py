@@ -155,7 +155,8 @@ def completion_cost(model: str, input_tokens: int, output_tokens: int) -> float:
         return 0.0
     try:
         prompt, completion = load_litellm().cost_per_token(
-            model=model, prompt_tokens=int(input_tokens), completion_tokens=int(output_tokens))
+            model=model, prompt_tokens=int(input_tokens), completion_tokens=int(output_tokens)
+        )
         total = float(prompt) + float(completion)
     except Exception:
         return 0.0
@@ -179,8 +180,10 @@ def key_problem(model: str, api_base: str | None = None) -> str | None:
     if not secret:
         return None  # only an address is missing: providers like ollama have a local default
     names = " and ".join(missing)
-    return (f"{model} needs {names} in your environment. Set it and restart chatui "
-            f"(for example: export {secret[0]}=...), or pick the offline demo model with ctrl+l.")
+    return (
+        f"{model} needs {names} in your environment. Set it and restart chatui "
+        f"(for example: export {secret[0]}=...), or pick the offline demo model with ctrl+l."
+    )
 
 
 # -- calls ------------------------------------------------------------------------
@@ -267,19 +270,26 @@ async def stream_completion(
             # LiteLLM's OpenAI path synthesises a finish for streams that end cleanly;
             # this guards providers whose wrappers do not.
             if finish is None and not calls and usage is None:
-                raise LLMError("bad_response", f"{model}'s reply stopped before it finished",
-                               "The stream ended without saying it was done.",
-                               "The partial reply is kept. Press r to regenerate.",
-                               partial=streamed)
+                raise LLMError(
+                    "bad_response",
+                    f"{model}'s reply stopped before it finished",
+                    "The stream ended without saying it was done.",
+                    "The partial reply is kept. Press r to regenerate.",
+                    partial=streamed,
+                )
             for index in sorted(calls):
                 call = calls[index]
-                yield ToolCallChunk(call["id"] or f"call_{uuid.uuid4().hex[:12]}",
-                                    call["name"], call["arguments"] or "{}")
+                yield ToolCallChunk(
+                    call["id"] or f"call_{uuid.uuid4().hex[:12]}",
+                    call["name"],
+                    call["arguments"] or "{}",
+                )
             if usage is not None:
                 prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
                 completion = int(getattr(usage, "completion_tokens", 0) or 0)
-                yield UsageChunk(prompt, completion,
-                                 completion_cost(kwargs["model"], prompt, completion))
+                yield UsageChunk(
+                    prompt, completion, completion_cost(kwargs["model"], prompt, completion)
+                )
             return
         except LLMError:
             raise
@@ -319,8 +329,13 @@ def _merge_call(calls: dict[int, dict[str, str]], delta: Any) -> None:
             call["arguments"] += str(function.arguments)
 
 
-async def complete(model: str, messages: list[dict[str, Any]], *, api_base: str | None = None,
-                   timeout: float = DEFAULT_TIMEOUT) -> str:
+async def complete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    api_base: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> str:
     """One non-streamed call returning the reply text (for summaries).
 
     Raises:
@@ -334,6 +349,9 @@ async def complete(model: str, messages: list[dict[str, Any]], *, api_base: str 
     except Exception as exc:
         raise map_error(exc, model, api_base=api_base) from None
     if not isinstance(text, str) or not text.strip():
-        raise LLMError("bad_response", f"{model} returned an empty reply",
-                       hint="Try again, or set compaction_model in the config.")
+        raise LLMError(
+            "bad_response",
+            f"{model} returned an empty reply",
+            hint="Try again, or set compaction_model in the config.",
+        )
     return text

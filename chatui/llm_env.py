@@ -75,8 +75,7 @@ def load_litellm() -> Any:
             logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
             # LiteLLM 1.106 trips pydantic deprecation warnings on every streamed chunk;
             # they are LiteLLM's to fix and would only scribble on the terminal.
-            warnings.filterwarnings("ignore", category=DeprecationWarning,
-                                    module=r"litellm(\.|$)")
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"litellm(\.|$)")
             from .demo import register
 
             register(litellm)
@@ -100,8 +99,9 @@ def warm_up() -> None:
         try:
             litellm.token_counter(model=model, text="warm up")
         except Exception:  # counting is an optimisation; never fail the warm-up
-            logging.getLogger(__name__).debug("tokenizer warm-up for %s failed", model,
-                                              exc_info=True)
+            logging.getLogger(__name__).debug(
+                "tokenizer warm-up for %s failed", model, exc_info=True
+            )
 
 
 def is_loaded() -> bool:
@@ -140,7 +140,10 @@ def provider_of(model: str) -> str:
 def key_env_name(model: str) -> str:
     """The environment variable that holds the key for a model's provider."""
     provider = provider_of(model)
-    known = {"gemini": "GEMINI_API_KEY", "together_ai": "TOGETHERAI_API_KEY",
-             "vertex_ai": "GOOGLE_APPLICATION_CREDENTIALS",
-             "bedrock": "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"}
+    known = {
+        "gemini": "GEMINI_API_KEY",
+        "together_ai": "TOGETHERAI_API_KEY",
+        "vertex_ai": "GOOGLE_APPLICATION_CREDENTIALS",
+        "bedrock": "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY",
+    }
     return known.get(provider, f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY")

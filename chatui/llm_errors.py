@@ -22,8 +22,18 @@ __all__ = ["ErrorKind", "LLMError", "map_error", "redact", "retry_after_of"]
 log = logging.getLogger(__name__)
 
 ErrorKind: TypeAlias = Literal[
-    "auth", "permission", "not_found", "rate_limit", "timeout", "connection",
-    "context_length", "server", "bad_response", "bad_request", "cancelled", "unknown",
+    "auth",
+    "permission",
+    "not_found",
+    "rate_limit",
+    "timeout",
+    "connection",
+    "context_length",
+    "server",
+    "bad_response",
+    "bad_request",
+    "cancelled",
+    "unknown",
 ]
 
 
@@ -39,8 +49,16 @@ class LLMError(Exception):
         partial: True when part of a reply had already streamed.
     """
 
-    def __init__(self, kind: ErrorKind, title: str, detail: str = "", hint: str = "",
-                 retry_after: float | None = None, *, partial: bool = False) -> None:
+    def __init__(
+        self,
+        kind: ErrorKind,
+        title: str,
+        detail: str = "",
+        hint: str = "",
+        retry_after: float | None = None,
+        *,
+        partial: bool = False,
+    ) -> None:
         super().__init__(title)
         self.kind = kind
         self.title = title
@@ -57,13 +75,15 @@ class LLMError(Exception):
 
 
 _KEY_PATTERNS = [
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),           # OpenAI, Anthropic (sk-ant-…), DeepSeek
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI, Anthropic (sk-ant-…), DeepSeek
     re.compile(r"\b(?:gsk|xai|hf|pplx|csk|ghp|gho|github_pat)[_-][A-Za-z0-9_\-]{12,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),         # Google
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),              # AWS access key id
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),  # Google
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key id
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-~+/=]{8,}"),
-    re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret)"
-               r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"),
+    re.compile(
+        r"(?i)((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret)"
+        r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"
+    ),
 ]
 _SECRET_ENV = re.compile(r"(?:_API_KEY|_KEY|_TOKEN|_SECRET|_SECRET_ACCESS_KEY|_PASSWORD)$")
 
@@ -133,24 +153,42 @@ def _chain(exc: BaseException) -> list[BaseException]:
     while node is not None and node not in seen and len(seen) < 12:
         seen.append(node)
         original = getattr(node, "original_exception", None)
-        node = original if isinstance(original, BaseException) else (
-            node.__cause__ or node.__context__)
+        node = (
+            original
+            if isinstance(original, BaseException)
+            else (node.__cause__ or node.__context__)
+        )
     return seen
 
 
 def _is_timeout(exc: BaseException) -> bool:
     names = {type(e).__name__ for e in _chain(exc)}
-    return bool(names & {"Timeout", "APITimeoutError", "ReadTimeout", "ConnectTimeout",
-                         "TimeoutError", "ServerTimeoutError", "PoolTimeout", "WriteTimeout"})
+    return bool(
+        names
+        & {
+            "Timeout",
+            "APITimeoutError",
+            "ReadTimeout",
+            "ConnectTimeout",
+            "TimeoutError",
+            "ServerTimeoutError",
+            "PoolTimeout",
+            "WriteTimeout",
+        }
+    )
 
 
 def _is_malformed(exc: BaseException) -> bool:
-    return any(isinstance(e, json.JSONDecodeError | UnicodeDecodeError) for e in _chain(exc)) \
-        or "Expecting value" in str(exc) or "Expecting property name" in str(exc)
+    return (
+        any(isinstance(e, json.JSONDecodeError | UnicodeDecodeError) for e in _chain(exc))
+        or "Expecting value" in str(exc)
+        or "Expecting property name" in str(exc)
+    )
 
 
-def map_error(exc: BaseException, model: str, *, api_base: str | None = None,
-              partial: bool = False) -> LLMError:
+def map_error(
+    exc: BaseException, model: str, *, api_base: str | None = None, partial: bool = False
+) -> LLMError:
     """Turn anything LiteLLM or a provider raised into an `LLMError`."""
     if isinstance(exc, LLMError):
         return exc
@@ -161,65 +199,115 @@ def map_error(exc: BaseException, model: str, *, api_base: str | None = None,
     name = type(exc).__name__
     names = {type(e).__name__ for e in _chain(exc)}
 
-    def err(kind: ErrorKind, title: str, hint: str, retry_after: float | None = None
-            ) -> LLMError:
+    def err(kind: ErrorKind, title: str, hint: str, retry_after: float | None = None) -> LLMError:
         return LLMError(kind, title, detail, hint, retry_after, partial=partial)
 
     if name == "MidStreamFallbackError" or (partial and status in (None, 500, 503)):
         if _is_timeout(exc):
-            return err("timeout", f"{model} stopped answering mid-reply",
-                       "The partial reply is kept. Press r to regenerate, or raise "
-                       "request_timeout in the config.")
+            return err(
+                "timeout",
+                f"{model} stopped answering mid-reply",
+                "The partial reply is kept. Press r to regenerate, or raise "
+                "request_timeout in the config.",
+            )
         if _is_malformed(exc):
-            return err("bad_response", f"{model} sent a reply chatui could not read",
-                       "The partial reply is kept. Press r to regenerate.")
-        return err("connection", f"The connection to {where} broke mid-reply",
-                   "The partial reply is kept. Press r to regenerate.")
+            return err(
+                "bad_response",
+                f"{model} sent a reply chatui could not read",
+                "The partial reply is kept. Press r to regenerate.",
+            )
+        return err(
+            "connection",
+            f"The connection to {where} broke mid-reply",
+            "The partial reply is kept. Press r to regenerate.",
+        )
     if "ContextWindowExceededError" in names:
-        return err("context_length", f"The conversation is too long for {model}",
-                   "Compact the chat (command palette: compact now), start a new chat, "
-                   "or pick a model with a larger context window with ctrl+l.")
+        return err(
+            "context_length",
+            f"The conversation is too long for {model}",
+            "Compact the chat (command palette: compact now), start a new chat, "
+            "or pick a model with a larger context window with ctrl+l.",
+        )
     if name == "AuthenticationError" or status == 401:
         env = key_env_name(model)
         if api_base:
-            hint = (f"Check the key {api_base} expects (chatui sends {env} from your "
-                    f"environment), or {pick}.")
+            hint = (
+                f"Check the key {api_base} expects (chatui sends {env} from your "
+                f"environment), or {pick}."
+            )
         else:
             hint = f"Set {env} in your environment and restart, or {pick}."
         return err("auth", f"The API key for {provider_of(model)} was rejected", hint)
     if name == "PermissionDeniedError" or status == 403:
-        return err("permission", f"Your key may not use {model}",
-                   f"Check the model's access on your {provider_of(model)} account, or {pick}.")
+        return err(
+            "permission",
+            f"Your key may not use {model}",
+            f"Check the model's access on your {provider_of(model)} account, or {pick}.",
+        )
     if name == "NotFoundError" or status == 404:
-        return err("not_found", f"{where} does not know the model {model}",
-                   f"Check the model name (as LiteLLM spells it), or {pick}.")
+        return err(
+            "not_found",
+            f"{where} does not know the model {model}",
+            f"Check the model name (as LiteLLM spells it), or {pick}.",
+        )
     if name == "RateLimitError" or status == 429:
         wait = retry_after_of(exc)
         after = f" It asked to wait {wait:.0f}s." if wait else ""
-        return err("rate_limit", f"{where} is rate-limiting requests",
-                   f"Wait a moment and press r to try again.{after} Or {pick}.", wait)
+        return err(
+            "rate_limit",
+            f"{where} is rate-limiting requests",
+            f"Wait a moment and press r to try again.{after} Or {pick}.",
+            wait,
+        )
     if _is_timeout(exc) or status == 408:
-        return err("timeout", f"{model} did not answer in time",
-                   "Press r to try again, or raise request_timeout in the config.")
-    if name == "APIConnectionError" or names & {"ConnectError", "ClientConnectorError",
-                                                 "ConnectionRefusedError", "RemoteProtocolError",
-                                                 "ServerDisconnectedError", "ReadError"}:
+        return err(
+            "timeout",
+            f"{model} did not answer in time",
+            "Press r to try again, or raise request_timeout in the config.",
+        )
+    if name == "APIConnectionError" or names & {
+        "ConnectError",
+        "ClientConnectorError",
+        "ConnectionRefusedError",
+        "RemoteProtocolError",
+        "ServerDisconnectedError",
+        "ReadError",
+    }:
         if _is_malformed(exc):
-            return err("bad_response", f"{model} sent a reply chatui could not read",
-                       "Press r to try again.")
-        return err("connection", f"Cannot reach {where}",
-                   "Check your network (or that the local server is running) and press r.")
+            return err(
+                "bad_response",
+                f"{model} sent a reply chatui could not read",
+                "Press r to try again.",
+            )
+        return err(
+            "connection",
+            f"Cannot reach {where}",
+            "Check your network (or that the local server is running) and press r.",
+        )
     if name in ("InternalServerError", "ServiceUnavailableError", "BadGatewayError") or (
-            isinstance(status, int) and status >= 500):
-        return err("server", f"{where} had a server error",
-                   f"This is on the provider's side. Press r to try again, or {pick}.")
-    if name in ("BadRequestError", "UnsupportedParamsError", "UnprocessableEntityError",
-                "ContentPolicyViolationError") or status in (400, 422):
-        return err("bad_request", f"{where} refused the request",
-                   f"The provider's message says why. Edit the message, or {pick}.")
+        isinstance(status, int) and status >= 500
+    ):
+        return err(
+            "server",
+            f"{where} had a server error",
+            f"This is on the provider's side. Press r to try again, or {pick}.",
+        )
+    if name in (
+        "BadRequestError",
+        "UnsupportedParamsError",
+        "UnprocessableEntityError",
+        "ContentPolicyViolationError",
+    ) or status in (400, 422):
+        return err(
+            "bad_request",
+            f"{where} refused the request",
+            f"The provider's message says why. Edit the message, or {pick}.",
+        )
     if name in ("APIResponseValidationError", "JSONDecodeError") or _is_malformed(exc):
-        return err("bad_response", f"{model} sent a reply chatui could not read",
-                   "Press r to try again.")
+        return err(
+            "bad_response", f"{model} sent a reply chatui could not read", "Press r to try again."
+        )
     log.debug("unmapped LLM error %s", name)
-    return err("unknown", f"The call to {model} failed ({name})",
-               f"Press r to try again, or {pick}.")
+    return err(
+        "unknown", f"The call to {model} failed ({name})", f"Press r to try again, or {pick}."
+    )

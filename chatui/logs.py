@@ -25,8 +25,11 @@ _SECRET_NAMES = re.compile(r"(_API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNO
 
 
 def _secret_values() -> list[str]:
-    return sorted((v for k, v in os.environ.items()
-                   if _SECRET_NAMES.search(k) and len(v) >= 8), key=len, reverse=True)
+    return sorted(
+        (v for k, v in os.environ.items() if _SECRET_NAMES.search(k) and len(v) >= 8),
+        key=len,
+        reverse=True,
+    )
 
 
 def redact(text: str) -> str:

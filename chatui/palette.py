@@ -29,32 +29,52 @@ class PaletteCommands:
     def chat_commands(self: ChatApp, screen: Screen[object]) -> Iterable[SystemCommand]:
         main = self.main
         yield SystemCommand("New chat", "Start a new chat (ctrl+n)", self.action_new_chat)
-        yield SystemCommand("Chats", "List, open, rename, delete chats (ctrl+s)",
-                            self.action_chats)
+        yield SystemCommand("Chats", "List, open, rename, delete chats (ctrl+s)", self.action_chats)
         yield SystemCommand("Search", "Search every chat (ctrl+f)", self.action_search)
-        yield SystemCommand("Model", "Choose the model for this chat (ctrl+l)",
-                            self.action_choose_model)
+        yield SystemCommand(
+            "Model", "Choose the model for this chat (ctrl+l)", self.action_choose_model
+        )
         if main.chat is not None:
-            yield SystemCommand("Compact now", "Summarise the middle of this chat to free "
-                                "context (the originals stay)", self.compact_now)
+            yield SystemCommand(
+                "Compact now",
+                "Summarise the middle of this chat to free context (the originals stay)",
+                self.compact_now,
+            )
             yield SystemCommand("Rename chat", "Give this chat a new name", self.rename_chat)
-            yield SystemCommand("Export chat as Markdown", "The branch on screen, as a "
-                                "Markdown file (other branches are listed)",
-                                lambda: self.export_current("md"))
-            yield SystemCommand("Export chat as JSON", "The whole tree, every branch, as "
-                                "chatui JSON (import it back with `chatui import`)",
-                                lambda: self.export_current("json"))
-            yield SystemCommand("Move chat to project", "Group this chat under a project "
-                                "(created if new); an empty name takes it out",
-                                self.move_to_project)
-            yield SystemCommand("Delete chat", "Move this chat to the deleted chats "
-                                "(restore it from the chat list)", self.delete_chat)
-        yield SystemCommand("Import chats", "From a ChatGPT export, a chatui export, Pi "
-                            "session files or an llm logs database", self.ask_import)
-        yield SystemCommand("Toggle sidebar", "Show or hide the context sidebar (ctrl+b)",
-                            self.action_toggle_sidebar)
-        yield SystemCommand("Toggle tree", "Show or hide the message tree (ctrl+t)",
-                            self.action_toggle_tree)
+            yield SystemCommand(
+                "Export chat as Markdown",
+                "The branch on screen, as a Markdown file (other branches are listed)",
+                lambda: self.export_current("md"),
+            )
+            yield SystemCommand(
+                "Export chat as JSON",
+                "The whole tree, every branch, as "
+                "chatui JSON (import it back with `chatui import`)",
+                lambda: self.export_current("json"),
+            )
+            yield SystemCommand(
+                "Move chat to project",
+                "Group this chat under a project (created if new); an empty name takes it out",
+                self.move_to_project,
+            )
+            yield SystemCommand(
+                "Delete chat",
+                "Move this chat to the deleted chats (restore it from the chat list)",
+                self.delete_chat,
+            )
+        yield SystemCommand(
+            "Import chats",
+            "From a ChatGPT export, a chatui export, Pi session files or an llm logs database",
+            self.ask_import,
+        )
+        yield SystemCommand(
+            "Toggle sidebar",
+            "Show or hide the context sidebar (ctrl+b)",
+            self.action_toggle_sidebar,
+        )
+        yield SystemCommand(
+            "Toggle tree", "Show or hide the message tree (ctrl+t)", self.action_toggle_tree
+        )
         yield SystemCommand("Keys", "Every key chatui answers to (F1)", self.action_help)
 
     @work(exclusive=True, group="compact", exit_on_error=False)
@@ -68,7 +88,8 @@ class PaletteCommands:
         self.notify("Compacting…")
         try:
             result = await self.engine_for(main.chat.session_id).compact(
-                main.chat.session_id, main.chat.active_leaf)
+                main.chat.session_id, main.chat.active_leaf
+            )
         except Exception as exc:
             self.log_error(exc)
             self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
@@ -76,8 +97,10 @@ class PaletteCommands:
         if result is None:
             self.notify("Nothing to compact yet: the chat is short.")
         else:
-            self.notify("Compacted: the summary stands in for the middle of the chat; expand "
-                        "it to see the originals.")
+            self.notify(
+                "Compacted: the summary stands in for the middle of the chat; expand "
+                "it to see the originals."
+            )
         await main.redraw()
 
     def rename_chat(self: ChatApp) -> None:
@@ -121,8 +144,12 @@ class PaletteCommands:
             self.notify(f"Moved to project {project.name!r}.")
 
         hint = f"projects: {known} · " if known else ""
-        self.push_screen(TextPrompt("Move chat to project", current,
-                                    hint=f"{hint}enter moves · empty = no project"), done)
+        self.push_screen(
+            TextPrompt(
+                "Move chat to project", current, hint=f"{hint}enter moves · empty = no project"
+            ),
+            done,
+        )
 
     async def delete_chat(self: ChatApp) -> None:
         main = self.main
@@ -146,16 +173,20 @@ class PaletteCommands:
             if not answer or not answer.strip():
                 return
             try:
-                written = export_chat(self.manager, chat.session_id, Path(answer.strip()), fmt,
-                                      chat.active_leaf)
+                written = export_chat(
+                    self.manager, chat.session_id, Path(answer.strip()), fmt, chat.active_leaf
+                )
             except OSError as exc:
-                self.notify(f"Could not write {answer.strip()}: {exc.strerror or exc}",
-                            severity="error")
+                self.notify(
+                    f"Could not write {answer.strip()}: {exc.strerror or exc}", severity="error"
+                )
                 return
             self.notify(f"Exported to {written}")
 
-        self.push_screen(TextPrompt(f"Export as {'Markdown' if fmt == 'md' else 'JSON'} to",
-                                    str(suggested)), done)
+        self.push_screen(
+            TextPrompt(f"Export as {'Markdown' if fmt == 'md' else 'JSON'} to", str(suggested)),
+            done,
+        )
 
     def ask_import(self: ChatApp) -> None:
         from .screens.dialogs import TextPrompt
@@ -164,8 +195,14 @@ class PaletteCommands:
             if answer and answer.strip():
                 self.run_import(Path(answer.strip()))
 
-        self.push_screen(TextPrompt("Import chats from (conversations.json, a chatui export, "
-                                    "a Pi session file or folder, llm's logs.db)", ""), done)
+        self.push_screen(
+            TextPrompt(
+                "Import chats from (conversations.json, a chatui export, "
+                "a Pi session file or folder, llm's logs.db)",
+                "",
+            ),
+            done,
+        )
 
     @work(exclusive=True, group="import", exit_on_error=False)
     async def run_import(self: ChatApp, path: Path) -> None:

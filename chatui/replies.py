@@ -49,9 +49,12 @@ class ReplyWriter:
 
     async def start(self, parent_id: str) -> Message:
         """Store the empty reply (status streaming, incomplete) under `parent_id`."""
-        message = Message(id=self.id, role="assistant", parts=[],
-                          metadata={"model": self.model, "status": "streaming",
-                                    "incomplete": True})
+        message = Message(
+            id=self.id,
+            role="assistant",
+            parts=[],
+            metadata={"model": self.model, "status": "streaming", "incomplete": True},
+        )
         stored = await self.session.append_message(message, parent_id)
         self.started = True
         self._last_flush = time.monotonic()
@@ -81,8 +84,9 @@ class ReplyWriter:
             arguments: Any = json.loads(arguments_json) if arguments_json.strip() else {}
         except ValueError:
             arguments = arguments_json  # kept as sent; the tool answers with an Error
-        self.calls.append({"type": "tool-call", "tool_call_id": call_id, "tool_name": name,
-                           "input": arguments})
+        self.calls.append(
+            {"type": "tool-call", "tool_call_id": call_id, "tool_name": name, "input": arguments}
+        )
         self._dirty = True
 
     def _message(self, metadata: dict[str, Any]) -> Message:
@@ -92,8 +96,9 @@ class ReplyWriter:
         if self.text:
             parts.append({"type": "text", "text": "".join(self.text)})
         parts.extend(self.calls)
-        return Message(id=self.id, role="assistant", parts=parts, metadata=metadata,
-                       token_usage=self.usage)
+        return Message(
+            id=self.id, role="assistant", parts=parts, metadata=metadata, token_usage=self.usage
+        )
 
     def maybe_flush(self) -> None:
         """Write the text so far if `flush_interval` has passed since the last write."""
@@ -101,13 +106,15 @@ class ReplyWriter:
             self.flush()
 
     def flush(self) -> None:
-        self.session.update_message(self._message(
-            {"model": self.model, "status": "streaming", "incomplete": True}))
+        self.session.update_message(
+            self._message({"model": self.model, "status": "streaming", "incomplete": True})
+        )
         self._last_flush = time.monotonic()
         self._dirty = False
 
-    def finish(self, status: ReplyStatus, *, error: str | None = None,
-               error_kind: str | None = None) -> Message:
+    def finish(
+        self, status: ReplyStatus, *, error: str | None = None, error_kind: str | None = None
+    ) -> Message:
         """Store the reply in its final form and return it as stored."""
         metadata: dict[str, Any] = {"model": self.model, "status": status}
         if status in ("cancelled", "error"):
@@ -136,8 +143,9 @@ class ToolRun:
     changed_labels: list[str] = field(default_factory=list)
 
 
-async def run_tools(session: Session, tools: dict[str, Tool], calls: list[dict[str, Any]],
-                    parent_id: str) -> ToolRun:
+async def run_tools(
+    session: Session, tools: dict[str, Tool], calls: list[dict[str, Any]], parent_id: str
+) -> ToolRun:
     """Run each call, store ONE `tool` message with every result under `parent_id`.
 
     A tool never raises for model input (they answer `Error: …`); an
@@ -150,19 +158,25 @@ async def run_tools(session: Session, tools: dict[str, Tool], calls: list[dict[s
         name = str(call.get("tool_name") or "")
         tool = tools.get(name)
         if tool is None:
-            output = (f"Error: unknown tool {name!r}; available: "
-                      f"{', '.join(sorted(tools)) or 'none'}")
+            output = (
+                f"Error: unknown tool {name!r}; available: {', '.join(sorted(tools)) or 'none'}"
+            )
         else:
             arguments = call.get("input")
             try:
-                output = await tool.call_json(arguments if isinstance(arguments, str | dict)
-                                              else json.dumps(arguments))
+                output = await tool.call_json(
+                    arguments if isinstance(arguments, str | dict) else json.dumps(arguments)
+                )
             except Exception as exc:  # tools promise not to raise; a bug must not end the turn
                 log.warning("tool %s raised", name, exc_info=True)
                 output = f"Error: {name} failed: {exc}"
         is_error = output.startswith("Error:")
-        part = {"type": "tool-result", "tool_call_id": call.get("tool_call_id"),
-                "tool_name": name, "output": output}
+        part = {
+            "type": "tool-result",
+            "tool_call_id": call.get("tool_call_id"),
+            "tool_name": name,
+            "output": output,
+        }
         if is_error:
             part["is_error"] = True
         parts.append(part)

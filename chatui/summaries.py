@@ -23,8 +23,9 @@ def summary_model(config: Config, chat_model: str) -> str:
     return config.compaction_model or chat_model
 
 
-def make_summarizer(model: str, options: ModelOptions | None = None, *,
-                    timeout: float = llm.DEFAULT_TIMEOUT) -> Summarize:
+def make_summarizer(
+    model: str, options: ModelOptions | None = None, *, timeout: float = llm.DEFAULT_TIMEOUT
+) -> Summarize:
     """An `async (prompt) -> str` for `store.create_compact_function`.
 
     Raises (from the returned function):
@@ -33,9 +34,14 @@ def make_summarizer(model: str, options: ModelOptions | None = None, *,
     api_base = options.api_base if options is not None else None
 
     async def summarize(prompt: str) -> str:
-        return await llm.complete(model, [
-            {"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
-            {"role": "user", "content": prompt},
-        ], api_base=api_base, timeout=timeout)
+        return await llm.complete(
+            model,
+            [
+                {"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
+                {"role": "user", "content": prompt},
+            ],
+            api_base=api_base,
+            timeout=timeout,
+        )
 
     return summarize

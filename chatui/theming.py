@@ -21,17 +21,42 @@ from themes import THEMES_DIR
 
 from . import paths
 
-__all__ = ["DEFAULT_DARK", "DEFAULT_LIGHT", "TOKENS", "ThemeError", "derived_tokens",
-           "load_theme", "load_themes"]
+__all__ = [
+    "DEFAULT_DARK",
+    "DEFAULT_LIGHT",
+    "TOKENS",
+    "ThemeError",
+    "derived_tokens",
+    "load_theme",
+    "load_themes",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DARK = "chatui-dark"
 DEFAULT_LIGHT = "chatui-light"
-TOKENS = ("role-user", "role-assistant", "role-tool", "gauge-ok", "gauge-warn", "gauge-over",
-          "branch-mark")
-_COLOURS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground",
-            "background", "surface", "panel", "boost")
+TOKENS = (
+    "role-user",
+    "role-assistant",
+    "role-tool",
+    "gauge-ok",
+    "gauge-warn",
+    "gauge-over",
+    "branch-mark",
+)
+_COLOURS = (
+    "primary",
+    "secondary",
+    "accent",
+    "warning",
+    "error",
+    "success",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 
 
 class ThemeError(ValueError):

@@ -41,8 +41,9 @@ def default_export_path(name: str, fmt: str, when: datetime | None = None) -> Pa
     return Path.home() / "chatui-exports" / f"{stamp}-{slug}.{fmt}"
 
 
-def export_chat(manager: SessionManager, session_id: str, target: Path, fmt: str,
-                active_leaf: str | None = None) -> Path:
+def export_chat(
+    manager: SessionManager, session_id: str, target: Path, fmt: str, active_leaf: str | None = None
+) -> Path:
     """Write one chat: `md` (the branch through `active_leaf`) or `json` (the whole tree).
 
     Raises:
@@ -54,8 +55,10 @@ def export_chat(manager: SessionManager, session_id: str, target: Path, fmt: str
     if fmt == "md":
         text = render_markdown(path_view(manager.store, info, active_leaf), through=active_leaf)
     else:
-        text = json.dumps(export_session(manager.store, session_id), ensure_ascii=False,
-                          indent=2) + "\n"
+        text = (
+            json.dumps(export_session(manager.store, session_id), ensure_ascii=False, indent=2)
+            + "\n"
+        )
     target = target.expanduser()
     paths.write_private(target, text)
     return target
@@ -72,8 +75,10 @@ def import_file(store: Store, path: Path, source: str | None = None) -> list[Imp
         raise ImportProblem(f"{path}: no such file")
     source = source or guess_format(path)
     if source is None:
-        raise ImportProblem(f"{path}: not a ChatGPT, chatui, Pi or llm file that chatui "
-                            "recognises (try `chatui import FILE --from …`)")
+        raise ImportProblem(
+            f"{path}: not a ChatGPT, chatui, Pi or llm file that chatui "
+            "recognises (try `chatui import FILE --from …`)"
+        )
     try:
         documents = load_documents(path, source)
         return import_sessions(store, documents, match_source=source != "chatui")

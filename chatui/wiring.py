@@ -36,8 +36,9 @@ def skills_path(value: str | None) -> Path:
     return path if path.is_absolute() else paths.config_dir() / path
 
 
-def block_provider(store: Store, block: BlockConfig,
-                   global_namespace: str = GLOBAL_NAMESPACE) -> Any:
+def block_provider(
+    store: Store, block: BlockConfig, global_namespace: str = GLOBAL_NAMESPACE
+) -> Any:
     """The provider for a block: an object, a factory `f(session_id)`, or None (default).
 
     Args:
@@ -51,17 +52,22 @@ def block_provider(store: Store, block: BlockConfig,
         if block.scope == "global":
             return StoreSearchProvider(store, f"{global_namespace}/{block.label}")
         factory: Callable[[str], Any] = lambda sid: StoreSearchProvider(  # noqa: E731
-            store, f"{sid}/{block.label}")
+            store, f"{sid}/{block.label}"
+        )
         return factory
     if block.scope == "global":
         return StoreContextProvider(store, global_namespace, block.label)
     return None  # the store's per-session writable block
 
 
-def build_manager(store: Store, config: Config,
-                  blocks: tuple[BlockConfig, ...] | None = None, *,
-                  skills_dir: str | None = None,
-                  global_namespace: str = GLOBAL_NAMESPACE) -> SessionManager:
+def build_manager(
+    store: Store,
+    config: Config,
+    blocks: tuple[BlockConfig, ...] | None = None,
+    *,
+    skills_dir: str | None = None,
+    global_namespace: str = GLOBAL_NAMESPACE,
+) -> SessionManager:
     """A `SessionManager` whose chats carry the configured blocks and cached prompts.
 
     Args:
@@ -72,11 +78,17 @@ def build_manager(store: Store, config: Config,
     manager = SessionManager(store).with_cached_prompt()
     blocks = config.blocks if blocks is None else blocks
     for block in blocks:
-        manager.with_context(block.label, description=block.description,
-                             max_tokens=block.max_tokens,
-                             provider=block_provider(store, block, global_namespace))
+        manager.with_context(
+            block.label,
+            description=block.description,
+            max_tokens=block.max_tokens,
+            provider=block_provider(store, block, global_namespace),
+        )
     skills = skills_dir or config.skills_dir
     if skills and not any(b.kind == "skills" for b in blocks):
-        manager.with_context("skills", description="Documents you can load when relevant",
-                             provider=DirectorySkillProvider(skills_path(skills)))
+        manager.with_context(
+            "skills",
+            description="Documents you can load when relevant",
+            provider=DirectorySkillProvider(skills_path(skills)),
+        )
     return manager

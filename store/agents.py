@@ -92,9 +92,14 @@ class AgentSpec:
 
 def _agent(row: tuple[Any, ...]) -> AgentInfo:
     return AgentInfo(
-        id=row[0], name=row[1], model=row[2], soul=row[3], description=row[4],
+        id=row[0],
+        name=row[1],
+        model=row[2],
+        soul=row[3],
+        description=row[4],
         config=json.loads(row[5]) if row[5] != "{}" else {},
-        created_at=datetime.fromisoformat(row[6]), updated_at=datetime.fromisoformat(row[7]),
+        created_at=datetime.fromisoformat(row[6]),
+        updated_at=datetime.fromisoformat(row[7]),
         archived_at=datetime.fromisoformat(row[8]) if row[8] else None,
     )
 
@@ -138,8 +143,9 @@ def get_agent_by_name(store: Store, name: str) -> AgentInfo | None:
     """The agent with that name, ignoring case and surrounding spaces, or None."""
     if not isinstance(name, str):
         return None
-    rows = store.query(f"SELECT {_COLUMNS} FROM agents WHERE name = ? COLLATE NOCASE",
-                       (name.strip(),))
+    rows = store.query(
+        f"SELECT {_COLUMNS} FROM agents WHERE name = ? COLLATE NOCASE", (name.strip(),)
+    )
     return _agent(rows[0]) if rows else None
 
 
@@ -167,12 +173,23 @@ def _check_free(store: Store, name: str, agent_id: str | None) -> None:
         raise DuplicateAgentError(f"an agent named {other.name!r} already exists")
 
 
-def create_agent(store: Store, name: str, *, model: str | None = None, soul: str = "",
-                 description: str = "", config: dict[str, Any] | None = None,
-                 agent_id: str | None = None) -> AgentInfo:
+def create_agent(
+    store: Store,
+    name: str,
+    *,
+    model: str | None = None,
+    soul: str = "",
+    description: str = "",
+    config: dict[str, Any] | None = None,
+    agent_id: str | None = None,
+) -> AgentInfo:
     name = clean_name(name)
-    values = (_text("model", model, optional=True), _text("soul", soul),
-              _text("description", description), _config_json(config or {}))
+    values = (
+        _text("model", model, optional=True),
+        _text("soul", soul),
+        _text("description", description),
+        _config_json(config or {}),
+    )
     agent_id = agent_id or uuid.uuid4().hex
     stamp = iso(now())
     with store.write():
@@ -181,15 +198,23 @@ def create_agent(store: Store, name: str, *, model: str | None = None, soul: str
             store.execute(
                 "INSERT INTO agents (id, name, model, soul, description, config, created_at, "
                 "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (agent_id, name, *values, stamp, stamp))
+                (agent_id, name, *values, stamp, stamp),
+            )
         except sqlite3.IntegrityError as exc:
             raise DuplicateAgentError(f"an agent with id {agent_id!r} already exists") from exc
     return require_agent(store, agent_id)
 
 
-def update_agent(store: Store, agent_id: str, *, name: Any = UNSET, model: Any = UNSET,
-                 soul: Any = UNSET, description: Any = UNSET, config: Any = UNSET
-                 ) -> AgentInfo:
+def update_agent(
+    store: Store,
+    agent_id: str,
+    *,
+    name: Any = UNSET,
+    model: Any = UNSET,
+    soul: Any = UNSET,
+    description: Any = UNSET,
+    config: Any = UNSET,
+) -> AgentInfo:
     """Change the given fields (`UNSET` leaves one as it is); `config` is replaced whole."""
     require_agent(store, agent_id)
     changes: dict[str, Any] = {}
@@ -209,8 +234,10 @@ def update_agent(store: Store, agent_id: str, *, name: Any = UNSET, model: Any =
         if "name" in changes:
             _check_free(store, changes["name"], agent_id)
         assignments = ", ".join(f"{column} = ?" for column in changes)
-        store.execute(f"UPDATE agents SET {assignments}, updated_at = ? WHERE id = ?",
-                      (*changes.values(), iso(now()), agent_id))
+        store.execute(
+            f"UPDATE agents SET {assignments}, updated_at = ? WHERE id = ?",
+            (*changes.values(), iso(now()), agent_id),
+        )
     return require_agent(store, agent_id)
 
 
@@ -219,15 +246,18 @@ def set_archived(store: Store, agent_id: str, archived: bool) -> AgentInfo:
     require_agent(store, agent_id)
     with store.write():
         if archived:  # archiving twice keeps the first date
-            store.execute("UPDATE agents SET archived_at = COALESCE(archived_at, ?) WHERE id = ?",
-                          (iso(now()), agent_id))
+            store.execute(
+                "UPDATE agents SET archived_at = COALESCE(archived_at, ?) WHERE id = ?",
+                (iso(now()), agent_id),
+            )
         else:
             store.execute("UPDATE agents SET archived_at = NULL WHERE id = ?", (agent_id,))
     return require_agent(store, agent_id)
 
 
-def sync_agents(store: Store, specs: Iterable[AgentSpec | Mapping[str, Any]], *,
-                archive_missing: bool = False) -> list[AgentInfo]:
+def sync_agents(
+    store: Store, specs: Iterable[AgentSpec | Mapping[str, Any]], *, archive_missing: bool = False
+) -> list[AgentInfo]:
     """Upsert agents from a config file, in one transaction; returns them in spec order.
 
     The config wins for each field it sets (not None); `config` dicts are
@@ -258,8 +288,14 @@ def sync_agents(store: Store, specs: Iterable[AgentSpec | Mapping[str, Any]], *,
         for name, spec in cleaned:
             current = get_agent_by_name(store, name)
             if current is None:
-                agent = create_agent(store, name, model=spec.model, soul=spec.soul or "",
-                                     description=spec.description or "", config=spec.config)
+                agent = create_agent(
+                    store,
+                    name,
+                    model=spec.model,
+                    soul=spec.soul or "",
+                    description=spec.description or "",
+                    config=spec.config,
+                )
                 ids.append(agent.id)
                 continue
             ids.append(current.id)
@@ -270,17 +306,25 @@ def sync_agents(store: Store, specs: Iterable[AgentSpec | Mapping[str, Any]], *,
                 spec.description if spec.description is not None else current.description,
                 {**current.config, **(spec.config or {})},
             )
-            now_is = (current.name, current.model, current.soul, current.description,
-                      current.config)
+            now_is = (
+                current.name,
+                current.model,
+                current.soul,
+                current.description,
+                current.config,
+            )
             if wanted == now_is and current.archived_at is None:
                 continue  # unchanged: keep updated_at meaningful
             store.execute(
                 "UPDATE agents SET name = ?, model = ?, soul = ?, description = ?, config = ?, "
                 "archived_at = NULL, updated_at = ? WHERE id = ?",
-                (*wanted[:4], _config_json(wanted[4]), stamp, current.id))
+                (*wanted[:4], _config_json(wanted[4]), stamp, current.id),
+            )
         if archive_missing:
             marks = ",".join("?" * len(ids))
             store.execute(
                 f"UPDATE agents SET archived_at = ? WHERE archived_at IS NULL "
-                f"AND id NOT IN ({marks})", (stamp, *ids))
+                f"AND id NOT IN ({marks})",
+                (stamp, *ids),
+            )
     return [require_agent(store, agent_id) for agent_id in ids]

@@ -59,8 +59,7 @@ def build_summary_prompt(messages: list[Message], previous_summary: str | None =
             f"what it says unless the conversation overturned it.\n\n<previous-summary>\n"
             f"{previous_summary}\n</previous-summary>"
         )
-    lines.append("<conversation>\n" + "\n".join(_render(m) for m in messages)
-                 + "\n</conversation>")
+    lines.append("<conversation>\n" + "\n".join(_render(m) for m in messages) + "\n</conversation>")
     return "\n\n".join(lines)
 
 
@@ -85,9 +84,12 @@ def _split_safe(history: list[Message], index: int) -> bool:
     return not (before & after)
 
 
-def create_compact_function(summarize: Summarize, protect_head: int = 3,
-                            tail_token_budget: int = 20_000,
-                            min_tail_messages: int = 2) -> CompactFunction:
+def create_compact_function(
+    summarize: Summarize,
+    protect_head: int = 3,
+    tail_token_budget: int = 20_000,
+    min_tail_messages: int = 2,
+) -> CompactFunction:
     """A function for `Session.on_compaction` that summarises the middle of the history."""
 
     async def compact(session: Session) -> StoredCompaction | None:

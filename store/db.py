@@ -93,7 +93,8 @@ class Store:
         except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:  # peewee wraps them
             self.db.close()
             raise DatabaseFileError(
-                f"{self.path}: cannot open as a SQLite database: {exc}") from exc
+                f"{self.path}: cannot open as a SQLite database: {exc}"
+            ) from exc
         except BaseException:
             self.db.close()
             raise
@@ -192,7 +193,8 @@ def _check_file(path: Path) -> None:
                 parent.mkdir(parents=True, mode=0o700)
             except OSError as exc:
                 raise DatabaseFileError(
-                    f"{path}: cannot create its folder: {exc.strerror}") from exc
+                    f"{path}: cannot create its folder: {exc.strerror}"
+                ) from exc
 
 
 def _refuse_foreign(path: Path) -> None:
@@ -214,10 +216,8 @@ def _refuse_foreign(path: Path) -> None:
             break
         except sqlite3.DatabaseError as exc:
             if attempt == 2:
-                raise DatabaseFileError(
-                    f"{path}: cannot open as a SQLite database: {exc}") from exc
+                raise DatabaseFileError(f"{path}: cannot open as a SQLite database: {exc}") from exc
             time.sleep(0.05)
     if tables and "schema_migrations" not in tables:
         shown = ", ".join(sorted(tables)[:3])
-        raise DatabaseFileError(
-            f"{path}: not a chatui database (it holds {shown}); left unchanged")
+        raise DatabaseFileError(f"{path}: not a chatui database (it holds {shown}); left unchanged")

@@ -60,6 +60,7 @@ __all__ = [
     "HistorySearchProvider",
 ]
 
+
 @dataclass
 class _Template:
     label: str
@@ -105,8 +106,14 @@ class SessionManager:
 
     # -- builder ----------------------------------------------------------------
 
-    def with_context(self, label: str, *, description: str | None = None,
-                     max_tokens: int | None = None, provider: Any = None) -> SessionManager:
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+    ) -> SessionManager:
         """A block every session gets; `provider` may be a factory `f(session_id)`."""
         if any(t.label == label for t in self._recipe.templates):
             raise ValueError(f"a context block {label!r} already exists")
@@ -126,8 +133,9 @@ class SessionManager:
         self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
-    def compact_after(self, threshold: int, token_counter: TokenCounter | None = None
-                      ) -> SessionManager:
+    def compact_after(
+        self, threshold: int, token_counter: TokenCounter | None = None
+    ) -> SessionManager:
         """Auto-compact a session once its history and prompt exceed `threshold` tokens."""
         self._recipe.threshold = threshold
         self._recipe.token_counter = token_counter
@@ -148,10 +156,18 @@ class SessionManager:
 
     # -- lifecycle --------------------------------------------------------------
 
-    def create(self, name: str, *, id: str | None = None, parent_session_id: str | None = None,
-               model: str | None = None, source: str | None = None,
-               agent_id: str | None = None, project_id: str | None = None,
-               metadata: dict[str, Any] | None = None) -> SessionInfo:
+    def create(
+        self,
+        name: str,
+        *,
+        id: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        agent_id: str | None = None,
+        project_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionInfo:
         """A new session with status `active`.
 
         Raises:
@@ -162,8 +178,10 @@ class SessionManager:
         if not isinstance(name, str):
             raise TypeError("a session name must be a string")
         if id is not None and (not isinstance(id, str) or not id or "/" in id):
-            raise ValueError("a session id must be a non-empty string without '/' "
-                             "('/' separates chat-scoped namespaces)")
+            raise ValueError(
+                "a session id must be a non-empty string without '/' "
+                "('/' separates chat-scoped namespaces)"
+            )
         if project_id is not None:
             _projects.require_project(self.store, project_id)
         if agent_id is not None:
@@ -176,16 +194,27 @@ class SessionManager:
                 "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
                 "project_id, status, status_detail, metadata, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 'active', 'created', ?, ?, ?)",
-                (session_id, name, parent_session_id, model, source, agent_id, project_id,
-                 meta, stamp, stamp),
+                (
+                    session_id,
+                    name,
+                    parent_session_id,
+                    model,
+                    source,
+                    agent_id,
+                    project_id,
+                    meta,
+                    stamp,
+                    stamp,
+                ),
             )
             self._record_status(session_id, "active", "created", stamp)
         return self._require(session_id)
 
     def get(self, session_id: str, *, include_deleted: bool = False) -> SessionInfo | None:
         """The session, or None (also for a deleted one unless `include_deleted`)."""
-        rows = self.store.query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?",
-                                (session_id,))
+        rows = self.store.query(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        )
         if not rows:
             return None
         info = session_info(rows[0])
@@ -199,10 +228,17 @@ class SessionManager:
             raise UnknownSessionError(f"session {session_id!r} is deleted (restore it first)")
         return info
 
-    def list(self, *, project_id: str | None = None, agent_id: str | None = None,
-             include_deleted: bool = False, deleted_only: bool = False,
-             include_archived: bool = False, limit: int | None = None, offset: int = 0
-             ) -> builtins.list[SessionInfo]:
+    def list(
+        self,
+        *,
+        project_id: str | None = None,
+        agent_id: str | None = None,
+        include_deleted: bool = False,
+        deleted_only: bool = False,
+        include_archived: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins.list[SessionInfo]:
         """Sessions, most recently updated first.
 
         Args:
@@ -221,8 +257,10 @@ class SessionManager:
             where.append("project_id = ?")
             params.append(project_id)
         elif not include_archived:
-            where.append("(project_id IS NULL OR project_id NOT IN "
-                         "(SELECT id FROM projects WHERE archived_at IS NOT NULL))")
+            where.append(
+                "(project_id IS NULL OR project_id NOT IN "
+                "(SELECT id FROM projects WHERE archived_at IS NOT NULL))"
+            )
         if agent_id is not None:
             where.append("agent_id = ?")
             params.append(agent_id)
@@ -242,8 +280,9 @@ class SessionManager:
             sql += " WHERE deleted_at IS NULL"
         return self.store.query(sql)[0][0]
 
-    def _update(self, session_id: str, sql: str, params: tuple[Any, ...],
-                *, allow_deleted: bool = False) -> SessionInfo:
+    def _update(
+        self, session_id: str, sql: str, params: tuple[Any, ...], *, allow_deleted: bool = False
+    ) -> SessionInfo:
         self._require(session_id, allow_deleted=allow_deleted)
         with self.store.write():
             self.store.execute(f"UPDATE sessions SET {sql} WHERE id = ?", (*params, session_id))
@@ -271,8 +310,10 @@ class SessionManager:
         if info.agent_id == agent_id:
             return info
         if info.agent_id is not None:
-            raise ValueError(f"session {session_id!r} already runs agent {info.agent_id!r}; "
-                             "a session runs exactly one agent (start a new session)")
+            raise ValueError(
+                f"session {session_id!r} already runs agent {info.agent_id!r}; "
+                "a session runs exactly one agent (start a new session)"
+            )
         return self._update(session_id, "agent_id = ?", (agent_id,))
 
     def update_metadata(self, session_id: str, **values: Any) -> SessionInfo:
@@ -302,18 +343,25 @@ class SessionManager:
         with self.store.write():
             index = scope_number(self.store, session_id)
             if index is not None:  # the number itself stays: numbers are never reused
-                self.store.execute("DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?",
-                                   scope_range(index))
-            for table, column in (("messages", "session_id"), ("compactions", "session_id"),
-                                  ("status_changes", "session_id"), ("sessions", "id")):
+                self.store.execute(
+                    "DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?", scope_range(index)
+                )
+            for table, column in (
+                ("messages", "session_id"),
+                ("compactions", "session_id"),
+                ("status_changes", "session_id"),
+                ("sessions", "id"),
+            ):
                 self.store.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
             delete_namespaces(self.store, session_id)
             self.store.execute(
                 "DELETE FROM peer_links WHERE caller_session_id = ? OR session_id = ?",
-                (session_id, session_id))
+                (session_id, session_id),
+            )
             self.store.execute(
                 "DELETE FROM peer_hops WHERE from_session_id = ? OR to_session_id = ?",
-                (session_id, session_id))
+                (session_id, session_id),
+            )
         self._sessions.pop(session_id, None)
 
     # -- sessions ---------------------------------------------------------------
@@ -334,14 +382,20 @@ class SessionManager:
         recipe = self._recipe
         session = Session(self.store, session_id=session_id, touch_session=True)
         for t in recipe.templates:
-            provider = t.provider(session_id) if callable(t.provider) and not isinstance(
-                t.provider, ContextProvider) else t.provider
-            session.with_context(t.label, description=t.description, max_tokens=t.max_tokens,
-                                 provider=provider)
+            provider = (
+                t.provider(session_id)
+                if callable(t.provider) and not isinstance(t.provider, ContextProvider)
+                else t.provider
+            )
+            session.with_context(
+                t.label, description=t.description, max_tokens=t.max_tokens, provider=provider
+            )
         if recipe.history_label:
-            session.with_context(recipe.history_label,
-                                 description="Past conversations, searchable",
-                                 provider=HistorySearchProvider(self.store))
+            session.with_context(
+                recipe.history_label,
+                description="Past conversations, searchable",
+                provider=HistorySearchProvider(self.store),
+            )
         if recipe.cached_prompt:
             session.with_cached_prompt()
         if recipe.compact_fn is not None:
@@ -352,8 +406,9 @@ class SessionManager:
             session.on_compaction_error(recipe.on_error)
         return session
 
-    async def append(self, session_id: str, message: MessageLike,
-                     parent_id: str | None | Latest = LATEST) -> Message:
+    async def append(
+        self, session_id: str, message: MessageLike, parent_id: str | None | Latest = LATEST
+    ) -> Message:
         """Append as `Session.append_message`, bumping `updated_at`.
 
         Raises:
@@ -362,8 +417,9 @@ class SessionManager:
         self._require(session_id)
         return await self.get_session(session_id).append_message(message, parent_id)
 
-    async def upsert(self, session_id: str, message: MessageLike,
-                     parent_id: str | None | Latest = LATEST) -> Message:
+    async def upsert(
+        self, session_id: str, message: MessageLike, parent_id: str | None | Latest = LATEST
+    ) -> Message:
         """Update the message if its id exists in the session, else append it."""
         self._require(session_id)
         session = self.get_session(session_id)
@@ -375,8 +431,12 @@ class SessionManager:
             return stored
         return await session.append_message(message, parent_id)
 
-    async def append_all(self, session_id: str, messages: Iterable[MessageLike],
-                         parent_id: str | None | Latest = LATEST) -> builtins.list[Message]:
+    async def append_all(
+        self,
+        session_id: str,
+        messages: Iterable[MessageLike],
+        parent_id: str | None | Latest = LATEST,
+    ) -> builtins.list[Message]:
         """Append in order, each message a child of the one before.
 
         Every message is validated before the first is written.
@@ -396,8 +456,9 @@ class SessionManager:
     def get_message_count(self, session_id: str) -> int:
         """Messages stored in the session, every branch counted."""
         self._require(session_id, allow_deleted=True)
-        return self.store.query("SELECT count(*) FROM messages WHERE session_id = ?",
-                                (session_id,))[0][0]
+        return self.store.query(
+            "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
+        )[0][0]
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
         """`Session.get_history` of that session."""
@@ -434,10 +495,21 @@ class SessionManager:
                 "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
                 "project_id, status, status_detail, metadata, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?, ?)",
-                (new_id, name, session_id, source.model, source.source, source.agent_id,
-                 source.project_id, f"forked from {session_id}",
-                 json.dumps({"forked_from": {"session_id": session_id,
-                                             "message_id": at_message_id}}), stamp, stamp),
+                (
+                    new_id,
+                    name,
+                    session_id,
+                    source.model,
+                    source.source,
+                    source.agent_id,
+                    source.project_id,
+                    f"forked from {session_id}",
+                    json.dumps(
+                        {"forked_from": {"session_id": session_id, "message_id": at_message_id}}
+                    ),
+                    stamp,
+                    stamp,
+                ),
             )
             self._record_status(new_id, "idle", f"forked from {session_id}", stamp)
             target = self.get_session(new_id).provider
@@ -449,28 +521,33 @@ class SessionManager:
                 parent = copy.id
             for c in session.get_compactions():
                 if c.from_message_id in id_map and c.to_message_id in id_map:
-                    target.add_compaction(c.summary, id_map[c.from_message_id],
-                                          id_map[c.to_message_id])
+                    target.add_compaction(
+                        c.summary, id_map[c.from_message_id], id_map[c.to_message_id]
+                    )
             copy_namespaces(self.store, session_id, new_id, stamp)
         return self._require(new_id)
 
     # -- usage and status ---------------------------------------------------------
 
-    def add_usage(self, session_id: str, input_tokens: int = 0, output_tokens: int = 0,
-                  cost: float = 0.0) -> SessionInfo:
+    def add_usage(
+        self, session_id: str, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+    ) -> SessionInfo:
         """Add to the session's token and cost counters (negative values are refused)."""
-        for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
-                            ("cost", cost)):
+        for name, value in (
+            ("input_tokens", input_tokens),
+            ("output_tokens", output_tokens),
+            ("cost", cost),
+        ):
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number")
         return self._update(
             session_id,
             "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost = cost + ?",
-            (int(input_tokens), int(output_tokens), float(cost)), allow_deleted=True,
+            (int(input_tokens), int(output_tokens), float(cost)),
+            allow_deleted=True,
         )
 
-    def set_status(self, session_id: str, status: str, detail: str | None = None
-                   ) -> SessionInfo:
+    def set_status(self, session_id: str, status: str, detail: str | None = None) -> SessionInfo:
         """Move a session to `status` and record the transition with a timestamp.
 
         `active` while generating, `idle` between turns, `awaiting_peer` while
@@ -489,31 +566,43 @@ class SessionManager:
         self._require(session_id, allow_deleted=True)
         stamp = iso(now())
         with self.store.write():
-            self.store.execute("UPDATE sessions SET status = ?, status_detail = ? WHERE id = ?",
-                               (status, detail, session_id))
+            self.store.execute(
+                "UPDATE sessions SET status = ?, status_detail = ? WHERE id = ?",
+                (status, detail, session_id),
+            )
             self._record_status(session_id, status, detail, stamp)
         return self._require(session_id, allow_deleted=True)
 
-    def _record_status(self, session_id: str, status: str, detail: str | None,
-                       stamp: str) -> None:
+    def _record_status(self, session_id: str, status: str, detail: str | None, stamp: str) -> None:
         self.store.execute(
             "INSERT INTO status_changes (session_id, status, detail, changed_at) "
-            "VALUES (?, ?, ?, ?)", (session_id, status, detail, stamp))
+            "VALUES (?, ?, ?, ?)",
+            (session_id, status, detail, stamp),
+        )
 
     def status_history(self, session_id: str) -> builtins.list[StatusChange]:
         """Every recorded status of the session, oldest first."""
         rows = self.store.query(
             "SELECT session_id, status, detail, changed_at FROM status_changes "
-            "WHERE session_id = ? ORDER BY seq", (session_id,))
+            "WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
         return [StatusChange(r[0], r[1], r[2], datetime.fromisoformat(r[3])) for r in rows]
 
     # -- search -------------------------------------------------------------------
 
-    def search(self, query: str, limit: int = 20, *, session_id: str | None = None,
-               include_deleted: bool = False) -> builtins.list[SearchResult]:
+    def search(
+        self,
+        query: str,
+        limit: int = 20,
+        *,
+        session_id: str | None = None,
+        include_deleted: bool = False,
+    ) -> builtins.list[SearchResult]:
         """FTS5 across every session (or one), best first; never raises on query syntax."""
-        return search_messages(self.store, query, limit, session_id=session_id,
-                               include_deleted=include_deleted)
+        return search_messages(
+            self.store, query, limit, session_id=session_id, include_deleted=include_deleted
+        )
 
     def tools(self) -> dict[str, Tool]:
         """`session_search`: the model searches every past conversation."""
@@ -545,8 +634,9 @@ class SessionManager:
         """Undo `archive_project`."""
         return _projects.set_archived(self.store, project_id, False)
 
-    def project_sessions(self, project_id: str, *, include_deleted: bool = False
-                         ) -> builtins.list[SessionInfo]:
+    def project_sessions(
+        self, project_id: str, *, include_deleted: bool = False
+    ) -> builtins.list[SessionInfo]:
         """The sessions a project owns, newest first (even when it is archived)."""
         _projects.require_project(self.store, project_id)
         return self.list(project_id=project_id, include_deleted=include_deleted)
@@ -559,12 +649,26 @@ class SessionManager:
 
     # -- agents (see store.agents) ------------------------------------------------
 
-    def create_agent(self, name: str, *, model: str | None = None, soul: str = "",
-                     description: str = "", config: dict[str, Any] | None = None,
-                     id: str | None = None) -> AgentInfo:
+    def create_agent(
+        self,
+        name: str,
+        *,
+        model: str | None = None,
+        soul: str = "",
+        description: str = "",
+        config: dict[str, Any] | None = None,
+        id: str | None = None,
+    ) -> AgentInfo:
         """A new agent. Raises `DuplicateAgentError` if the name is taken (any case)."""
-        return _agents.create_agent(self.store, name, model=model, soul=soul,
-                                    description=description, config=config, agent_id=id)
+        return _agents.create_agent(
+            self.store,
+            name,
+            model=model,
+            soul=soul,
+            description=description,
+            config=config,
+            agent_id=id,
+        )
 
     def get_agent(self, agent_id: str) -> AgentInfo | None:
         """The agent (archived or not), or None."""
@@ -578,12 +682,26 @@ class SessionManager:
         """Agents by name; archived ones only with `include_archived`."""
         return _agents.list_agents(self.store, include_archived)
 
-    def update_agent(self, agent_id: str, *, name: Any = UNSET, model: Any = UNSET,
-                     soul: Any = UNSET, description: Any = UNSET, config: Any = UNSET
-                     ) -> AgentInfo:
+    def update_agent(
+        self,
+        agent_id: str,
+        *,
+        name: Any = UNSET,
+        model: Any = UNSET,
+        soul: Any = UNSET,
+        description: Any = UNSET,
+        config: Any = UNSET,
+    ) -> AgentInfo:
         """Change the fields given; sessions keep running the same agent id."""
-        return _agents.update_agent(self.store, agent_id, name=name, model=model, soul=soul,
-                                    description=description, config=config)
+        return _agents.update_agent(
+            self.store,
+            agent_id,
+            name=name,
+            model=model,
+            soul=soul,
+            description=description,
+            config=config,
+        )
 
     def archive_agent(self, agent_id: str) -> AgentInfo:
         """Retire an agent: no new sessions; its sessions and messages stay."""
@@ -593,8 +711,9 @@ class SessionManager:
         """Undo `archive_agent`."""
         return _agents.set_archived(self.store, agent_id, False)
 
-    def sync_agents(self, specs: Iterable[AgentSpec | Mapping[str, Any]], *,
-                    archive_missing: bool = False) -> builtins.list[AgentInfo]:
+    def sync_agents(
+        self, specs: Iterable[AgentSpec | Mapping[str, Any]], *, archive_missing: bool = False
+    ) -> builtins.list[AgentInfo]:
         """Upsert agents from a config file (the config wins for fields it sets)."""
         return _agents.sync_agents(self.store, specs, archive_missing=archive_missing)
 

@@ -38,9 +38,15 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 def index_text(message: Message) -> str:
     """What search sees of a message: its text and reasoning parts."""
-    return "\n".join(
-        str(p.get("text") or "") for p in message.parts if p.get("type") in ("text", "reasoning")
-    ).replace(_OPEN, " ").replace(_CLOSE, " ")
+    return (
+        "\n".join(
+            str(p.get("text") or "")
+            for p in message.parts
+            if p.get("type") in ("text", "reasoning")
+        )
+        .replace(_OPEN, " ")
+        .replace(_CLOSE, " ")
+    )
 
 
 def scope_number(store: Store, session_id: str, *, create: bool = False) -> int | None:
@@ -85,9 +91,13 @@ def search_messages(
     match = scoped_expression("body", expression)
     if session_id is not None:
         return _search_session(store, match, session_id, int(limit))
-    deleted = "" if include_deleted else (
-        "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
-        "AND s.deleted_at IS NOT NULL)"
+    deleted = (
+        ""
+        if include_deleted
+        else (
+            "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
+            "AND s.deleted_at IS NOT NULL)"
+        )
     )
     rows = store.query(
         f"""
@@ -100,19 +110,22 @@ def search_messages(
         """,
         (match, int(limit)),
     )
-    return [_result(mid, role, content, created, sid, snippet, score)
-            for mid, role, content, created, sid, snippet, score in rows]
+    return [
+        _result(mid, role, content, created, sid, snippet, score)
+        for mid, role, content, created, sid, snippet, score in rows
+    ]
 
 
-def _search_session(store: Store, match: str, session_id: str, limit: int
-                    ) -> list[SearchResult]:
+def _search_session(store: Store, match: str, session_id: str, limit: int) -> list[SearchResult]:
     scope = scope_number(store, session_id)
     if scope is None:
         return []
     low, high = scope_range(scope)
     marked = store.query(
         f"SELECT rowid, highlight(messages_fts, 0, '{_OPEN}', '{_CLOSE}') FROM messages_fts "
-        "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?", (match, low, high))
+        "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
+        (match, low, high),
+    )
     if not marked:
         return []
     lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
@@ -126,9 +139,14 @@ def _search_session(store: Store, match: str, session_id: str, limit: int
     best = scored[:limit]
     seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
     marks = ",".join("?" * len(seqs))
-    rows = {r[0]: r[1:] for r in store.query(
-        f"SELECT seq, id, role, content, created_at, session_id FROM messages "
-        f"WHERE seq IN ({marks})", seqs)}
+    rows = {
+        r[0]: r[1:]
+        for r in store.query(
+            f"SELECT seq, id, role, content, created_at, session_id FROM messages "
+            f"WHERE seq IN ({marks})",
+            seqs,
+        )
+    }
     results = []
     for score, _, rowid, text in best:
         row = rows.get(rowid & SEQ_MASK)
@@ -138,12 +156,19 @@ def _search_session(store: Store, match: str, session_id: str, limit: int
     return results
 
 
-def _result(mid: str, role: str, content: str, created: str, sid: str, snippet: str,
-            score: float) -> SearchResult:
+def _result(
+    mid: str, role: str, content: str, created: str, sid: str, snippet: str, score: float
+) -> SearchResult:
     text = index_text(Message.from_stored(json.loads(content), None, created))
-    return SearchResult(id=mid, role=role, content=text,
-                        created_at=datetime.fromisoformat(created), session_id=sid,
-                        snippet=snippet, rank=score)
+    return SearchResult(
+        id=mid,
+        role=role,
+        content=text,
+        created_at=datetime.fromisoformat(created),
+        session_id=sid,
+        snippet=snippet,
+        rank=score,
+    )
 
 
 def _snippet(marked: str) -> str:
@@ -151,7 +176,7 @@ def _snippet(marked: str) -> str:
     words = marked.split()
     first = next((i for i, w in enumerate(words) if _OPEN in w), 0)
     start = max(0, min(first - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
-    window = words[start:start + SNIPPET_TOKENS]
+    window = words[start : start + SNIPPET_TOKENS]
     text = " ".join(window)
     if text.count(_OPEN) > text.count(_CLOSE):
         text += _CLOSE  # a match that runs past the window

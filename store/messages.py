@@ -167,8 +167,9 @@ class Message:
         return cls(**kwargs)
 
     @classmethod
-    def from_stored(cls, data: Mapping[str, Any], parent_id: str | None,
-                    created_at: str) -> Message:
+    def from_stored(
+        cls, data: Mapping[str, Any], parent_id: str | None, created_at: str
+    ) -> Message:
         """Rebuild a message from the JSON the store wrote, without validating again.
 
         Every stored message passed `__post_init__` on its way in, and reads
@@ -199,8 +200,9 @@ class Message:
     def to_json(self) -> str:
         """Serialise; raises ValueError when a part holds something JSON cannot."""
         try:
-            return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"),
-                              allow_nan=False)
+            return json.dumps(
+                self.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            )
         except (TypeError, ValueError) as exc:
             raise ValueError(f"message {self.id!r} is not JSON-serialisable: {exc}") from exc
 
@@ -217,15 +219,24 @@ def text_part(text: str) -> dict[str, Any]:
 
 def tool_call_part(tool_call_id: str, tool_name: str, input: Any) -> dict[str, Any]:
     """A `tool-call` part (in an assistant message)."""
-    return {"type": "tool-call", "tool_call_id": tool_call_id, "tool_name": tool_name,
-            "input": input}
+    return {
+        "type": "tool-call",
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "input": input,
+    }
 
 
-def tool_result_part(tool_call_id: str, tool_name: str, output: Any,
-                     is_error: bool = False) -> dict[str, Any]:
+def tool_result_part(
+    tool_call_id: str, tool_name: str, output: Any, is_error: bool = False
+) -> dict[str, Any]:
     """A `tool-result` part (in a `tool` message)."""
-    part = {"type": "tool-result", "tool_call_id": tool_call_id, "tool_name": tool_name,
-            "output": output}
+    part = {
+        "type": "tool-result",
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "output": output,
+    }
     if is_error:
         part["is_error"] = True
     return part

@@ -23,8 +23,9 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[… truncated {len(text) - limit:,} characters]"
 
 
-def truncate_older_messages(messages: list[Message], keep_recent: int = 4,
-                            max_chars: int = 2000) -> list[Message]:
+def truncate_older_messages(
+    messages: list[Message], keep_recent: int = 4, max_chars: int = 2000
+) -> list[Message]:
     """Copies of `messages` with long text and tool outputs of older ones shortened.
 
     The last `keep_recent` messages are copied untouched.
@@ -62,7 +63,8 @@ def shrink_to_row_limit(message: Message, max_bytes: int) -> Message:
     clone.metadata["shrunk"] = True
     outputs = sorted(
         (p for p in clone.parts if p.get("type") == "tool-result"),
-        key=lambda p: len(value_text(p.get("output"))), reverse=True,
+        key=lambda p: len(value_text(p.get("output"))),
+        reverse=True,
     )
     for part in outputs:
         text = value_text(part.get("output"))
@@ -72,8 +74,11 @@ def shrink_to_row_limit(message: Message, max_bytes: int) -> Message:
         )
         if _size(clone) <= max_bytes:
             return clone
-    texts = sorted((p for p in clone.parts if isinstance(p.get("text"), str)),
-                   key=lambda p: len(p["text"]), reverse=True)
+    texts = sorted(
+        (p for p in clone.parts if isinstance(p.get("text"), str)),
+        key=lambda p: len(p["text"]),
+        reverse=True,
+    )
     for part in texts:
         overflow = _size(clone) - max_bytes
         if overflow <= 0:
@@ -87,6 +92,7 @@ def shrink_to_row_limit(message: Message, max_bytes: int) -> Message:
             keep //= 2
     if _size(clone) > max_bytes:
         # Only non-text parts remain too large: keep their types, drop bodies.
-        clone.parts = [{"type": p.get("type", "unknown"), "dropped": "too large to store"}
-                       for p in clone.parts]
+        clone.parts = [
+            {"type": p.get("type", "unknown"), "dropped": "too large to store"} for p in clone.parts
+        ]
     return clone

@@ -39,7 +39,9 @@ def _run(db: Database, script: str) -> None:
 def m001_messages_and_sessions(db: Database) -> None:
     # The core: a message tree per session (seq is the append order that
     # "latest" means), compaction overlays, and the session registry.
-    _run(db, """
+    _run(
+        db,
+        """
     CREATE TABLE messages (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         id TEXT NOT NULL,
@@ -73,7 +75,8 @@ def m001_messages_and_sessions(db: Database) -> None:
         updated_at TEXT NOT NULL
     );
     CREATE INDEX sessions_updated ON sessions (updated_at)
-    """)
+    """,
+    )
 
 
 @migration
@@ -81,18 +84,23 @@ def m002_message_search(db: Database) -> None:
     # Full-text index over message text. `scope` holds one token derived from
     # the session id so a session-scoped query is an FTS AND, not "rank every
     # match everywhere, then filter": it stays flat as history grows.
-    _run(db, """
+    _run(
+        db,
+        """
     CREATE VIRTUAL TABLE messages_fts USING fts5(
         body, scope, tokenize = 'porter unicode61'
     )
-    """)
+    """,
+    )
 
 
 @migration
 def m003_context_storage(db: Database) -> None:
     # Storage for the built-in providers (writable blocks, searchable entries,
     # skills) and the frozen system prompts of `with_cached_prompt()`.
-    _run(db, """
+    _run(
+        db,
+        """
     CREATE TABLE context_blocks (
         namespace TEXT NOT NULL,
         label TEXT NOT NULL,
@@ -132,7 +140,8 @@ def m003_context_storage(db: Database) -> None:
         message_id TEXT,
         PRIMARY KEY (namespace, label, key)
     )
-    """)
+    """,
+    )
 
 
 @migration
@@ -141,7 +150,9 @@ def m004_agents_projects_peers(db: Database) -> None:
     # usage per message; projects, agents, status, metadata and soft delete
     # on sessions. SQLite cannot add a CHECK to an existing table, so
     # messages is rebuilt; its FTS rows are keyed by seq, which is kept.
-    _run(db, """
+    _run(
+        db,
+        """
     CREATE TABLE messages_new (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         id TEXT NOT NULL,
@@ -193,7 +204,8 @@ def m004_agents_projects_peers(db: Database) -> None:
         changed_at TEXT NOT NULL
     );
     CREATE INDEX status_changes_session ON status_changes (session_id, seq)
-    """)
+    """,
+    )
 
 
 @migration
@@ -204,7 +216,9 @@ def m005_agents_api_and_peer_hops(db: Database) -> None:
     # list needs no per-row query, and peer messaging records which session
     # answers a caller (peer_links) and every delivery (peer_hops). The
     # partial index serves the chat list, which only ever shows live sessions.
-    _run(db, """
+    _run(
+        db,
+        """
     ALTER TABLE agents ADD COLUMN archived_at TEXT;
     CREATE UNIQUE INDEX agents_name_nocase ON agents (name COLLATE NOCASE);
     ALTER TABLE sessions ADD COLUMN status_detail TEXT;
@@ -235,7 +249,8 @@ def m005_agents_api_and_peer_hops(db: Database) -> None:
     );
     CREATE INDEX peer_hops_from ON peer_hops (from_session_id, created_at);
     CREATE INDEX peer_hops_to ON peer_hops (to_session_id, created_at)
-    """)
+    """,
+    )
 
 
 @migration
@@ -246,7 +261,9 @@ def m006_session_clustered_search(db: Database) -> None:
     # number and its index rows the rowids (number << 32) + seq, so one
     # session's rows are one rowid range FTS5 seeks into: the cost follows
     # the session's matches only. The index is rebuilt without `scope`.
-    _run(db, """
+    _run(
+        db,
+        """
     CREATE TABLE search_scopes (
         n INTEGER PRIMARY KEY AUTOINCREMENT,
         session_id TEXT NOT NULL UNIQUE
@@ -261,7 +278,8 @@ def m006_session_clustered_search(db: Database) -> None:
         JOIN search_scopes s ON s.session_id = m.session_id;
     DROP TABLE messages_fts;
     ALTER TABLE messages_fts_new RENAME TO messages_fts
-    """)
+    """,
+    )
 
 
 def applied_migrations(db: Database) -> list[str]:

@@ -30,7 +30,9 @@ def delete_namespaces(store: Store, session_id: str) -> None:
     """Remove the session's blocks, skills, search entries, prompt and skill marks."""
     store.execute(
         f"DELETE FROM search_entries_fts WHERE rowid IN "
-        f"(SELECT rowid FROM search_entries WHERE {_OWNED})", _owned(session_id))
+        f"(SELECT rowid FROM search_entries WHERE {_OWNED})",
+        _owned(session_id),
+    )
     for table in ("search_entries", "context_blocks", "skills", "prompts", "loaded_skills"):
         store.execute(f"DELETE FROM {table} WHERE {_OWNED}", _owned(session_id))
 
@@ -46,18 +48,25 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
     args = (new, len(old) + 1, stamp, *_owned(old))
     store.execute(
         f"INSERT INTO context_blocks (namespace, label, content, updated_at) "
-        f"SELECT {renamed}, label, content, ? FROM context_blocks WHERE {_OWNED}", args)
+        f"SELECT {renamed}, label, content, ? FROM context_blocks WHERE {_OWNED}",
+        args,
+    )
     store.execute(
         f"INSERT INTO skills (namespace, key, content, description, updated_at) "
-        f"SELECT {renamed}, key, content, description, ? FROM skills WHERE {_OWNED}", args)
+        f"SELECT {renamed}, key, content, description, ? FROM skills WHERE {_OWNED}",
+        args,
+    )
     rows = store.query(
         f"SELECT namespace, key, content FROM search_entries WHERE {_OWNED} ORDER BY rowid",
-        _owned(old))
+        _owned(old),
+    )
     for namespace, key, content in rows:
-        copied = new + namespace[len(old):]
+        copied = new + namespace[len(old) :]
         cursor = store.execute(
-            "INSERT INTO search_entries (namespace, key, content, updated_at) "
-            "VALUES (?, ?, ?, ?)", (copied, key, content, stamp))
+            "INSERT INTO search_entries (namespace, key, content, updated_at) VALUES (?, ?, ?, ?)",
+            (copied, key, content, stamp),
+        )
         store.execute(
             "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-            (cursor.lastrowid, content, scope_token(copied)))
+            (cursor.lastrowid, content, scope_token(copied)),
+        )

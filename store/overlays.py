@@ -12,26 +12,28 @@ from .messages import COMPACTION_PREFIX, Message, StoredCompaction, text_part
 __all__ = ["apply_compactions", "covered_ids", "summary_message"]
 
 
-def summary_message(compaction: StoredCompaction, parent_id: str | None,
-                    covered: int) -> Message:
+def summary_message(compaction: StoredCompaction, parent_id: str | None, covered: int) -> Message:
     """The synthetic assistant message that stands for a compacted range."""
     return Message(
         id=COMPACTION_PREFIX + compaction.id,
         role="assistant",
         parts=[text_part(compaction.summary)],
         created_at=compaction.created_at,
-        metadata={"compaction": {
-            "id": compaction.id,
-            "from_message_id": compaction.from_message_id,
-            "to_message_id": compaction.to_message_id,
-            "covered": covered,
-        }},
+        metadata={
+            "compaction": {
+                "id": compaction.id,
+                "from_message_id": compaction.from_message_id,
+                "to_message_id": compaction.to_message_id,
+                "covered": covered,
+            }
+        },
         parent_id=parent_id,
     )
 
 
-def _ranges(path: list[Message], compactions: list[StoredCompaction]
-            ) -> list[tuple[int, int, StoredCompaction]]:
+def _ranges(
+    path: list[Message], compactions: list[StoredCompaction]
+) -> list[tuple[int, int, StoredCompaction]]:
     index = {m.id: i for i, m in enumerate(path)}
     chosen: list[tuple[int, int, StoredCompaction]] = []
     for c in sorted(compactions, key=lambda c: c.created_at, reverse=True):
@@ -44,8 +46,7 @@ def _ranges(path: list[Message], compactions: list[StoredCompaction]
     return sorted(chosen, key=lambda r: r[0])
 
 
-def apply_compactions(path: list[Message],
-                      compactions: list[StoredCompaction]) -> list[Message]:
+def apply_compactions(path: list[Message], compactions: list[StoredCompaction]) -> list[Message]:
     """`path` with each applicable overlay's range replaced by its summary message."""
     result: list[Message] = []
     cursor = 0
@@ -61,6 +62,6 @@ def covered_ids(path: list[Message], compactions: list[StoredCompaction]) -> dic
     """Each message id hidden by an overlay on this path → that compaction's id."""
     hidden: dict[str, str] = {}
     for start, end, c in _ranges(path, compactions):
-        for message in path[start:end + 1]:
+        for message in path[start : end + 1]:
             hidden[message.id] = c.id
     return hidden

@@ -52,7 +52,8 @@ HopState = Literal["delivered", "replied", "failed"]
 # Agent ids (or "session:<id>" for a caller without an agent) waiting for a
 # reply further up this call stack.
 _CHAIN: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
-    "store_peer_chain", default=())
+    "store_peer_chain", default=()
+)
 
 _HOP_COLUMNS = (
     "id, from_session_id, from_agent_id, from_message_id, to_session_id, to_agent_id, "
@@ -82,14 +83,26 @@ class PeerHop:
     finished_at: datetime | None
 
     def direction(self, session_id: str) -> Literal["out", "in"]:
-        """"out" when `session_id` sent this hop, "in" when it received it."""
+        """ "out" when `session_id` sent this hop, "in" when it received it."""
         return "out" if session_id == self.from_session_id else "in"
 
 
 def _hop(r: tuple[Any, ...]) -> PeerHop:
-    return PeerHop(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), r[9], r[10],
-                   datetime.fromisoformat(r[11]),
-                   datetime.fromisoformat(r[12]) if r[12] else None)
+    return PeerHop(
+        r[0],
+        r[1],
+        r[2],
+        r[3],
+        r[4],
+        r[5],
+        r[6],
+        r[7],
+        bool(r[8]),
+        r[9],
+        r[10],
+        datetime.fromisoformat(r[11]),
+        datetime.fromisoformat(r[12]) if r[12] else None,
+    )
 
 
 class PeerRouter:
@@ -102,8 +115,14 @@ class PeerRouter:
         timeout: seconds a waiting caller gives a peer's turn (None: no limit).
     """
 
-    def __init__(self, manager: SessionManager, run_turn: RunTurn, *, max_depth: int = 4,
-                 timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        manager: SessionManager,
+        run_turn: RunTurn,
+        *,
+        max_depth: int = 4,
+        timeout: float | None = None,
+    ) -> None:
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         self.manager = manager
@@ -123,8 +142,7 @@ class PeerRouter:
         Raises:
             UnknownAgentError: none, or it is archived.
         """
-        found = (self.manager.get_agent_by_name(name_or_id)
-                 or self.manager.get_agent(name_or_id))
+        found = self.manager.get_agent_by_name(name_or_id) or self.manager.get_agent(name_or_id)
         if found is None:
             raise UnknownAgentError(f"no agent {name_or_id!r}")
         if found.archived_at is not None:
@@ -142,29 +160,37 @@ class PeerRouter:
         with self.store.write():  # one writer decides, so two processes never both create
             rows = self.store.query(
                 "SELECT session_id FROM peer_links WHERE caller_session_id = ? AND agent_id = ?",
-                (caller.id, target.id))
+                (caller.id, target.id),
+            )
             if rows:
                 linked = self.manager.get(rows[0][0])
                 if linked is not None:
                     return linked
             info = self.manager.create(
-                f"{target.name} ← {caller.name or caller.id[:8]}", model=target.model,
-                source="peer", agent_id=target.id, project_id=caller.project_id,
-                metadata={"peer": {"caller_session_id": caller.id,
-                                   "caller_agent_id": caller.agent_id}},
+                f"{target.name} ← {caller.name or caller.id[:8]}",
+                model=target.model,
+                source="peer",
+                agent_id=target.id,
+                project_id=caller.project_id,
+                metadata={
+                    "peer": {"caller_session_id": caller.id, "caller_agent_id": caller.agent_id}
+                },
             )
             self.store.execute(
                 "INSERT INTO peer_links (caller_session_id, agent_id, session_id, created_at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (caller_session_id, agent_id) DO UPDATE SET "
                 "session_id = excluded.session_id, created_at = excluded.created_at",
-                (caller.id, target.id, info.id, iso(now())))
+                (caller.id, target.id, info.id, iso(now())),
+            )
         return info
 
     def hops(self, session_id: str) -> list[PeerHop]:
         """Every hop sent from or delivered into the session, oldest first."""
         rows = self.store.query(
             f"SELECT {_HOP_COLUMNS} FROM peer_hops WHERE from_session_id = ? "
-            f"OR to_session_id = ? ORDER BY created_at, rowid", (session_id, session_id))
+            f"OR to_session_id = ? ORDER BY created_at, rowid",
+            (session_id, session_id),
+        )
         return [_hop(r) for r in rows]
 
     def hop(self, hop_id: str) -> PeerHop | None:
@@ -179,8 +205,9 @@ class PeerRouter:
 
     # -- sending ------------------------------------------------------------------
 
-    async def send(self, caller_session_id: str, agent: str, text: str, *,
-                   wait: bool = True) -> str:
+    async def send(
+        self, caller_session_id: str, agent: str, text: str, *, wait: bool = True
+    ) -> str:
         """Deliver `text` from the caller's agent to `agent`; return its reply.
 
         With `wait=False` the target's turn runs in the background and a note
@@ -204,10 +231,11 @@ class PeerRouter:
         hop = self._deliver(caller, target, session.id, text, wait)
         if not wait:
             self._start_background(hop, target, chain)
-            return (f"Delivered to {target.name}. You are not waiting for the reply: it will "
-                    f"land in {target.name}'s session ({session.id}).")
-        self._enter_wait(caller.id, f"waiting for agent {target.name!r} "
-                                    f"(session {session.id})")
+            return (
+                f"Delivered to {target.name}. You are not waiting for the reply: it will "
+                f"land in {target.name}'s session ({session.id})."
+            )
+        self._enter_wait(caller.id, f"waiting for agent {target.name!r} (session {session.id})")
         try:
             return await self._run(hop, target, chain)
         finally:
@@ -220,23 +248,34 @@ class PeerRouter:
         if target.id in chain:
             raise PeerLoopError(
                 f"agent {target.name!r} is already waiting for a reply in this chain of "
-                "messages; answer it instead of messaging it again")
+                "messages; answer it instead of messaging it again"
+            )
         if len(chain) > self.max_depth:
             raise PeerLoopError(
                 f"too many agents are already waiting on each other ({len(chain)}; the "
-                f"limit is {self.max_depth}); answer with what you have")
+                f"limit is {self.max_depth}); answer with what you have"
+            )
         return chain
 
-    def _deliver(self, caller: SessionInfo, target: AgentInfo, session_id: str, text: str,
-                 wait: bool) -> PeerHop:
+    def _deliver(
+        self, caller: SessionInfo, target: AgentInfo, session_id: str, text: str, wait: bool
+    ) -> PeerHop:
         hop_id = uuid.uuid4().hex
         leaf = self.manager.get_session(caller.id).get_latest_leaf()
         message = Message(
-            id=f"peer-{hop_id}", role="user", parts=[text_part(text)],
-            from_agent_id=caller.agent_id, delivered_to_session_id=session_id,
-            metadata={"peer": {"hop_id": hop_id, "from_session_id": caller.id,
-                               "from_message_id": leaf.id if leaf else None,
-                               "from_agent_id": caller.agent_id}},
+            id=f"peer-{hop_id}",
+            role="user",
+            parts=[text_part(text)],
+            from_agent_id=caller.agent_id,
+            delivered_to_session_id=session_id,
+            metadata={
+                "peer": {
+                    "hop_id": hop_id,
+                    "from_session_id": caller.id,
+                    "from_message_id": leaf.id if leaf else None,
+                    "from_agent_id": caller.agent_id,
+                }
+            },
         )
         provider = self.manager.get_session(session_id).provider
         with self.store.write():  # the message and its hop row, or neither
@@ -244,8 +283,18 @@ class PeerRouter:
             self.store.execute(
                 f"INSERT INTO peer_hops ({_HOP_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, 'delivered', NULL, ?, NULL)",
-                (hop_id, caller.id, caller.agent_id, leaf.id if leaf else None, session_id,
-                 target.id, message.id, int(wait), iso(now())))
+                (
+                    hop_id,
+                    caller.id,
+                    caller.agent_id,
+                    leaf.id if leaf else None,
+                    session_id,
+                    target.id,
+                    message.id,
+                    int(wait),
+                    iso(now()),
+                ),
+            )
         hop = self.hop(hop_id)
         assert hop is not None
         return hop
@@ -279,10 +328,11 @@ class PeerRouter:
         with self.store.write():
             self.store.execute(
                 "UPDATE peer_hops SET state = ?, error = ?, reply_message_id = ?, "
-                "finished_at = ? WHERE id = ?", (state, error, reply_id, iso(now()), hop.id))
+                "finished_at = ? WHERE id = ?",
+                (state, error, reply_id, iso(now()), hop.id),
+            )
 
-    def _start_background(self, hop: PeerHop, target: AgentInfo,
-                          chain: tuple[str, ...]) -> None:
+    def _start_background(self, hop: PeerHop, target: AgentInfo, chain: tuple[str, ...]) -> None:
         async def run() -> None:
             try:
                 await self._run(hop, target, chain)
@@ -322,8 +372,9 @@ class PeerRouter:
             log.info("session %s was purged while it waited for a peer", session_id)
 
 
-def message_agent_tool(router: PeerRouter, caller_session_id: str,
-                       allowed_agents: Sequence[str]) -> Tool:
+def message_agent_tool(
+    router: PeerRouter, caller_session_id: str, allowed_agents: Sequence[str]
+) -> Tool:
     """The `message_agent(agent, text, wait=true)` tool for one caller session.
 
     Args:
@@ -363,8 +414,11 @@ def message_agent_tool(router: PeerRouter, caller_session_id: str,
             "properties": {
                 "agent": {"type": "string", "enum": names, "description": "Who to ask."},
                 "text": {"type": "string", "description": "The message, self-contained."},
-                "wait": {"type": "boolean", "default": True,
-                         "description": "Wait for the reply (default true)."},
+                "wait": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "Wait for the reply (default true).",
+                },
             },
             "required": ["agent", "text"],
         },

@@ -37,8 +37,12 @@ class ProjectInfo:
 
 
 def _project(row: tuple[Any, ...]) -> ProjectInfo:
-    return ProjectInfo(row[0], row[1], datetime.fromisoformat(row[2]),
-                       datetime.fromisoformat(row[3]) if row[3] else None)
+    return ProjectInfo(
+        row[0],
+        row[1],
+        datetime.fromisoformat(row[2]),
+        datetime.fromisoformat(row[3]) if row[3] else None,
+    )
 
 
 def _clean_name(name: object) -> str:
@@ -65,8 +69,10 @@ def create_project(store: Store, name: str, project_id: str | None = None) -> Pr
     clean = _clean_name(name)
     project_id = project_id or uuid.uuid4().hex
     with store.write():
-        store.execute("INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
-                      (project_id, clean, iso(now())))
+        store.execute(
+            "INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
+            (project_id, clean, iso(now())),
+        )
     return require_project(store, project_id)
 
 
@@ -78,8 +84,7 @@ def list_projects(store: Store, include_archived: bool = False) -> list[ProjectI
     return [_project(r) for r in store.query(sql + " ORDER BY name, id")]
 
 
-def update_project(store: Store, project_id: str, sql: str, params: tuple[Any, ...]
-                   ) -> ProjectInfo:
+def update_project(store: Store, project_id: str, sql: str, params: tuple[Any, ...]) -> ProjectInfo:
     require_project(store, project_id)
     with store.write():
         store.execute(f"UPDATE projects SET {sql} WHERE id = ?", (*params, project_id))
@@ -94,6 +99,7 @@ def rename_project(store: Store, project_id: str, name: str) -> ProjectInfo:
 def set_archived(store: Store, project_id: str, archived: bool) -> ProjectInfo:
     """Archive (keeping the first date if already archived) or restore a project."""
     if archived:  # archiving twice keeps the first date
-        return update_project(store, project_id, "archived_at = COALESCE(archived_at, ?)",
-                              (iso(now()),))
+        return update_project(
+            store, project_id, "archived_at = COALESCE(archived_at, ?)", (iso(now()),)
+        )
     return update_project(store, project_id, "archived_at = NULL", ())

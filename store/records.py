@@ -11,8 +11,14 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal, TypeAlias, get_args
 
-__all__ = ["SessionInfo", "SessionStatus", "STATUSES", "StatusChange", "SESSION_COLUMNS",
-           "session_info"]
+__all__ = [
+    "SessionInfo",
+    "SessionStatus",
+    "STATUSES",
+    "StatusChange",
+    "SESSION_COLUMNS",
+    "session_info",
+]
 
 SessionStatus: TypeAlias = Literal["active", "awaiting_peer", "idle", "completed", "failed"]
 STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
@@ -61,14 +67,28 @@ def session_info(r: tuple[Any, ...]) -> SessionInfo:
     equal to one made by `__init__` (a test holds the two together).
     """
     info = object.__new__(SessionInfo)
-    _set_attr(info, "__dict__", {
-        "id": r[0], "name": r[1], "parent_session_id": r[2], "model": r[3], "source": r[4],
-        "agent_id": r[5], "project_id": r[6], "status": r[7],
-        "metadata": {} if r[8] == "{}" else json.loads(r[8]),
-        "input_tokens": r[9], "output_tokens": r[10], "cost": r[11],
-        "created_at": _fromiso(r[12]), "updated_at": _fromiso(r[13]),
-        "deleted_at": _fromiso(r[14]) if r[14] else None, "status_detail": r[15],
-    })
+    _set_attr(
+        info,
+        "__dict__",
+        {
+            "id": r[0],
+            "name": r[1],
+            "parent_session_id": r[2],
+            "model": r[3],
+            "source": r[4],
+            "agent_id": r[5],
+            "project_id": r[6],
+            "status": r[7],
+            "metadata": {} if r[8] == "{}" else json.loads(r[8]),
+            "input_tokens": r[9],
+            "output_tokens": r[10],
+            "cost": r[11],
+            "created_at": _fromiso(r[12]),
+            "updated_at": _fromiso(r[13]),
+            "deleted_at": _fromiso(r[14]) if r[14] else None,
+            "status_detail": r[15],
+        },
+    )
     return info
 
 

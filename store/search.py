@@ -53,8 +53,9 @@ def match_expression(query: str) -> str | None:
     return " AND ".join(f"({t})" if " OR " in t else t for t in terms)
 
 
-def scoped_expression(column: str, expression: str, scope_column: str | None = None,
-                      scope: str | None = None) -> str:
+def scoped_expression(
+    column: str, expression: str, scope_column: str | None = None, scope: str | None = None
+) -> str:
     """Restrict `expression` to `column`, and to one scope token when given."""
     body = f"{column} : ({expression})"
     if scope_column and scope:

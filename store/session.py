@@ -374,9 +374,7 @@ class Session:
 
     def get_context_blocks(self) -> list[ContextBlock]:
         """Every block, in declaration order."""
-        return [
-            make_block(c, self._block_provider(c), self._content_now(c)) for c in self._configs
-        ]
+        return [make_block(c, self._block_provider(c), self._content_now(c)) for c in self._configs]
 
     async def load_context(self) -> list[ContextBlock]:
         """Reload every block from its provider and return them."""
@@ -396,8 +394,7 @@ class Session:
             tokens = estimate_string_tokens(content)
             if tokens > config.max_tokens:
                 raise ContextLimitError(
-                    f"{config.label!r} would hold {tokens} tokens; its limit is "
-                    f"{config.max_tokens}"
+                    f"{config.label!r} would hold {tokens} tokens; its limit is {config.max_tokens}"
                 )
 
     async def replace_context_block(self, label: str, content: str) -> ContextBlock:
@@ -420,8 +417,18 @@ class Session:
             raise TypeError("block content must be a string")
         config, provider = self._writable_provider(label)
         current = await self._load(config)
-        joined = current + ("\n" if current and not current.endswith("\n") and content
-                            and not content.startswith("\n") else "") + content
+        joined = (
+            current
+            + (
+                "\n"
+                if current
+                and not current.endswith("\n")
+                and content
+                and not content.startswith("\n")
+                else ""
+            )
+            + content
+        )
         self._check_limit(config, joined)
         await provider.set(joined)
         self._contents[label] = joined

@@ -146,7 +146,7 @@ class StoreSessionProvider:
                 FROM messages m JOIN path ON m.session_id = ?1 AND m.id = path.parent_id
                 WHERE path.depth < 1000000
             )
-            SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}
+            SELECT {", ".join("m." + c.strip() for c in _COLUMNS.split(","))}
             FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC
             """,
             (self.session_id, leaf_id),
@@ -287,8 +287,14 @@ class StoreSessionProvider:
                 "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    message.id, self.session_id, parent, message.role, content,
-                    iso(message.created_at), message.from_user_id, message.from_agent_id,
+                    message.id,
+                    self.session_id,
+                    parent,
+                    message.role,
+                    content,
+                    iso(message.created_at),
+                    message.from_user_id,
+                    message.from_agent_id,
                     message.delivered_to_session_id,
                     json.dumps(message.token_usage) if message.token_usage is not None else None,
                 ),
@@ -321,7 +327,10 @@ class StoreSessionProvider:
                 "UPDATE messages SET role = ?, content = ?, from_user_id = ?, from_agent_id = ?, "
                 "delivered_to_session_id = ?, token_usage = ? WHERE seq = ?",
                 (
-                    message.role, content, message.from_user_id, message.from_agent_id,
+                    message.role,
+                    content,
+                    message.from_user_id,
+                    message.from_agent_id,
                     message.delivered_to_session_id,
                     json.dumps(message.token_usage) if message.token_usage is not None else None,
                     seq,
@@ -349,8 +358,9 @@ class StoreSessionProvider:
                     "UPDATE messages SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
                     (parent, self.session_id, message_id),
                 )
-                self.store.execute("DELETE FROM messages_fts WHERE rowid = ?",
-                                   (self._index_rowid(seq),))
+                self.store.execute(
+                    "DELETE FROM messages_fts WHERE rowid = ?", (self._index_rowid(seq),)
+                )
                 self.store.execute("DELETE FROM messages WHERE seq = ?", (seq,))
             self._touch(iso(now()))
 
@@ -358,13 +368,12 @@ class StoreSessionProvider:
         with self.store.write():
             scope = scope_number(self.store, self.session_id)
             if scope is not None:
-                self.store.execute("DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?",
-                                   scope_range(scope))
+                self.store.execute(
+                    "DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?", scope_range(scope)
+                )
             self.store.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
             self.store.execute("DELETE FROM compactions WHERE session_id = ?", (self.session_id,))
-            self.store.execute(
-                "DELETE FROM loaded_skills WHERE namespace = ?", (self.session_id,)
-            )
+            self.store.execute("DELETE FROM loaded_skills WHERE namespace = ?", (self.session_id,))
             self._touch(iso(now()))
 
     # -- compactions ------------------------------------------------------------
@@ -372,8 +381,12 @@ class StoreSessionProvider:
     def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
         created = now()
         compaction = StoredCompaction(
-            id=uuid.uuid4().hex, session_id=self.session_id, summary=summary,
-            from_message_id=from_id, to_message_id=to_id, created_at=created,
+            id=uuid.uuid4().hex,
+            session_id=self.session_id,
+            summary=summary,
+            from_message_id=from_id,
+            to_message_id=to_id,
+            created_at=created,
         )
         with self.store.write():
             self.store.execute(

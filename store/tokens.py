@@ -10,7 +10,11 @@ from typing import Any
 from .messages import Message
 
 __all__ = [
-    "estimate_string_tokens", "estimate_message_tokens", "TokenCounter", "part_text", "value_text",
+    "estimate_string_tokens",
+    "estimate_message_tokens",
+    "TokenCounter",
+    "part_text",
+    "value_text",
 ]
 
 TokenCounter = Callable[[list[Message]], int]

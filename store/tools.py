@@ -32,8 +32,9 @@ __all__ = ["Tool", "session_tools", "session_search_tool", "key_from"]
 log = logging.getLogger(__name__)
 
 ToolFunction = Callable[..., Awaitable[str]]
-UNLOADED_NOTE = ("[skill {key!r} of {label!r} was unloaded to free context; "
-                 "load_context loads it again]")
+UNLOADED_NOTE = (
+    "[skill {key!r} of {label!r} was unloaded to free context; load_context loads it again]"
+)
 
 
 @dataclass
@@ -151,8 +152,9 @@ def _labels(session: Session) -> dict[str, list[str]]:
             groups["skill"].append(block.label)
         elif is_searchable(provider):
             groups["search"].append(block.label)
-        if is_writable(provider) or ((is_skill(provider) or is_searchable(provider))
-                                     and can_set(provider)):
+        if is_writable(provider) or (
+            (is_skill(provider) or is_searchable(provider)) and can_set(provider)
+        ):
             groups["settable"].append(block.label)
     return groups
 
@@ -186,14 +188,17 @@ def session_tools(session: Session) -> dict[str, Tool]:
 def _check_block_limit(session: Session, label: str, content: str) -> str | None:
     block = session.get_context_block(label)
     if block and block.max_tokens and estimate_string_tokens(content) > block.max_tokens:
-        return (f"Error: that entry is {estimate_string_tokens(content)} tokens; {label!r} "
-                f"allows {block.max_tokens} per entry. Shorten it.")
+        return (
+            f"Error: that entry is {estimate_string_tokens(content)} tokens; {label!r} "
+            f"allows {block.max_tokens} per entry. Shorten it."
+        )
     return None
 
 
 def _set_context(session: Session, labels: list[str]) -> Tool:
-    async def set_context(label: str, content: str, action: str = "replace",
-                          metadata: dict[str, Any] | None = None) -> str:
+    async def set_context(
+        label: str, content: str, action: str = "replace", metadata: dict[str, Any] | None = None
+    ) -> str:
         provider = session.block_provider(label)
         if is_skill(provider) or is_searchable(provider):
             metadata = metadata or {}
@@ -228,13 +233,15 @@ def _set_context(session: Session, labels: list[str]) -> Tool:
             "properties": {
                 "label": {"type": "string", "enum": labels, "description": "Block to write."},
                 "content": {"type": "string", "description": "Text to write."},
-                "action": {"type": "string", "enum": ["replace", "append"],
-                           "description": "replace (default) or append."},
+                "action": {
+                    "type": "string",
+                    "enum": ["replace", "append"],
+                    "description": "replace (default) or append.",
+                },
                 "metadata": {
                     "type": "object",
                     "description": "For keyed blocks: the entry's title and description.",
-                    "properties": {"title": {"type": "string"},
-                                   "description": {"type": "string"}},
+                    "properties": {"title": {"type": "string"}, "description": {"type": "string"}},
                 },
             },
             "required": ["label", "content"],
@@ -279,8 +286,12 @@ def _unload_context(session: Session, labels: list[str]) -> Tool:
         for message in messages:
             for part in message.tool_calls:
                 args = part.get("input")
-                if (part.get("tool_name") == "load_context" and isinstance(args, dict)
-                        and args.get("label") == label and args.get("key") == key):
+                if (
+                    part.get("tool_name") == "load_context"
+                    and isinstance(args, dict)
+                    and args.get("label") == label
+                    and args.get("key") == key
+                ):
                     call_ids.add(part.get("tool_call_id"))
         note = UNLOADED_NOTE.format(key=key, label=label)
         for message in messages:
@@ -334,6 +345,7 @@ def _search_context(session: Session, labels: list[str]) -> Tool:
 
 def session_search_tool(store: Store) -> Tool:
     """`session_search(query, limit=10)`: every live conversation, all branches."""
+
     async def session_search(query: str, limit: int = 10) -> str:
         hits = search_messages(store, query, limit)
         return format_hits(store, hits) or f"No past messages match {query!r}."
@@ -341,13 +353,17 @@ def session_search_tool(store: Store) -> Tool:
     return Tool(
         name="session_search",
         description="Search every past conversation (all chats, all branches) by words. "
-                    "Returns chat name, role, date and a snippet for each hit.",
+        "Returns chat name, role, date and a snippet for each hit.",
         parameters={
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "Words to look for."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50,
-                          "description": "Most results to return (default 10)."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 50,
+                    "description": "Most results to return (default 10).",
+                },
             },
             "required": ["query"],
         },

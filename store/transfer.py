@@ -61,10 +61,20 @@ _CONTEXT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("prompt", "prompts", ("namespace", "prompt", "updated_at")),
     ("loaded_skill", "loaded_skills", ("namespace", "label", "key", "tool_call_id", "message_id")),
 )
-_TABLES = {"blocks": "context_blocks", "search_entries": "search_entries", "skills": "skills",
-           "prompts": "prompts", "loaded_skills": "loaded_skills"}
-_ORDER = {"blocks": "namespace, label", "search_entries": "namespace, key",
-          "skills": "namespace, key", "prompts": "namespace", "loaded_skills": "namespace, label, key"}
+_TABLES = {
+    "blocks": "context_blocks",
+    "search_entries": "search_entries",
+    "skills": "skills",
+    "prompts": "prompts",
+    "loaded_skills": "loaded_skills",
+}
+_ORDER = {
+    "blocks": "namespace, label",
+    "search_entries": "namespace, key",
+    "skills": "namespace, key",
+    "prompts": "namespace",
+    "loaded_skills": "namespace, label, key",
+}
 # Columns a document must give as strings (the others may be null).
 _REQUIRED = {"namespace", "label", "key", "content", "prompt"}
 
@@ -125,38 +135,53 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
         for _, key, columns in _CONTEXT:
             rows = store.query(
                 f"SELECT {', '.join(columns)} FROM {_TABLES[key]} WHERE {_owned('namespace')} "
-                f"ORDER BY {_ORDER[key]}", _owned_params(session_id))
+                f"ORDER BY {_ORDER[key]}",
+                _owned_params(session_id),
+            )
             context[key] = [dict(zip(columns, row, strict=True)) for row in rows]
         project = None
         if info.project_id:
-            rows = store.query("SELECT id, name, created_at, archived_at FROM projects "
-                               "WHERE id = ?", (info.project_id,))
+            rows = store.query(
+                "SELECT id, name, created_at, archived_at FROM projects WHERE id = ?",
+                (info.project_id,),
+            )
             if rows:
-                project = dict(zip(("id", "name", "created_at", "archived_at"), rows[0],
-                                   strict=True))
+                project = dict(
+                    zip(("id", "name", "created_at", "archived_at"), rows[0], strict=True)
+                )
     return {
-        "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "session": _plain(info),
-        "project": project, "messages": messages, "compactions": compactions,
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": _plain(info),
+        "project": project,
+        "messages": messages,
+        "compactions": compactions,
         "context": context,
     }
 
 
-def export_sessions(store: Store, session_ids: Iterable[str] | None = None, *,
-                    include_deleted: bool = False) -> list[dict[str, Any]]:
+def export_sessions(
+    store: Store, session_ids: Iterable[str] | None = None, *, include_deleted: bool = False
+) -> list[dict[str, Any]]:
     """Documents for those sessions, or every session oldest first when None."""
     if session_ids is None:
         where = "" if include_deleted else " WHERE deleted_at IS NULL"
-        session_ids = [r[0] for r in store.query(
-            f"SELECT id FROM sessions{where} ORDER BY created_at, rowid")]
+        session_ids = [
+            r[0] for r in store.query(f"SELECT id FROM sessions{where} ORDER BY created_at, rowid")
+        ]
     return [export_session(store, sid) for sid in session_ids]
 
 
 def document_entries(document: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """One document as JSONL entries: the session header first, then one entry per item."""
     sid = document["session"]["id"]
-    yield {"type": "session", "format": document.get("format", EXPORT_FORMAT),
-           "version": document.get("version", EXPORT_VERSION),
-           "session": document["session"], "project": document.get("project")}
+    yield {
+        "type": "session",
+        "format": document.get("format", EXPORT_FORMAT),
+        "version": document.get("version", EXPORT_VERSION),
+        "session": document["session"],
+        "project": document.get("project"),
+    }
     for message in document.get("messages", []):
         yield {"type": "message", "session_id": sid, **message}
     for compaction in document.get("compactions", []):
@@ -182,10 +207,15 @@ def documents_from_entries(entries: Iterable[Any]) -> list[dict[str, Any]]:
             raise TransferError(f"entry {n} is not a chatui export entry (it has no 'type')")
         kind = entry["type"]
         if kind == "session":
-            current = {"format": entry.get("format"), "version": entry.get("version"),
-                       "session": entry.get("session"), "project": entry.get("project"),
-                       "messages": [], "compactions": [],
-                       "context": {key: [] for _, key, _ in _CONTEXT}}
+            current = {
+                "format": entry.get("format"),
+                "version": entry.get("version"),
+                "session": entry.get("session"),
+                "project": entry.get("project"),
+                "messages": [],
+                "compactions": [],
+                "context": {key: [] for _, key, _ in _CONTEXT},
+            }
             docs.append(current)
             continue
         if current is None:
@@ -193,8 +223,10 @@ def documents_from_entries(entries: Iterable[Any]) -> list[dict[str, Any]]:
         session = current["session"]
         owner = session.get("id") if isinstance(session, dict) else None
         if entry.get("session_id") != owner:
-            raise TransferError(f"entry {n} ({kind}) names session {entry.get('session_id')!r}"
-                                f" but follows the header of {owner!r}")
+            raise TransferError(
+                f"entry {n} ({kind}) names session {entry.get('session_id')!r}"
+                f" but follows the header of {owner!r}"
+            )
         body = {k: v for k, v in entry.items() if k not in ("type", "session_id")}
         if kind in ("message", "compaction"):
             current[kind + "s"].append(body)
@@ -236,9 +268,11 @@ def load_export(path: str | PathLike[str]) -> list[dict[str, Any]]:
                 if not entries:  # not JSONL either: report the document's own error
                     raise TransferError(
                         f"{p}: not valid JSON ({whole.msg}: line {whole.lineno}, column "
-                        f"{whole.colno}); is the file truncated?") from None
-                raise TransferError(f"{p}: line {n} is not valid JSON ({exc.msg}); "
-                                    "is the file truncated?") from None
+                        f"{whole.colno}); is the file truncated?"
+                    ) from None
+                raise TransferError(
+                    f"{p}: line {n} is not valid JSON ({exc.msg}); is the file truncated?"
+                ) from None
         try:
             return documents_from_entries(entries)
         except TransferError as exc:
@@ -304,8 +338,12 @@ def _stamp(value: Any, where: str, key: str) -> str:
 def _count(value: Any, where: str, key: str, kind: type = int) -> Any:
     if value is None:
         return kind(0)
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or (
-            kind is int and not isinstance(value, int)):
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or value < 0
+        or (kind is int and not isinstance(value, int))
+    ):
         raise _fail(where, f"{key!r} must be a non-negative {kind.__name__}")
     return kind(value)
 
@@ -314,8 +352,7 @@ def _check_session(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise _fail(where, "'session' must be an object")
     s = {"id": _str(raw, "id", where), "name": _str(raw, "name", where)}
-    for key in ("parent_session_id", "model", "source", "agent_id", "project_id",
-                "status_detail"):
+    for key in ("parent_session_id", "model", "source", "agent_id", "project_id", "status_detail"):
         s[key] = _str(raw, key, where, optional=True)
     status = raw.get("status", "active")
     if status not in STATUSES:
@@ -327,19 +364,24 @@ def _check_session(raw: Any, where: str) -> dict[str, Any]:
         json.dumps(metadata, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _fail(where, f"'metadata' is not plain JSON: {exc}") from exc
-    s.update(status=status, metadata=metadata,
-             input_tokens=_count(raw.get("input_tokens"), where, "input_tokens"),
-             output_tokens=_count(raw.get("output_tokens"), where, "output_tokens"),
-             cost=_count(raw.get("cost"), where, "cost", float))
+    s.update(
+        status=status,
+        metadata=metadata,
+        input_tokens=_count(raw.get("input_tokens"), where, "input_tokens"),
+        output_tokens=_count(raw.get("output_tokens"), where, "output_tokens"),
+        cost=_count(raw.get("cost"), where, "cost", float),
+    )
     s["created_at"] = _when(raw.get("created_at"), where, "created_at", optional=True) or now()
-    s["updated_at"] = _when(raw.get("updated_at"), where, "updated_at",
-                            optional=True) or s["created_at"]
+    s["updated_at"] = (
+        _when(raw.get("updated_at"), where, "updated_at", optional=True) or s["created_at"]
+    )
     s["deleted_at"] = _when(raw.get("deleted_at"), where, "deleted_at", optional=True)
     return s
 
 
-def _tree_order(items: list[tuple[Message, str | None]], where: str
-                ) -> list[tuple[Message, str | None]]:
+def _tree_order(
+    items: list[tuple[Message, str | None]], where: str
+) -> list[tuple[Message, str | None]]:
     """Parents before children, keeping the document's order otherwise.
 
     Raises:
@@ -348,8 +390,11 @@ def _tree_order(items: list[tuple[Message, str | None]], where: str
     parents = {m.id: parent for m, parent in items}
     for m, parent in items:
         if parent is not None and parent not in parents:
-            raise _fail(where, f"message {m.id!r} has parent {parent!r}, which is not in the "
-                               "file (missing parent)")
+            raise _fail(
+                where,
+                f"message {m.id!r} has parent {parent!r}, which is not in the "
+                "file (missing parent)",
+            )
     placed: set[str] = set()
     waiting: dict[str, list[tuple[Message, str | None]]] = {}
     ordered: list[tuple[Message, str | None]] = []
@@ -371,7 +416,7 @@ def _tree_order(items: list[tuple[Message, str | None]], where: str
         while walk not in seen:
             seen.append(walk)
             walk = parents[walk] or walk
-        loop = seen[seen.index(walk):] + [walk]
+        loop = seen[seen.index(walk) :] + [walk]
         raise _fail(where, f"parent links form a cycle ({' → '.join(loop)})")
     return ordered
 
@@ -401,8 +446,9 @@ def _check_messages(raw: Any, where: str) -> list[tuple[Message, str | None]]:
     return _tree_order(items, where)
 
 
-def _check_compactions(raw: Any, where: str, messages: list[tuple[Message, str | None]]
-                       ) -> list[dict[str, Any]]:
+def _check_compactions(
+    raw: Any, where: str, messages: list[tuple[Message, str | None]]
+) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         raise _fail(where, "'compactions' must be a list")
     parents = {m.id: parent for m, parent in messages}
@@ -423,10 +469,16 @@ def _check_compactions(raw: Any, where: str, messages: list[tuple[Message, str |
             node = parents[node]
         if node is None:
             raise TransferError(f"{at}: {ends[0]!r} is not on the path to {ends[1]!r}")
-        checked.append({"id": _str(data, "id", at, optional=True), "summary": summary,
-                        "from": ends[0], "to": ends[1],
-                        "created_at": _when(data.get("created_at"), at, "created_at",
-                                            optional=True) or now()})
+        checked.append(
+            {
+                "id": _str(data, "id", at, optional=True),
+                "summary": summary,
+                "from": ends[0],
+                "to": ends[1],
+                "created_at": _when(data.get("created_at"), at, "created_at", optional=True)
+                or now(),
+            }
+        )
     return checked
 
 
@@ -445,14 +497,18 @@ def _check_context(raw: Any, where: str, session_id: str) -> dict[str, list[dict
             at = f"{where}: context.{key}[{i}]"
             if not isinstance(data, dict):
                 raise TransferError(f"{at}: must be an object")
-            row = {c: _str(data, c, at, optional=c not in _REQUIRED) for c in columns
-                   if c != "updated_at"}
+            row = {
+                c: _str(data, c, at, optional=c not in _REQUIRED)
+                for c in columns
+                if c != "updated_at"
+            }
             namespace = row["namespace"]
             # A document may only write its own session's storage, never a shared
             # namespace such as the global memory block.
             if namespace != session_id and not namespace.startswith(session_id + "/"):
-                raise TransferError(f"{at}: namespace {namespace!r} does not belong to "
-                                    f"session {session_id!r}")
+                raise TransferError(
+                    f"{at}: namespace {namespace!r} does not belong to session {session_id!r}"
+                )
             if "updated_at" in columns:
                 row["updated_at"] = _stamp(data.get("updated_at"), at, "updated_at")
             context[key].append(row)
@@ -466,28 +522,37 @@ def _check_project(raw: Any, where: str) -> dict[str, Any] | None:
         raise _fail(where, "'project' must be an object or null")
     at = f"{where}: project"
     archived = raw.get("archived_at")
-    return {"id": _str(raw, "id", at), "name": _str(raw, "name", at),
-            "created_at": _stamp(raw.get("created_at"), at, "created_at"),
-            "archived_at": _stamp(archived, at, "archived_at") if archived else None}
+    return {
+        "id": _str(raw, "id", at),
+        "name": _str(raw, "name", at),
+        "created_at": _stamp(raw.get("created_at"), at, "created_at"),
+        "archived_at": _stamp(archived, at, "archived_at") if archived else None,
+    }
 
 
 def _check(doc: Any, where: str) -> _Checked:
     if not isinstance(doc, dict):
         raise _fail(where, "not a chatui export document (expected an object)")
     if doc.get("format") != EXPORT_FORMAT:
-        raise _fail(where, f"not a chatui export (format is {doc.get('format')!r}, "
-                           f"expected {EXPORT_FORMAT!r})")
+        raise _fail(
+            where,
+            f"not a chatui export (format is {doc.get('format')!r}, expected {EXPORT_FORMAT!r})",
+        )
     version = doc.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _fail(where, f"the export format version {version!r} is not valid")
     if version > EXPORT_VERSION:
-        raise _fail(where, f"written by a newer chatui (export format version {version}; "
-                           f"this one reads up to {EXPORT_VERSION})")
+        raise _fail(
+            where,
+            f"written by a newer chatui (export format version {version}; "
+            f"this one reads up to {EXPORT_VERSION})",
+        )
     session = _check_session(doc.get("session"), where)
     where = f"{where} (session {session['id']})"
     messages = _check_messages(doc.get("messages", []), where)
     return _Checked(
-        session=session, project=_check_project(doc.get("project"), where),
+        session=session,
+        project=_check_project(doc.get("project"), where),
         messages=messages,
         compactions=_check_compactions(doc.get("compactions", []), where, messages),
         context=_check_context(doc.get("context"), where, session["id"]),
@@ -497,9 +562,14 @@ def _check(doc: Any, where: str) -> _Checked:
 # -- import ----------------------------------------------------------------------------
 
 
-def import_sessions(store: Store, documents: Mapping[str, Any] | Iterable[Mapping[str, Any]],
-                    *, new_ids: bool = False, match_source: bool = False,
-                    dry_run: bool = False) -> list[ImportOutcome]:
+def import_sessions(
+    store: Store,
+    documents: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    *,
+    new_ids: bool = False,
+    match_source: bool = False,
+    dry_run: bool = False,
+) -> list[ImportOutcome]:
     """Restore export documents into `store`, all or nothing.
 
     Args:
@@ -514,8 +584,10 @@ def import_sessions(store: Store, documents: Mapping[str, Any] | Iterable[Mappin
         TransferError: a document is not valid; nothing was written.
     """
     docs = [documents] if isinstance(documents, Mapping) else list(documents)
-    checked = [_check(doc, f"document {i + 1}" if len(docs) > 1 else "document")
-               for i, doc in enumerate(docs)]
+    checked = [
+        _check(doc, f"document {i + 1}" if len(docs) > 1 else "document")
+        for i, doc in enumerate(docs)
+    ]
     outcomes: list[ImportOutcome] = []
     with store.write():
         targets: dict[str, str] = {}  # document's session id → id written
@@ -535,10 +607,17 @@ def import_sessions(store: Store, documents: Mapping[str, Any] | Iterable[Mappin
                 if source:
                     sources[source] = target
                 plan.append((c, target))
-            outcomes.append(ImportOutcome(
-                session_id=target, original_id=c.id, name=c.session["name"], source=source,
-                messages=len(c.messages), imported=found is None,
-                reason="" if found is None else reason))
+            outcomes.append(
+                ImportOutcome(
+                    session_id=target,
+                    original_id=c.id,
+                    name=c.session["name"],
+                    source=source,
+                    messages=len(c.messages),
+                    imported=found is None,
+                    reason="" if found is None else reason,
+                )
+            )
         if not dry_run:
             for c, target in plan:
                 _write(store, c, target, targets)
@@ -546,13 +625,15 @@ def import_sessions(store: Store, documents: Mapping[str, Any] | Iterable[Mappin
 
 
 def _stored(store: Store, column: str, value: str) -> str | None:
-    rows = store.query(f"SELECT id FROM sessions WHERE {column} = ? ORDER BY rowid LIMIT 1",
-                       (value,))
+    rows = store.query(
+        f"SELECT id FROM sessions WHERE {column} = ? ORDER BY rowid LIMIT 1", (value,)
+    )
     return rows[0][0] if rows else None
 
 
-def _insert_messages(store: Store, session_id: str,
-                     messages: list[tuple[Message, str | None]]) -> None:
+def _insert_messages(
+    store: Store, session_id: str, messages: list[tuple[Message, str | None]]
+) -> None:
     """The rows `StoreSessionProvider.append_message` writes, without its per-message
     lookups and savepoint: the document was checked (unique ids, parents first) and
     the caller's transaction covers the lot. Imports run ~4x faster."""
@@ -565,63 +646,97 @@ def _insert_messages(store: Store, session_id: str,
             "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
             "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (message.id, session_id, parent, message.role, message.to_json(),
-             _iso(created), message.from_user_id, message.from_agent_id,
-             message.delivered_to_session_id,
-             json.dumps(message.token_usage) if message.token_usage is not None else None))
-        store.execute("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                      (index_rowid(scope, cursor.lastrowid or 0), index_text(message)))
+            (
+                message.id,
+                session_id,
+                parent,
+                message.role,
+                message.to_json(),
+                _iso(created),
+                message.from_user_id,
+                message.from_agent_id,
+                message.delivered_to_session_id,
+                json.dumps(message.token_usage) if message.token_usage is not None else None,
+            ),
+        )
+        store.execute(
+            "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+            (index_rowid(scope, cursor.lastrowid or 0), index_text(message)),
+        )
 
 
 def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -> None:
     s = c.session
 
     def namespace(ns: str) -> str:
-        return target + ns[len(c.id):]
+        return target + ns[len(c.id) :]
 
     if c.project is not None:
         p = c.project
         store.execute(
             "INSERT OR IGNORE INTO projects (id, name, created_at, archived_at) "
             "VALUES (?, ?, ?, ?)",
-            (p["id"], p["name"], p["created_at"], p["archived_at"]))
+            (p["id"], p["name"], p["created_at"], p["archived_at"]),
+        )
     store.execute(
         "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
         "project_id, status, status_detail, metadata, input_tokens, output_tokens, cost, "
         "created_at, updated_at, deleted_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (target, s["name"], targets.get(s["parent_session_id"], s["parent_session_id"]),
-         s["model"], s["source"], s["agent_id"], s["project_id"], s["status"],
-         s.get("status_detail"),
-         json.dumps(s["metadata"]), s["input_tokens"], s["output_tokens"], s["cost"],
-         _iso(s["created_at"]), _iso(s["updated_at"]),
-         _iso(s["deleted_at"]) if s["deleted_at"] else None))
+        (
+            target,
+            s["name"],
+            targets.get(s["parent_session_id"], s["parent_session_id"]),
+            s["model"],
+            s["source"],
+            s["agent_id"],
+            s["project_id"],
+            s["status"],
+            s.get("status_detail"),
+            json.dumps(s["metadata"]),
+            s["input_tokens"],
+            s["output_tokens"],
+            s["cost"],
+            _iso(s["created_at"]),
+            _iso(s["updated_at"]),
+            _iso(s["deleted_at"]) if s["deleted_at"] else None,
+        ),
+    )
     store.execute(
-        "INSERT INTO status_changes (session_id, status, detail, changed_at) "
-        "VALUES (?, ?, ?, ?)", (target, s["status"], "imported", _iso(now())))
+        "INSERT INTO status_changes (session_id, status, detail, changed_at) VALUES (?, ?, ?, ?)",
+        (target, s["status"], "imported", _iso(now())),
+    )
     _insert_messages(store, target, c.messages)
     for comp in c.compactions:
         cid = comp["id"]
-        if not cid or target != c.id or store.query(
-                "SELECT 1 FROM compactions WHERE id = ?", (cid,)):
+        if (
+            not cid
+            or target != c.id
+            or store.query("SELECT 1 FROM compactions WHERE id = ?", (cid,))
+        ):
             cid = uuid.uuid4().hex  # compaction ids are unique store-wide
         store.execute(
             "INSERT INTO compactions (id, session_id, summary, from_message_id, to_message_id, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (cid, target, comp["summary"], comp["from"], comp["to"], _iso(comp["created_at"])))
+            (cid, target, comp["summary"], comp["from"], comp["to"], _iso(comp["created_at"])),
+        )
     for _, key, columns in _CONTEXT:
         for item in c.context[key]:
             row = {**item, "namespace": namespace(item["namespace"])}
             if key == "search_entries":  # keyed rows with an FTS index beside them
-                for (rowid,) in store.query("SELECT rowid FROM search_entries WHERE "
-                                            "namespace = ? AND key = ?", (row["namespace"],
-                                                                          row["key"])):
+                for (rowid,) in store.query(
+                    "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
+                    (row["namespace"], row["key"]),
+                ):
                     store.execute("DELETE FROM search_entries_fts WHERE rowid = ?", (rowid,))
                     store.execute("DELETE FROM search_entries WHERE rowid = ?", (rowid,))
             cursor = store.execute(
                 f"INSERT OR REPLACE INTO {_TABLES[key]} ({', '.join(columns)}) "
-                f"VALUES ({', '.join('?' * len(columns))})", [row[col] for col in columns])
+                f"VALUES ({', '.join('?' * len(columns))})",
+                [row[col] for col in columns],
+            )
             if key == "search_entries":
-                store.execute("INSERT INTO search_entries_fts (rowid, content, scope) "
-                              "VALUES (?, ?, ?)", (cursor.lastrowid, row["content"],
-                                                   scope_token(row["namespace"])))
+                store.execute(
+                    "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
+                    (cursor.lastrowid, row["content"], scope_token(row["namespace"])),
+                )

@@ -14,15 +14,21 @@ T0 = datetime(2024, 10, 3, 9, 0, tzinfo=UTC)
 
 
 def text(mid: str, role: str, body: str, minutes: int) -> dict:
-    return {"id": mid, "role": role, "parts": [{"type": "text", "text": body}],
-            "created_at": (T0 + timedelta(minutes=minutes)).isoformat()}
+    return {
+        "id": mid,
+        "role": role,
+        "parts": [{"type": "text", "text": body}],
+        "created_at": (T0 + timedelta(minutes=minutes)).isoformat(),
+    }
 
 
 def set_times(store: Store, session_id: str, minutes: int) -> None:
     stamp = (T0 + timedelta(minutes=minutes)).isoformat()
     with store.write():
-        store.execute("UPDATE sessions SET created_at = ?, updated_at = ? WHERE id = ?",
-                      (stamp, stamp, session_id))
+        store.execute(
+            "UPDATE sessions SET created_at = ?, updated_at = ? WHERE id = ?",
+            (stamp, stamp, session_id),
+        )
 
 
 def populate(store: Store) -> dict[str, str]:
@@ -40,34 +46,50 @@ def populate(store: Store) -> dict[str, str]:
     ids = {}
     try:
         python = manager.create("Python help", id="chat-python", model="demo")
-        loop.run_until_complete(manager.append_all(python.id, [
-            text("p1", "user", "How do I reverse a list in Python?", 0),
-            text("p2", "assistant", "Use `reversed(xs)` or slicing:\n\n```python\n"
-                 "xs[::-1]\n```", 1),
-        ]))
+        loop.run_until_complete(
+            manager.append_all(
+                python.id,
+                [
+                    text("p1", "user", "How do I reverse a list in Python?", 0),
+                    text(
+                        "p2",
+                        "assistant",
+                        "Use `reversed(xs)` or slicing:\n\n```python\nxs[::-1]\n```",
+                        1,
+                    ),
+                ],
+            )
+        )
         set_times(store, python.id, 5)
         ids["python"] = python.id
         recipes = manager.create("Soup recipes", id="chat-soup", model="demo")
-        loop.run_until_complete(manager.append_all(recipes.id, [
-            text("s1", "user", "A quick tomato soup?", 10),
-            text("s2", "assistant", "Roast tomatoes with garlic, blend with stock.", 11),
-        ]))
+        loop.run_until_complete(
+            manager.append_all(
+                recipes.id,
+                [
+                    text("s1", "user", "A quick tomato soup?", 10),
+                    text("s2", "assistant", "Roast tomatoes with garlic, blend with stock.", 11),
+                ],
+            )
+        )
         set_times(store, recipes.id, 15)
         ids["soup"] = recipes.id
         trip = manager.create("Lisbon trip", id="chat-lisbon", model="demo")
         sid = trip.id
         run = loop.run_until_complete
         run(manager.append(sid, text("q1", "user", "Plan three days in Lisbon", 20), None))
-        run(manager.append(sid, text("a1", "assistant", "Day one: Alfama and the castle.",
-                                     21), "q1"))
-        run(manager.append(sid, text("a2", "assistant", "Start in Belém with the tower.",
-                                     22), "q1"))
+        run(
+            manager.append(
+                sid, text("a1", "assistant", "Day one: Alfama and the castle.", 21), "q1"
+            )
+        )
+        run(
+            manager.append(sid, text("a2", "assistant", "Start in Belém with the tower.", 22), "q1")
+        )
         run(manager.append(sid, text("q2", "user", "What about food?", 23), "a2"))
-        run(manager.append(sid, text("a3", "assistant", "Try pastéis de nata in Belém.",
-                                     24), "q2"))
+        run(manager.append(sid, text("a3", "assistant", "Try pastéis de nata in Belém.", 24), "q2"))
         run(manager.append(sid, text("q2b", "user", "And the museums?", 25), "a2"))
-        run(manager.append(sid, text("a4", "assistant", "The Gulbenkian is a must.", 26),
-                           "q2b"))
+        run(manager.append(sid, text("a4", "assistant", "The Gulbenkian is a must.", 26), "q2b"))
         set_times(store, sid, 30)
         ids["lisbon"] = sid
     finally:

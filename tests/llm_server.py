@@ -65,18 +65,34 @@ def _words(value: str) -> list[str]:
     return re.findall(r"\s*\S+|\s+$", value)
 
 
-def text(value: str, *, delay: float = 0.0, usage: tuple[int, int] | None = (12, 7),
-         finish_reason: str = "stop", reasoning: str = "") -> Scripted:
+def text(
+    value: str,
+    *,
+    delay: float = 0.0,
+    usage: tuple[int, int] | None = (12, 7),
+    finish_reason: str = "stop",
+    reasoning: str = "",
+) -> Scripted:
     """A streamed (or, for non-streamed requests, plain) text reply, word by word.
 
     `reasoning` is streamed first as `reasoning_content` deltas (as reasoning models do).
     """
-    return Scripted("text", text=value, delay=delay, usage=usage, finish_reason=finish_reason,
-                    reasoning=reasoning)
+    return Scripted(
+        "text",
+        text=value,
+        delay=delay,
+        usage=usage,
+        finish_reason=finish_reason,
+        reasoning=reasoning,
+    )
 
 
-def tool_calls(*calls: tuple[str, Any] | tuple[str, str, Any], text_before: str = "",
-               delay: float = 0.0, usage: tuple[int, int] | None = (20, 9)) -> Scripted:
+def tool_calls(
+    *calls: tuple[str, Any] | tuple[str, str, Any],
+    text_before: str = "",
+    delay: float = 0.0,
+    usage: tuple[int, int] | None = (20, 9),
+) -> Scripted:
     """Streamed tool calls: each call is (name, arguments) or (id, name, arguments).
 
     Arguments may be a dict (encoded here) or a raw string (sent as-is, so a
@@ -91,8 +107,14 @@ def tool_calls(*calls: tuple[str, Any] | tuple[str, str, Any], text_before: str 
             call_id, name, args = call  # type: ignore[misc]
         raw = args if isinstance(args, str) else json.dumps(args)
         normalised.append((call_id, name, raw))
-    return Scripted("tools", text=text_before, calls=normalised, delay=delay, usage=usage,
-                    finish_reason="tool_calls")
+    return Scripted(
+        "tools",
+        text=text_before,
+        calls=normalised,
+        delay=delay,
+        usage=usage,
+        finish_reason="tool_calls",
+    )
 
 
 def json_reply(value: str, *, usage: tuple[int, int] | None = (12, 7)) -> Scripted:
@@ -100,21 +122,37 @@ def json_reply(value: str, *, usage: tuple[int, int] | None = (12, 7)) -> Script
     return Scripted("json", text=value, usage=usage)
 
 
-def error(status: int, message: str = "", *, code: str | None = None,
-          type: str = "invalid_request_error", headers: dict[str, str] | None = None,
-          body: Any = None) -> Scripted:
+def error(
+    status: int,
+    message: str = "",
+    *,
+    code: str | None = None,
+    type: str = "invalid_request_error",
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+) -> Scripted:
     """An HTTP error in OpenAI's `{"error": {...}}` shape (or a raw `body`)."""
     if body is None:
-        body = {"error": {"message": message or f"error {status}", "type": type,
-                          "param": None, "code": code}}
+        body = {
+            "error": {
+                "message": message or f"error {status}",
+                "type": type,
+                "param": None,
+                "code": code,
+            }
+        }
     return Scripted("error", status=status, body=body, headers=dict(headers or {}))
 
 
 def context_length_error() -> Scripted:
     """OpenAI's 400 for a prompt longer than the model's window."""
-    return error(400, "This model's maximum context length is 8192 tokens. However, your "
-                      "messages resulted in 9000 tokens. Please reduce the length of the "
-                      "messages.", code="context_length_exceeded")
+    return error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, your "
+        "messages resulted in 9000 tokens. Please reduce the length of the "
+        "messages.",
+        code="context_length_exceeded",
+    )
 
 
 def broken_stream(value: str, *, delay: float = 0.0) -> Scripted:
@@ -124,8 +162,9 @@ def broken_stream(value: str, *, delay: float = 0.0) -> Scripted:
 
 def malformed(*lines: str, text_before: str = "") -> Scripted:
     """A stream whose `data:` payloads include garbage (after `text_before` streamed)."""
-    return Scripted("malformed", text=text_before,
-                    lines=list(lines) or ["{this is not json", "[1, 2"])
+    return Scripted(
+        "malformed", text=text_before, lines=list(lines) or ["{this is not json", "[1, 2"]
+    )
 
 
 def hang(seconds: float = 30.0, *, text_before: str = "") -> Scripted:
@@ -192,8 +231,9 @@ class LLMServer:
 
         self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        daemon=True, name="llm-server")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), daemon=True, name="llm-server"
+        )
         self._thread.start()
         return self
 
@@ -233,8 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ---------------------------------------------------------------
 
-    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None
-                   ) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -275,25 +314,37 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         if self.path.rstrip("/").endswith("/models"):
-            self._send_json(200, {"object": "list", "data": [
-                {"id": m, "object": "model", "created": 0, "owned_by": "tests"}
-                for m in self.owner.model_ids]})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "tests"}
+                        for m in self.owner.model_ids
+                    ],
+                },
+            )
         else:
-            self._send_json(404, {"error": {"message": f"no route {self.path}",
-                                            "type": "invalid_request_error"}})
+            self._send_json(
+                404,
+                {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}},
+            )
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send_json(404, {"error": {"message": f"no route {self.path}",
-                                            "type": "invalid_request_error"}})
+            self._send_json(
+                404,
+                {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}},
+            )
             return
         try:
             body = json.loads(raw)
         except ValueError:
-            self._send_json(400, {"error": {"message": "body is not JSON",
-                                            "type": "invalid_request_error"}})
+            self._send_json(
+                400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}}
+            )
             return
         owner = self.owner
         with owner._lock:
@@ -302,8 +353,15 @@ class _Handler(BaseHTTPRequestHandler):
             owner.request_headers.append({k.lower(): v for k, v in self.headers.items()})
         reply = owner._next()
         if reply is None:
-            self._send_json(500, {"error": {"message": "the test script has no response left",
-                                            "type": "server_error"}})
+            self._send_json(
+                500,
+                {
+                    "error": {
+                        "message": "the test script has no response left",
+                        "type": "server_error",
+                    }
+                },
+            )
             return
         self._answer(body, reply)
 
@@ -325,11 +383,17 @@ class _Handler(BaseHTTPRequestHandler):
         chunk_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
 
         def delta(d: dict[str, Any], finish: str | None = None) -> None:
-            self._chunk(json.dumps({
-                "id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": model,
-                "choices": [{"index": 0, "delta": d, "finish_reason": finish}],
-            }))
+            self._chunk(
+                json.dumps(
+                    {
+                        "id": chunk_id,
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [{"index": 0, "delta": d, "finish_reason": finish}],
+                    }
+                )
+            )
 
         delta({"role": "assistant", "content": ""})
         for word in _words(reply.reasoning):
@@ -354,23 +418,48 @@ class _Handler(BaseHTTPRequestHandler):
             self._end_stream()
             return
         for index, (call_id, name, args) in enumerate(reply.calls):
-            delta({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                   "function": {"name": name, "arguments": ""}}]})
+            delta(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
             step = max(1, len(args) // 3)
             for start in range(0, len(args), step):
                 if reply.delay and self.owner.wait(reply.delay):
                     return self._cut()
-                delta({"tool_calls": [{"index": index,
-                                       "function": {"arguments": args[start:start + step]}}]})
+                delta(
+                    {
+                        "tool_calls": [
+                            {"index": index, "function": {"arguments": args[start : start + step]}}
+                        ]
+                    }
+                )
         delta({}, reply.finish_reason or "stop")
         if include_usage and reply.usage is not None:
             prompt, completion = reply.usage
-            self._chunk(json.dumps({
-                "id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": model, "choices": [],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion},
-            }))
+            self._chunk(
+                json.dumps(
+                    {
+                        "id": chunk_id,
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
+                        },
+                    }
+                )
+            )
         self._end_stream()
 
 
@@ -379,13 +468,24 @@ def _completion(model: str, reply: Scripted) -> dict[str, Any]:
     if reply.calls:
         message["tool_calls"] = [
             {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-            for cid, name, args in reply.calls]
+            for cid, name, args in reply.calls
+        ]
     prompt, completion = reply.usage or (0, 0)
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-        "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.calls else "stop"}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
     }

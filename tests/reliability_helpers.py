@@ -110,18 +110,25 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def app_process(home: Path, steps: list[list[Any]], *argv: str, **env: str
-                ) -> subprocess.Popen[str]:
+def app_process(
+    home: Path, steps: list[list[Any]], *argv: str, **env: str
+) -> subprocess.Popen[str]:
     """Start the app in a child process running `steps`; the caller waits or kills it."""
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, json.dumps(steps), *argv],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=child_env(home, **env), start_new_session=True,
-        umask=0o022)  # the usual umask: files are private because chatui makes them so
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=child_env(home, **env),
+        start_new_session=True,
+        umask=0o022,
+    )  # the usual umask: files are private because chatui makes them so
 
 
-def run_app(home: Path, steps: list[list[Any]], *argv: str, timeout: float = 120,
-            **env: str) -> tuple[int, list[str], str]:
+def run_app(
+    home: Path, steps: list[list[Any]], *argv: str, timeout: float = 120, **env: str
+) -> tuple[int, list[str], str]:
     """Run the app to the end: (exit code, stdout lines, stderr)."""
     child = app_process(home, steps, *argv, **env)
     try:

@@ -21,11 +21,19 @@ SIZE = (150, 40)
 @pytest.fixture
 def config(llm_server, fake_key):
     return Config(
-        model="openai/test-model", api_base=llm_server.base_url, max_retries=0,
-        agents=(AgentConfig(name="planner", soul="You plan trips.", description="Plans trips",
-                            peers=("researcher",)),
-                AgentConfig(name="researcher", soul="You look things up.",
-                            description="Finds facts")))
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        max_retries=0,
+        agents=(
+            AgentConfig(
+                name="planner",
+                soul="You plan trips.",
+                description="Plans trips",
+                peers=("researcher",),
+            ),
+            AgentConfig(name="researcher", soul="You look things up.", description="Finds facts"),
+        ),
+    )
 
 
 def system_prompt(request: dict) -> str:
@@ -41,8 +49,9 @@ async def start_chat_with(pilot, index: int) -> None:
 
 
 async def test_agent_a_asks_agent_b_and_uses_the_answer(store, config, llm_server):
-    llm_server.tool_calls(("message_agent", {"agent": "researcher",
-                                             "text": "Opening hours of the Gulbenkian?"}))
+    llm_server.tool_calls(
+        ("message_agent", {"agent": "researcher", "text": "Opening hours of the Gulbenkian?"})
+    )
     llm_server.text("10:00 to 18:00, closed Tuesdays.")
     llm_server.text("The researcher says it opens 10:00 to 18:00 and closes on Tuesdays.")
     app = make_app(store, config)
@@ -59,8 +68,10 @@ async def test_agent_a_asks_agent_b_and_uses_the_answer(store, config, llm_serve
         tool = next(t for t in first["tools"] if t["function"]["name"] == "message_agent")
         assert tool["function"]["parameters"]["properties"]["agent"]["enum"] == ["researcher"]
         assert "You look things up." in system_prompt(peer)
-        assert peer["messages"][-1] == {"role": "user",
-                                        "content": "Opening hours of the Gulbenkian?"}
+        assert peer["messages"][-1] == {
+            "role": "user",
+            "content": "Opening hours of the Gulbenkian?",
+        }
         results = [m for m in last["messages"] if m["role"] == "tool"]
         assert "10:00 to 18:00" in results[-1]["content"]
 
@@ -100,13 +111,17 @@ async def test_agent_a_asks_agent_b_and_uses_the_answer(store, config, llm_serve
         screen = app.screen
         assert isinstance(screen, ChatListScreen)
         table = screen.query_one("#chats-table")
-        cells = {str(table.get_row(r.id)[0]).split(" ●")[0]: str(table.get_row(r.id)[1])
-                 for r in screen.rows if r}
+        cells = {
+            str(table.get_row(r.id)[0]).split(" ●")[0]: str(table.get_row(r.id)[1])
+            for r in screen.rows
+            if r
+        }
         assert "planner" in cells.values() and "researcher" in cells.values()
 
 
 async def test_a_failing_peer_gives_the_caller_an_error_and_restores_its_status(
-        store, config, llm_server):
+    store, config, llm_server
+):
     llm_server.tool_calls(("message_agent", {"agent": "researcher", "text": "Anything?"}))
     llm_server.error(500, "the researcher's provider is down")
     llm_server.text("The researcher could not answer, sorry.")
@@ -128,7 +143,8 @@ async def test_a_failing_peer_gives_the_caller_an_error_and_restores_its_status(
 
 
 async def test_an_agent_calling_back_into_its_chain_gets_an_error_not_a_hang(
-        store, config, llm_server):
+    store, config, llm_server
+):
     # planner → researcher → planner would wait on itself: refused at once
     llm_server.tool_calls(("message_agent", {"agent": "researcher", "text": "Check this"}))
     llm_server.tool_calls(("message_agent", {"agent": "planner", "text": "Back to you"}))
@@ -148,15 +164,15 @@ async def test_an_agent_calling_back_into_its_chain_gets_an_error_not_a_hang(
 
 
 async def test_agents_are_synced_from_config_and_chosen_without_a_picker_when_none(
-        store, llm_server, fake_key):
+    store, llm_server, fake_key
+):
     app = make_app(store, Config(model="openai/test-model", api_base=llm_server.base_url))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert not isinstance(app.screen, AgentPicker)  # no agents: straight to a chat
-    configured = Config(agents=(AgentConfig(name="helper", model="demo",
-                                            description="Helps"),))
+    configured = Config(agents=(AgentConfig(name="helper", model="demo", description="Helps"),))
     app = make_app(store, configured)
     agents = app.runtime.agents()
     assert [(a.name, a.model, a.description) for a in agents] == [("helper", "demo", "Helps")]

@@ -47,8 +47,7 @@ def chat_path(app) -> list:
     return app.main.snapshot.history if app.main.snapshot else []
 
 
-async def test_enter_sends_streams_and_stores_before_the_model_answers(store, config,
-                                                                       llm_server):
+async def test_enter_sends_streams_and_stores_before_the_model_answers(store, config, llm_server):
     llm_server.text("Hello **there**, how can I help?", delay=0.01)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
@@ -161,8 +160,12 @@ async def test_e_on_a_reply_explains_instead_of_editing(store, config, llm_serve
 
 
 async def test_memory_gauge_fills_when_the_model_writes_memory(store, config, llm_server):
-    llm_server.tool_calls(("set_context", {"label": "memory", "action": "append",
-                                           "content": "The user is called Sam."}))
+    llm_server.tool_calls(
+        (
+            "set_context",
+            {"label": "memory", "action": "append", "content": "The user is called Sam."},
+        )
+    )
     llm_server.text("Noted, Sam.")
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
@@ -181,8 +184,7 @@ async def test_memory_gauge_fills_when_the_model_writes_memory(store, config, ll
         assert history[-1].text == "Noted, Sam."
 
 
-async def test_provider_errors_show_in_the_chat_and_the_app_keeps_going(store, config,
-                                                                        llm_server):
+async def test_provider_errors_show_in_the_chat_and_the_app_keeps_going(store, config, llm_server):
     llm_server.error(401, "Incorrect API key provided")
     llm_server.text("Works now.")
     app = make_app(store, config)
@@ -252,7 +254,7 @@ def test_first_frame_does_not_import_litellm(tmp_path):
         assert "litellm" not in sys.modules, "importing the app imported litellm"
 
         async def main():
-            app = ChatApp(Store({str(tmp_path / 'x.db')!r}), Config(), ui_state=UiState(),
+            app = ChatApp(Store({str(tmp_path / "x.db")!r}), Config(), ui_state=UiState(),
                           warm_llm=False)
             async with app.run_test() as pilot:
                 await pilot.pause()
@@ -260,7 +262,11 @@ def test_first_frame_does_not_import_litellm(tmp_path):
 
         asyncio.run(main())
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"CHATUI_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"CHATUI_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

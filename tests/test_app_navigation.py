@@ -217,8 +217,11 @@ async def test_fork_and_copy(store, chats):
         forked = app.manager.get(main.session_id)
         assert forked.parent_session_id == chats["lisbon"]
         texts = [m.text for m in main.snapshot.history]
-        assert texts == ["Plan three days in Lisbon", "Start in Belém with the tower.",
-                         "And the museums?"]
+        assert texts == [
+            "Plan three days in Lisbon",
+            "Start in Belém with the tower.",
+            "And the museums?",
+        ]
         assert app.manager.get_message_count(chats["lisbon"]) == 7  # the source is untouched
 
 

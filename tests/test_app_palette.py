@@ -125,16 +125,23 @@ def long_chat(store):
 
     manager = SessionManager(store)
     info = manager.create("Long chat", model="openai/test-model")
-    messages = [{"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant",
-                 "parts": [{"type": "text", "text": f"Point {i}: " + "details " * 300}]}
-                for i in range(30)]
+    messages = [
+        {
+            "id": f"m{i}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "parts": [{"type": "text", "text": f"Point {i}: " + "details " * 300}],
+        }
+        for i in range(30)
+    ]
     asyncio.run(manager.append_all(info.id, messages))
     return info.id
 
 
 async def test_compact_now_summarises_with_the_model(store, long_chat, llm_server, fake_key):
-    llm_server.text("## Topic\nLisbon\n## Key Points\n- Belém\n## Current State\nplanning\n"
-                    "## Open Items\n- museums")
+    llm_server.text(
+        "## Topic\nLisbon\n## Key Points\n- Belém\n## Current State\nplanning\n"
+        "## Open Items\n- museums"
+    )
     config = Config(model="openai/test-model", api_base=llm_server.base_url)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:

@@ -16,13 +16,20 @@ async def test_auto_compaction_runs_over_threshold_and_keeps_originals(store):
         calls.append(prompt)
         return "## Topic\nx\n## Key Points\ny\n## Current State\nz\n## Open Items\nnone"
 
-    s = (Session(store).for_session("auto")
-         .on_compaction(create_compact_function(summarize, protect_head=1,
-                                                tail_token_budget=30, min_tail_messages=2))
-         .compact_after(120))
+    s = (
+        Session(store)
+        .for_session("auto")
+        .on_compaction(
+            create_compact_function(
+                summarize, protect_head=1, tail_token_budget=30, min_tail_messages=2
+            )
+        )
+        .compact_after(120)
+    )
     for i in range(12):
-        await s.append_message(msg(f"m{i}", "lorem ipsum dolor sit amet " * 4,
-                                   "user" if i % 2 == 0 else "assistant"))
+        await s.append_message(
+            msg(f"m{i}", "lorem ipsum dolor sit amet " * 4, "user" if i % 2 == 0 else "assistant")
+        )
     assert calls, "compaction should have run"
     assert any(m.is_compaction for m in s.get_history())
     assert len(s.get_raw_history()) == 12  # originals stay
@@ -35,8 +42,13 @@ async def test_failing_compaction_reports_and_keeps_the_message(store):
     async def broken(session):
         raise RuntimeError("summarizer down")
 
-    s = (Session(store).for_session("f").on_compaction(broken).compact_after(1)
-         .on_compaction_error(errors.append))
+    s = (
+        Session(store)
+        .for_session("f")
+        .on_compaction(broken)
+        .compact_after(1)
+        .on_compaction_error(errors.append)
+    )
     stored = await s.append_message(msg("a", "do not lose me"))
     assert stored.id == "a" and s.get_message("a").text == "do not lose me"
     assert [str(e) for e in errors] == ["summarizer down"]
@@ -60,9 +72,13 @@ async def test_async_error_handler_and_custom_counter(store):
     async def broken(session):
         raise ValueError("no")
 
-    s = (Session(store).for_session("h").on_compaction(broken)
-         .compact_after(10, token_counter=lambda msgs: 1000 * len(msgs))
-         .on_compaction_error(handler))
+    s = (
+        Session(store)
+        .for_session("h")
+        .on_compaction(broken)
+        .compact_after(10, token_counter=lambda msgs: 1000 * len(msgs))
+        .on_compaction_error(handler)
+    )
     await s.append_message(msg("a", "x"))
     assert seen == ["ValueError"]
 

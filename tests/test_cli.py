@@ -36,8 +36,9 @@ async def chats():
         trip = manager.create("Lisbon trip", model="gpt-4o", id="aa11bb22cc33")
         await manager.append(trip.id, text("q1", "user", "Flights to Lisbon?"))
         await manager.append(trip.id, text("a1", "assistant", "TAP flies direct."))
-        await manager.append(trip.id, text("a2", "assistant", "Ryanair \x1b[31mis cheaper"),
-                             parent_id="q1")
+        await manager.append(
+            trip.id, text("a2", "assistant", "Ryanair \x1b[31mis cheaper"), parent_id="q1"
+        )
         code = manager.create("Rust \x1b]0;owned\x07 lifetimes", id="aa99ff00")
         await manager.append(code.id, text("r1", "user", "Explain lifetimes in Lisbon terms"))
         gone = manager.create("Deleted chat", id="dd00")
@@ -99,7 +100,10 @@ async def test_show_active_branch_and_others(capsys, chats):
     assert data["forks"] == [{"position": 2, "message_id": "a2", "siblings": ["a1", "a2"]}]
     code, out, _ = run(capsys, "show", "aa11", "--tree")
     assert [line.split()[:2] for line in out.splitlines()[1:]] == [
-        ["*", "q1"], ["├", "a1"], ["├", "*"]]
+        ["*", "q1"],
+        ["├", "a1"],
+        ["├", "*"],
+    ]
 
 
 async def test_ids_not_found_and_ambiguous(capsys, chats):
@@ -205,16 +209,30 @@ def test_dry_run_writes_nothing(capsys, tmp_path):
     assert count_sessions() == 0
 
 
-@pytest.mark.parametrize("make, source, expected", [
-    (lambda p: p.write_text(json.dumps([branching_conversation()])[:500]), "chatgpt",
-     "truncated"),
-    (lambda p: write_jsonl(p, pi_session()), "chatgpt", "use --from pi"),
-    (lambda p: p.write_text(json.dumps([branching_conversation()])), "pi", "use --from chatgpt"),
-    (lambda p: p.write_text(json.dumps([branching_conversation()])), "llm", "not a SQLite file"),
-    (lambda p: write_jsonl(p, pi_session()), "chatui", "use --from pi"),
-    (lambda p: p.write_text(""), "chatui", "empty"),
-    (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "chatgpt", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "make, source, expected",
+    [
+        (
+            lambda p: p.write_text(json.dumps([branching_conversation()])[:500]),
+            "chatgpt",
+            "truncated",
+        ),
+        (lambda p: write_jsonl(p, pi_session()), "chatgpt", "use --from pi"),
+        (
+            lambda p: p.write_text(json.dumps([branching_conversation()])),
+            "pi",
+            "use --from chatgpt",
+        ),
+        (
+            lambda p: p.write_text(json.dumps([branching_conversation()])),
+            "llm",
+            "not a SQLite file",
+        ),
+        (lambda p: write_jsonl(p, pi_session()), "chatui", "use --from pi"),
+        (lambda p: p.write_text(""), "chatui", "empty"),
+        (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "chatgpt", "not UTF-8"),
+    ],
+)
 def test_bad_files_exit_3_and_import_nothing(capsys, tmp_path, make, source, expected):
     path = tmp_path / "input.data"
     make(path)
@@ -226,9 +244,15 @@ def test_bad_files_exit_3_and_import_nothing(capsys, tmp_path, make, source, exp
 
 
 def test_invalid_chatui_document_exits_3(capsys, tmp_path):
-    bad = {"format": "chatui", "version": 1, "session": {"id": "x", "name": "x"},
-           "messages": [{"id": "a", "parent_id": "b", "role": "user", "parts": []},
-                        {"id": "b", "parent_id": "a", "role": "user", "parts": []}]}
+    bad = {
+        "format": "chatui",
+        "version": 1,
+        "session": {"id": "x", "name": "x"},
+        "messages": [
+            {"id": "a", "parent_id": "b", "role": "user", "parts": []},
+            {"id": "b", "parent_id": "a", "role": "user", "parts": []},
+        ],
+    }
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(bad))
     code, _, err = run(capsys, "import", path, "--from", "chatui")

@@ -36,7 +36,12 @@ def test_commands_do_not_import_the_ui_or_the_llm_client(tmp_path):
     env = {"CHATUI_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(source), session_id_for("chatgpt:conv-1")[:8]],
-        capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report == {"codes": [0] * 10, "heavy": []}
 

@@ -18,10 +18,14 @@ from store import (
 
 
 def build(store, sid="s"):
-    return (Session.create(store).for_session(sid)
-            .with_context("soul", description="Identity",
-                          provider=StaticProvider("You are a helpful assistant."))
-            .with_context("memory", description="Learned facts", max_tokens=1100))
+    return (
+        Session.create(store)
+        .for_session(sid)
+        .with_context(
+            "soul", description="Identity", provider=StaticProvider("You are a helpful assistant.")
+        )
+        .with_context("memory", description="Learned facts", max_tokens=1100)
+    )
 
 
 async def test_banner_format_exact(store):
@@ -39,9 +43,12 @@ async def test_banner_format_exact(store):
 
 
 async def test_empty_readonly_omitted_empty_writable_kept(store):
-    s = (Session(store).for_session("e")
-         .with_context("soul", provider=StaticProvider(""))
-         .with_context("memory"))
+    s = (
+        Session(store)
+        .for_session("e")
+        .with_context("soul", provider=StaticProvider(""))
+        .with_context("memory")
+    )
     prompt = await s.freeze_system_prompt()
     assert "SOUL" not in prompt
     assert prompt == f"{BANNER}\nMEMORY [writable]\n{BANNER}"
@@ -52,9 +59,12 @@ async def test_searchable_and_loadable_tags(store):
     await search.set("k1", "the deploy runbook")
     skills = StoreSkillProvider(store, "sk")
     await skills.set("api-ref", "API docs", "API Reference")
-    s = (Session(store).for_session("t")
-         .with_context("knowledge", description="KB", provider=search)
-         .with_context("skills", provider=skills))
+    s = (
+        Session(store)
+        .for_session("t")
+        .with_context("knowledge", description="KB", provider=search)
+        .with_context("skills", provider=skills)
+    )
     prompt = await s.freeze_system_prompt()
     assert "KNOWLEDGE (KB) [searchable]" in prompt
     assert "SKILLS [loadable]" in prompt
@@ -83,7 +93,7 @@ async def test_replace_and_append(store):
 
 
 async def test_limit_raises_and_changes_nothing(store):
-    s = (Session(store).for_session("l").with_context("memory", max_tokens=5))
+    s = Session(store).for_session("l").with_context("memory", max_tokens=5)
     await s.replace_context_block("memory", "short")
     with pytest.raises(ContextLimitError):
         await s.replace_context_block("memory", "this is far too long for five tokens " * 3)
@@ -147,10 +157,14 @@ async def test_without_cache_a_new_process_renders_afresh(tmp_path):
 
 
 async def test_direct_constructor_with_context_configs(store):
-    s = Session(store, context=[
-        ContextConfig(label="memory", description="Notes", max_tokens=500),
-        ContextConfig(label="soul", provider=StaticProvider("You are helpful.")),
-    ], session_id="direct")
+    s = Session(
+        store,
+        context=[
+            ContextConfig(label="memory", description="Notes", max_tokens=500),
+            ContextConfig(label="soul", provider=StaticProvider("You are helpful.")),
+        ],
+        session_id="direct",
+    )
     assert [b.label for b in s.get_context_blocks()] == ["memory", "soul"]
 
 
@@ -168,8 +182,9 @@ async def test_builder_order_does_not_matter(store):
     assert await s1.freeze_system_prompt() == await s2.freeze_system_prompt()
 
 
-@pytest.mark.parametrize("bad", [dict(label=""), dict(label="x", max_tokens=0),
-                                 dict(label="x", max_tokens="10")])
+@pytest.mark.parametrize(
+    "bad", [dict(label=""), dict(label="x", max_tokens=0), dict(label="x", max_tokens="10")]
+)
 def test_bad_context_config(bad):
     with pytest.raises(ValueError):
         ContextConfig(**bad)

@@ -76,8 +76,7 @@ class MemoryProvider:
         self.compactions.clear()
 
     def add_compaction(self, summary, from_id, to_id):
-        c = StoredCompaction(str(next(self.ids)), "mem", summary, from_id, to_id,
-                             datetime.now(UTC))
+        c = StoredCompaction(str(next(self.ids)), "mem", summary, from_id, to_id, datetime.now(UTC))
         self.compactions.append(c)
         return c
 
@@ -85,8 +84,11 @@ class MemoryProvider:
         return list(self.compactions)
 
     def search_messages(self, query, limit=20):
-        return [SearchResult(m.id, m.role, m.text, m.created_at, "mem")
-                for m in self.messages.values() if query.lower() in m.text.lower()][:limit]
+        return [
+            SearchResult(m.id, m.role, m.text, m.created_at, "mem")
+            for m in self.messages.values()
+            if query.lower() in m.text.lower()
+        ][:limit]
 
 
 def msg(mid, text, role="user"):
@@ -100,20 +102,31 @@ async def test_in_memory_provider_runs_a_full_session():
     async def summarize(prompt):
         return "## Topic\nT\n## Key Points\nK\n## Current State\nC\n## Open Items\nO"
 
-    session = Session(provider, context=[
-        ContextConfig(label="soul", provider=StaticProvider("Be brief.")),
-        ContextConfig(label="memory", max_tokens=200),
-    ]).with_cached_prompt().on_compaction(
-        create_compact_function(summarize, protect_head=1, tail_token_budget=10,
-                                min_tail_messages=2))
+    session = (
+        Session(
+            provider,
+            context=[
+                ContextConfig(label="soul", provider=StaticProvider("Be brief.")),
+                ContextConfig(label="memory", max_tokens=200),
+            ],
+        )
+        .with_cached_prompt()
+        .on_compaction(
+            create_compact_function(
+                summarize, protect_head=1, tail_token_budget=10, min_tail_messages=2
+            )
+        )
+    )
     for i in range(8):
-        await session.append_message(msg(f"m{i}", f"message number {i} " * 5,
-                                          "user" if i % 2 == 0 else "assistant"))
+        await session.append_message(
+            msg(f"m{i}", f"message number {i} " * 5, "user" if i % 2 == 0 else "assistant")
+        )
     await session.append_message(msg("alt", "another branch", "assistant"), "m6")
     assert [m.id for m in session.get_branches("m6")] == ["m7", "alt"]
     tools = await session.tools()
     assert (await tools["set_context"](label="memory", content="Likes brevity.")).startswith(
-        "Replaced")
+        "Replaced"
+    )
     assert "Likes brevity." in await session.refresh_system_prompt()
     result = await session.compact()
     assert result is not None

@@ -16,25 +16,36 @@ from chatui.wiring import build_manager
 from store.compaction import build_summary_prompt
 from store.messages import Message
 
-SET_CONTEXT = {"type": "function", "function": {
-    "name": "set_context", "parameters": {"type": "object", "properties": {
-        "label": {"type": "string", "enum": ["memory", "scratchpad"]}}}}}
+SET_CONTEXT = {
+    "type": "function",
+    "function": {
+        "name": "set_context",
+        "parameters": {
+            "type": "object",
+            "properties": {"label": {"type": "string", "enum": ["memory", "scratchpad"]}},
+        },
+    },
+}
 SEARCH = {"type": "function", "function": {"name": "session_search", "parameters": {}}}
 TOOLS = [SET_CONTEXT, SEARCH]
 
 
 def ask(text: str, tools=TOOLS, system: str = "") -> demo.DemoReply:
     messages = ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": text}]
+        {"role": "user", "content": text}
+    ]
     return demo.plan_reply(messages, tools)
 
 
-@pytest.mark.parametrize("said, fact", [
-    ("Please remember that I like green tea", "The user likes green tea."),
-    ("remember my birthday is in May", "The user's birthday is in May."),
-    ("Hi, my name is Ada Lovelace.", "The user's name is Ada Lovelace."),
-    ("note: the deploy is on Friday", "The deploy is on Friday."),
-])
+@pytest.mark.parametrize(
+    "said, fact",
+    [
+        ("Please remember that I like green tea", "The user likes green tea."),
+        ("remember my birthday is in May", "The user's birthday is in May."),
+        ("Hi, my name is Ada Lovelace.", "The user's name is Ada Lovelace."),
+        ("note: the deploy is on Friday", "The deploy is on Friday."),
+    ],
+)
 def test_remembering_calls_set_context_on_memory(said, fact):
     reply = ask(said)
     assert reply.tool_name == "set_context"
@@ -46,11 +57,14 @@ def test_without_the_tool_it_answers_in_text():
     assert reply.tool_name is None and reply.text
 
 
-@pytest.mark.parametrize("said, query", [
-    ("search for kubernetes", "kubernetes"),
-    ("Search my past chats for the holiday plan?", "the holiday plan"),
-    ("what did we say about pricing?", "pricing"),
-])
+@pytest.mark.parametrize(
+    "said, query",
+    [
+        ("search for kubernetes", "kubernetes"),
+        ("Search my past chats for the holiday plan?", "the holiday plan"),
+        ("what did we say about pricing?", "pricing"),
+    ],
+)
 def test_searching_calls_session_search(said, query):
     reply = ask(said)
     assert reply.tool_name == "session_search" and reply.arguments == {"query": query}
@@ -62,10 +76,13 @@ def test_code_requests_get_markdown_with_a_fenced_block():
 
 
 def test_compaction_prompt_gets_the_four_sections():
-    history = [Message(id="1", role="user", parts=[{"type": "text", "text": "plan a trip"}]),
-               Message(id="2", role="assistant", parts=[{"type": "text", "text": "sure"}])]
-    reply = demo.plan_reply([{"role": "user", "content": build_summary_prompt(history,
-                                                                              "old summary")}])
+    history = [
+        Message(id="1", role="user", parts=[{"type": "text", "text": "plan a trip"}]),
+        Message(id="2", role="assistant", parts=[{"type": "text", "text": "sure"}]),
+    ]
+    reply = demo.plan_reply(
+        [{"role": "user", "content": build_summary_prompt(history, "old summary")}]
+    )
     for section in ("## Topic", "## Key Points", "## Current State", "## Open Items"):
         assert section in reply.text
     assert "plan a trip" in reply.text and "old summary" in reply.text
@@ -73,18 +90,32 @@ def test_compaction_prompt_gets_the_four_sections():
 
 def test_recall_reads_the_memory_block_from_the_system_prompt():
     banner = "═" * 46
-    system = (f"{banner}\nSOUL [readonly]\n{banner}\nBe kind.\n\n"
-              f"{banner}\nMEMORY (facts) [writable]\n{banner}\nThe user likes tea.")
+    system = (
+        f"{banner}\nSOUL [readonly]\n{banner}\nBe kind.\n\n"
+        f"{banner}\nMEMORY (facts) [writable]\n{banner}\nThe user likes tea."
+    )
     assert "The user likes tea." in ask("what do you remember about me?", system=system).text
 
 
 def test_after_a_tool_result_it_confirms_in_words():
     messages = [
         {"role": "user", "content": "remember that I like tea"},
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "c1", "type": "function", "function": {
-                "name": "set_context",
-                "arguments": json.dumps({"label": "memory", "content": "The user likes tea."})}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": "set_context",
+                        "arguments": json.dumps(
+                            {"label": "memory", "content": "The user likes tea."}
+                        ),
+                    },
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "Appended to 'memory'."},
     ]
     reply = demo.plan_reply(messages, TOOLS)
@@ -160,8 +191,10 @@ async def test_demo_streams_and_remembers_through_litellm(demo_chat):
 async def test_demo_searches_past_chats(demo_chat):
     engine, manager, sid = demo_chat
     other = manager.create("older chat").id
-    await manager.append(other, {"id": "o1", "role": "user",
-                                 "parts": [{"type": "text", "text": "the zeppelin project"}]})
+    await manager.append(
+        other,
+        {"id": "o1", "role": "user", "parts": [{"type": "text", "text": "the zeppelin project"}]},
+    )
     events = [e async for e in engine.send(sid, "search for zeppelin")]
     final = of_type(events, ReplyFinished)[-1].message
     assert "zeppelin" in final.text and "older chat" in final.text

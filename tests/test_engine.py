@@ -25,15 +25,22 @@ from tests import llm_server as script
 
 
 def make_chat(store, server, **config):
-    settings = dict(model="openai/test-model", api_base=server.base_url, request_timeout=5.0,
-                    max_retries=2)
+    settings = dict(
+        model="openai/test-model", api_base=server.base_url, request_timeout=5.0, max_retries=2
+    )
     settings.update(config)
     cfg = Config(**settings)
     manager = build_manager(store, cfg)
     engine = ChatEngine(manager, cfg, flush_interval=0.0)
     info = manager.create("test chat")
-    return SimpleNamespace(engine=engine, manager=manager, sid=info.id, server=server,
-                           config=cfg, session=manager.get_session(info.id))
+    return SimpleNamespace(
+        engine=engine,
+        manager=manager,
+        sid=info.id,
+        server=server,
+        config=cfg,
+        session=manager.get_session(info.id),
+    )
 
 
 @pytest.fixture
@@ -64,8 +71,11 @@ async def test_send_stores_user_then_streams_reply_exactly(chat):
     assert user.role == "user" and user.text == "Tell me something"
     started = of(events, ReplyStarted)[0]
     assert started.message.parent_id == user.id
-    assert started.message.metadata == {"model": "openai/test-model", "status": "streaming",
-                                        "incomplete": True}
+    assert started.message.metadata == {
+        "model": "openai/test-model",
+        "status": "streaming",
+        "incomplete": True,
+    }
     deltas = of(events, ReplyDelta)
     assert len(deltas) > 5
     assert "".join(d.text for d in deltas) == reply
@@ -90,7 +100,10 @@ async def test_model_is_sent_the_system_prompt_and_history(chat):
     assert sent[0]["role"] == "system" and "SOUL" in sent[0]["content"]
     assert "MEMORY" in sent[0]["content"]
     assert [(m["role"], m["content"]) for m in sent[1:]] == [
-        ("user", "first"), ("assistant", "one"), ("user", "second")]
+        ("user", "first"),
+        ("assistant", "one"),
+        ("user", "second"),
+    ]
     names = {t["function"]["name"] for t in chat.server.last["tools"]}
     assert {"set_context", "session_search"} <= names
 
@@ -110,8 +123,9 @@ async def test_send_under_an_explicit_parent_makes_a_branch(chat):
     first = await run(chat.engine.send(chat.sid, "root"))
     root = first[0].message
     await run(chat.engine.send(chat.sid, "child A"))
-    events = await run(chat.engine.send(chat.sid, "child B", parent_id=of(
-        first, ReplyFinished)[0].message.id))
+    events = await run(
+        chat.engine.send(chat.sid, "child B", parent_id=of(first, ReplyFinished)[0].message.id)
+    )
     branches = chat.session.get_branches(of(first, ReplyFinished)[0].message.id)
     assert [m.text for m in branches] == ["child A", "child B"]
     assert chat.session.get_history(of(events, ReplyFinished)[0].message.id)[0].id == root.id
@@ -130,23 +144,45 @@ async def test_empty_text_is_refused_and_changes_nothing(chat):
 
 async def test_tool_round_trip_writes_memory_and_sends_the_result_back(chat):
     chat.server.script(
-        script.tool_calls(("call_1", "set_context",
-                           {"label": "memory", "content": "The user drinks green tea.",
-                            "action": "append"}), text_before="Noting that. "),
-        script.text("Saved it."))
+        script.tool_calls(
+            (
+                "call_1",
+                "set_context",
+                {"label": "memory", "content": "The user drinks green tea.", "action": "append"},
+            ),
+            text_before="Noting that. ",
+        ),
+        script.text("Saved it."),
+    )
     events = await run(chat.engine.send(chat.sid, "remember I drink green tea"))
 
     kinds = [type(e).__name__ for e in events if not isinstance(e, ReplyDelta)]
-    assert kinds == ["MessageStored", "ReplyStarted", "UsageRecorded", "ReplyFinished",
-                     "MessageStored", "MemoryChanged", "ReplyStarted", "UsageRecorded",
-                     "ReplyFinished"]
+    assert kinds == [
+        "MessageStored",
+        "ReplyStarted",
+        "UsageRecorded",
+        "ReplyFinished",
+        "MessageStored",
+        "MemoryChanged",
+        "ReplyStarted",
+        "UsageRecorded",
+        "ReplyFinished",
+    ]
     first = of(events, ReplyFinished)[0]
     assert first.status == "tool_calls"
     assert first.message.text == "Noting that. "
-    assert first.message.tool_calls == [{
-        "type": "tool-call", "tool_call_id": "call_1", "tool_name": "set_context",
-        "input": {"label": "memory", "content": "The user drinks green tea.",
-                  "action": "append"}}]
+    assert first.message.tool_calls == [
+        {
+            "type": "tool-call",
+            "tool_call_id": "call_1",
+            "tool_name": "set_context",
+            "input": {
+                "label": "memory",
+                "content": "The user drinks green tea.",
+                "action": "append",
+            },
+        }
+    ]
     tool_msg = of(events, MessageStored)[1].message
     assert tool_msg.role == "tool" and tool_msg.parent_id == first.message.id
     assert tool_msg.tool_results[0]["tool_call_id"] == "call_1"
@@ -173,10 +209,13 @@ async def test_tool_round_trip_writes_memory_and_sends_the_result_back(chat):
 
 async def test_several_calls_in_one_reply_get_one_tool_message(chat):
     chat.server.script(
-        script.tool_calls(("c1", "session_search", {"query": "tea"}),
-                          ("c2", "no_such_tool", {}),
-                          ("c3", "set_context", "{broken json")),
-        script.text("done"))
+        script.tool_calls(
+            ("c1", "session_search", {"query": "tea"}),
+            ("c2", "no_such_tool", {}),
+            ("c3", "set_context", "{broken json"),
+        ),
+        script.text("done"),
+    )
     events = await run(chat.engine.send(chat.sid, "go"))
     tool_msgs = [e.message for e in of(events, MessageStored) if e.message.role == "tool"]
     assert len(tool_msgs) == 1
@@ -218,8 +257,7 @@ async def test_regenerate_an_assistant_reply_adds_a_sibling_and_keeps_the_old(ch
     assert of(again, MessageStored) == []  # no new user message
     new = of(again, ReplyFinished)[0].message
     assert new.parent_id == user.id and new.text == "second answer"
-    assert [m.text for m in chat.session.get_branches(user.id)] == ["first answer",
-                                                                     "second answer"]
+    assert [m.text for m in chat.session.get_branches(user.id)] == ["first answer", "second answer"]
     assert chat.session.get_message(old.id).text == "first answer"
     # The model saw the history up to the user message, not the old answer.
     assert [m["content"] for m in chat.server.last["messages"][1:]] == ["question"]
@@ -261,8 +299,9 @@ async def test_edit_of_the_first_message_makes_a_new_root(chat):
 
 @pytest.mark.parametrize("target", ["missing", "tool", "assistant-edit", "empty-edit"])
 async def test_bad_branch_targets_fail_clearly_and_change_nothing(chat, target):
-    chat.server.script(script.tool_calls(("c1", "session_search", {"query": "q"})),
-                       script.text("done"))
+    chat.server.script(
+        script.tool_calls(("c1", "session_search", {"query": "q"})), script.text("done")
+    )
     events = await run(chat.engine.send(chat.sid, "q"))
     count = chat.manager.get_message_count(chat.sid)
     requests = len(chat.server.requests)
@@ -301,8 +340,9 @@ async def test_context_usage_counts_history_and_prompt(store, llm_server, fake_k
 async def test_context_window_from_config_override(store, llm_server, fake_key):
     from chatui.config import ModelOptions
 
-    chat = make_chat(store, llm_server,
-                     models={"openai/test-model": ModelOptions(context_window=50_000)})
+    chat = make_chat(
+        store, llm_server, models={"openai/test-model": ModelOptions(context_window=50_000)}
+    )
     usage = await chat.engine.context_usage(chat.sid)
     assert usage.window == 50_000 and 0 < usage.fraction < 1
 
@@ -316,8 +356,12 @@ async def test_model_for_prefers_the_session_model(chat):
 async def test_auto_compaction_when_the_window_fills(store, llm_server, fake_key):
     from chatui.config import ModelOptions
 
-    chat = make_chat(store, llm_server, compact_at=0.5,
-                     models={"openai/test-model": ModelOptions(context_window=1200)})
+    chat = make_chat(
+        store,
+        llm_server,
+        compact_at=0.5,
+        models={"openai/test-model": ModelOptions(context_window=1200)},
+    )
     for i in range(4):
         chat.server.script(script.text(f"answer {i} " + "filler " * 40))
         await run(chat.engine.send(chat.sid, f"question {i} " + "padding " * 40))
@@ -337,8 +381,12 @@ async def test_auto_compaction_when_the_window_fills(store, llm_server, fake_key
 async def test_failed_auto_compaction_is_a_notice_and_loses_nothing(store, llm_server, fake_key):
     from chatui.config import ModelOptions
 
-    chat = make_chat(store, llm_server, compact_at=0.1,
-                     models={"openai/test-model": ModelOptions(context_window=600)})
+    chat = make_chat(
+        store,
+        llm_server,
+        compact_at=0.1,
+        models={"openai/test-model": ModelOptions(context_window=600)},
+    )
     for _ in range(3):
         chat.server.script(script.text("answer " * 30))
         await run(chat.engine.send(chat.sid, "question " * 30))
@@ -356,8 +404,9 @@ async def test_compact_now_on_a_branch_and_nothing_to_compact(chat):
     for i in range(6):
         chat.server.script(script.text(f"a{i}"))
         await run(chat.engine.send(chat.sid, f"q{i}"))
-    chat.server.script(script.json_reply("## Topic\nT\n## Key Points\n-\n## Current State\n"
-                                         "-\n## Open Items\n-"))
+    chat.server.script(
+        script.json_reply("## Topic\nT\n## Key Points\n-\n## Current State\n-\n## Open Items\n-")
+    )
     leaf = chat.session.get_latest_leaf().id
     compaction = await chat.engine.compact(chat.sid, leaf)
     assert compaction is not None
@@ -380,8 +429,12 @@ async def test_tool_arguments_are_stored_as_json_objects(chat):
     events = await run(chat.engine.send(chat.sid, "find"))
     call = of(events, ReplyFinished)[0].message.tool_calls[0]
     assert call["input"] == args
-    assert json.loads(chat.server.requests[1]["messages"][-2]["tool_calls"][0]["function"][
-        "arguments"]) == args
+    assert (
+        json.loads(
+            chat.server.requests[1]["messages"][-2]["tool_calls"][0]["function"]["arguments"]
+        )
+        == args
+    )
 
 
 async def test_reasoning_is_stored_as_its_own_part_and_not_sent_back(chat):
@@ -390,7 +443,9 @@ async def test_reasoning_is_stored_as_its_own_part_and_not_sent_back(chat):
     kinds = {d.kind for d in of(events, ReplyDelta)}
     assert kinds == {"text", "reasoning"}
     stored = of(events, ReplyFinished)[0].message
-    assert stored.parts == [{"type": "reasoning", "text": "2 plus 2 is 4."},
-                            {"type": "text", "text": "Four."}]
+    assert stored.parts == [
+        {"type": "reasoning", "text": "2 plus 2 is 4."},
+        {"type": "text", "text": "Four."},
+    ]
     await run(chat.engine.send(chat.sid, "thanks"))
     assert "2 plus 2" not in json.dumps(chat.server.last["messages"])

@@ -40,13 +40,16 @@ async def fill(chat, turns: int) -> None:
 # -- provider errors end the turn readably ----------------------------------------------
 
 
-@pytest.mark.parametrize("reply, kind", [
-    (script.error(401, "Incorrect API key provided"), "auth"),
-    (script.error(403, "not allowed"), "permission"),
-    (script.error(404, "The model does not exist", code="model_not_found"), "not_found"),
-    (script.error(500, "boom", type="server_error"), "server"),
-    (script.error(429, "slow down", headers={"Retry-After": "0"}), "rate_limit"),
-])
+@pytest.mark.parametrize(
+    "reply, kind",
+    [
+        (script.error(401, "Incorrect API key provided"), "auth"),
+        (script.error(403, "not allowed"), "permission"),
+        (script.error(404, "The model does not exist", code="model_not_found"), "not_found"),
+        (script.error(500, "boom", type="server_error"), "server"),
+        (script.error(429, "slow down", headers={"Retry-After": "0"}), "rate_limit"),
+    ],
+)
 async def test_http_errors_become_turn_failed_and_keep_an_error_reply(chat, reply, kind):
     chat.server.script(*[reply] * 3)  # enough for the 429 retries
     events = await run(chat.engine.send(chat.sid, "hello"))
@@ -67,8 +70,10 @@ async def test_http_errors_become_turn_failed_and_keep_an_error_reply(chat, repl
 
 
 async def test_429_retry_is_announced_then_the_reply_streams(chat):
-    chat.server.script(script.error(429, "slow down", headers={"Retry-After": "0.1"}),
-                       script.text("after the wait"))
+    chat.server.script(
+        script.error(429, "slow down", headers={"Retry-After": "0.1"}),
+        script.text("after the wait"),
+    )
     events = await run(chat.engine.send(chat.sid, "hello"))
     notices = of(events, Notice)
     assert len(notices) == 1 and "retry 1 of 2" in notices[0].text
@@ -143,8 +148,9 @@ async def test_database_refusing_the_write_keeps_nothing_and_calls_no_model(chat
 
 async def test_context_length_compacts_and_retries_once(chat):
     await fill(chat, 6)
-    chat.server.script(script.context_length_error(), script.json_reply(SUMMARY),
-                       script.text("Now it fits."))
+    chat.server.script(
+        script.context_length_error(), script.json_reply(SUMMARY), script.text("Now it fits.")
+    )
     events = await run(chat.engine.send(chat.sid, "one more"))
     assert of(events, TurnFailed) == []
     assert "compacting" in of(events, Notice)[0].text
@@ -155,16 +161,19 @@ async def test_context_length_compacts_and_retries_once(chat):
     too_long, summary_call, retried = chat.server.requests[-3:]
     assert "Summarise the conversation" in summary_call["messages"][-1]["content"]
     assert len(retried["messages"]) < len(too_long["messages"])
-    assert any("Summary of the earlier conversation" in (m.get("content") or "")
-               for m in retried["messages"])
+    assert any(
+        "Summary of the earlier conversation" in (m.get("content") or "")
+        for m in retried["messages"]
+    )
     assert retried["messages"][-1] == {"role": "user", "content": "one more"}
     assert chat.manager.get_message_count(chat.sid) == 14  # originals all kept
 
 
 async def test_context_length_that_still_does_not_fit_fails_clearly(chat):
     await fill(chat, 6)
-    chat.server.script(script.context_length_error(), script.json_reply(SUMMARY),
-                       script.context_length_error())
+    chat.server.script(
+        script.context_length_error(), script.json_reply(SUMMARY), script.context_length_error()
+    )
     events = await run(chat.engine.send(chat.sid, "one more"))
     failed = of(events, TurnFailed)
     assert len(failed) == 1 and failed[0].kind == "context_length"
@@ -258,29 +267,33 @@ async def test_reply_is_in_the_database_while_it_streams(store, llm_server, fake
             if isinstance(event, ReplyDelta):
                 streamed += event.text
                 if len(streamed) > 20 * len("token "):
-                    rows = reader.query(
-                        "SELECT content FROM messages WHERE role = 'assistant'")
+                    rows = reader.query("SELECT content FROM messages WHERE role = 'assistant'")
                     break
     finally:
         await events.aclose()
         reader.close()
     partial = json.loads(rows[0][0])
-    assert partial["metadata"] == {"model": "openai/test-model", "status": "streaming",
-                                   "incomplete": True}
+    assert partial["metadata"] == {
+        "model": "openai/test-model",
+        "status": "streaming",
+        "incomplete": True,
+    }
     text = partial["parts"][0]["text"]
     assert text and streamed.startswith(text) and len(text) < len("token " * 100)
 
 
-async def test_api_key_never_reaches_the_database(store, llm_server, fake_key, tmp_path,
-                                                  _isolated_home):
+async def test_api_key_never_reaches_the_database(
+    store, llm_server, fake_key, tmp_path, _isolated_home
+):
     chat = make_chat(store, llm_server)
     chat.server.script(
-        script.tool_calls(("c1", "set_context", {"label": "memory",
-                                                 "content": "The user likes tea."})),
+        script.tool_calls(
+            ("c1", "set_context", {"label": "memory", "content": "The user likes tea."})
+        ),
         script.text("Saved."),
-        script.error(401, f"Incorrect API key provided: {FAKE_OPENAI_KEY}",
-                     code="invalid_api_key"),
-        script.broken_stream(f"echoing {FAKE_OPENAI_KEY[:6]}"))
+        script.error(401, f"Incorrect API key provided: {FAKE_OPENAI_KEY}", code="invalid_api_key"),
+        script.broken_stream(f"echoing {FAKE_OPENAI_KEY[:6]}"),
+    )
     await run(chat.engine.send(chat.sid, "remember tea"))
     failed = of(await run(chat.engine.send(chat.sid, "again")), TurnFailed)[0]
     assert FAKE_OPENAI_KEY not in failed.detail + failed.title + failed.hint
@@ -301,13 +314,17 @@ async def test_closing_right_after_reply_started_marks_the_empty_reply_cancelled
             break
     await events.aclose()
     stored = chat.session.get_message(reply_id)
-    assert stored.metadata == {"model": "openai/test-model", "status": "cancelled",
-                               "incomplete": True}
+    assert stored.metadata == {
+        "model": "openai/test-model",
+        "status": "cancelled",
+        "incomplete": True,
+    }
 
 
 async def test_closing_after_the_reply_finished_does_not_mark_it_cancelled(chat):
-    chat.server.script(script.tool_calls(("c1", "session_search", {"query": "x"})),
-                       script.text("second"))
+    chat.server.script(
+        script.tool_calls(("c1", "session_search", {"query": "x"})), script.text("second")
+    )
     events = chat.engine.send(chat.sid, "talk")
     async for event in events:
         if isinstance(event, ReplyFinished):

@@ -37,9 +37,13 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(tmp_path, llm_server, fake_ke
     story = "word " * 2000
     llm_server.script(script.text(story, delay=0.01))
     db = tmp_path / "chats.db"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), llm_server.base_url],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ})
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db), llm_server.base_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         assert child.stdout is not None
         first = child.stdout.readline()

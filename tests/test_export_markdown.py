@@ -14,14 +14,39 @@ async def branching_chat(manager):
     info = manager.create("Lisbon \x1b[2J trip", model="gpt-4o")
     await manager.append(info.id, text("q1", "user", "Flights to Lisbon?"))
     await manager.append(info.id, text("a1", "assistant", "TAP flies direct."))
-    await manager.append(info.id, {"id": "a2", "role": "assistant", "parts": [
-        {"type": "reasoning", "text": "Budget matters."},
-        {"type": "text", "text": "Ryanair is cheaper.\x1b]52;c;cHduZWQ=\x07"},
-        {"type": "tool-call", "tool_call_id": "c1", "tool_name": "set_context",
-         "input": {"label": "memory", "content": "likes cheap flights"}}]}, parent_id="q1")
-    await manager.append(info.id, {"id": "t1", "role": "tool", "parts": [
-        {"type": "tool-result", "tool_call_id": "c1", "tool_name": "set_context",
-         "output": "Saved."}]})
+    await manager.append(
+        info.id,
+        {
+            "id": "a2",
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": "Budget matters."},
+                {"type": "text", "text": "Ryanair is cheaper.\x1b]52;c;cHduZWQ=\x07"},
+                {
+                    "type": "tool-call",
+                    "tool_call_id": "c1",
+                    "tool_name": "set_context",
+                    "input": {"label": "memory", "content": "likes cheap flights"},
+                },
+            ],
+        },
+        parent_id="q1",
+    )
+    await manager.append(
+        info.id,
+        {
+            "id": "t1",
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool-result",
+                    "tool_call_id": "c1",
+                    "tool_name": "set_context",
+                    "output": "Saved.",
+                }
+            ],
+        },
+    )
     await manager.append(info.id, text("q2", "user", "Thanks"), parent_id="a1")
     return manager.get(info.id)
 
@@ -44,8 +69,9 @@ async def test_the_other_branch_on_request(manager):
     assert "the branch through `a2`" in md
     assert "Ryanair is cheaper.\\x1b]52;c;cHduZWQ=\\x07" in md
     assert "<details><summary>Reasoning</summary>" in md
-    assert '> **Tool call** `set_context`: {"label": "memory", "content": "likes cheap flights"}' \
-        in md
+    assert (
+        '> **Tool call** `set_context`: {"label": "memory", "content": "likes cheap flights"}' in md
+    )
     assert "> **Tool result** `set_context`: Saved." in md
     assert "TAP" not in md
 

@@ -28,9 +28,10 @@ from store import (
 # Text with the awkward bits: controls, escapes, emoji, RTL, quotes.
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | texts,
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | texts,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 @st.composite
@@ -39,11 +40,20 @@ def parts(draw):
     if kind in ("text", "reasoning"):
         return {"type": kind, "text": draw(texts)}
     if kind == "tool-call":
-        return {"type": kind, "tool_call_id": draw(texts), "tool_name": "t",
-                "input": draw(json_values)}
+        return {
+            "type": kind,
+            "tool_call_id": draw(texts),
+            "tool_name": "t",
+            "input": draw(json_values),
+        }
     if kind == "tool-result":
-        return {"type": kind, "tool_call_id": draw(texts), "tool_name": "t",
-                "output": draw(json_values), "is_error": draw(st.booleans())}
+        return {
+            "type": kind,
+            "tool_call_id": draw(texts),
+            "tool_name": "t",
+            "output": draw(json_values),
+            "is_error": draw(st.booleans()),
+        }
     return {"type": "x-unknown", "payload": draw(json_values)}
 
 
@@ -55,25 +65,37 @@ def chats(draw):
     for i in range(n):
         parent = draw(st.none() | st.integers(0, i - 1)) if i else None
         sender = draw(st.sampled_from([{}, {"from_user_id": "u1"}, {"from_agent_id": "a1"}]))
-        messages.append({
-            "id": f"m{i}-{draw(st.text('abc-_%', max_size=3))}",
-            "role": draw(st.sampled_from(["user", "assistant", "tool", "system"])),
-            "parts": draw(st.lists(parts(), max_size=3)),
-            "metadata": draw(st.dictionaries(texts, json_values, max_size=2)),
-            "token_usage": draw(st.none() | st.fixed_dictionaries(
-                {"input": st.integers(0, 999), "output": st.integers(0, 999),
-                 "cost": st.floats(0, 1)})),
-            "parent": parent, **sender,
-        })
+        messages.append(
+            {
+                "id": f"m{i}-{draw(st.text('abc-_%', max_size=3))}",
+                "role": draw(st.sampled_from(["user", "assistant", "tool", "system"])),
+                "parts": draw(st.lists(parts(), max_size=3)),
+                "metadata": draw(st.dictionaries(texts, json_values, max_size=2)),
+                "token_usage": draw(
+                    st.none()
+                    | st.fixed_dictionaries(
+                        {
+                            "input": st.integers(0, 999),
+                            "output": st.integers(0, 999),
+                            "cost": st.floats(0, 1),
+                        }
+                    )
+                ),
+                "parent": parent,
+                **sender,
+            }
+        )
     return {
-        "name": draw(texts), "model": draw(st.none() | texts),
+        "name": draw(texts),
+        "model": draw(st.none() | texts),
         "metadata": draw(st.dictionaries(texts, json_values, max_size=2)),
         "messages": messages,
-        "blocks": draw(st.dictionaries(st.text("abcxyz", min_size=1, max_size=5), texts,
-                                       max_size=2)),
-        "entries": draw(st.dictionaries(st.text("pqr", min_size=1, max_size=4), texts,
-                                        max_size=2)),
-        "compact": draw(st.booleans()), "usage": draw(st.integers(0, 500)),
+        "blocks": draw(
+            st.dictionaries(st.text("abcxyz", min_size=1, max_size=5), texts, max_size=2)
+        ),
+        "entries": draw(st.dictionaries(st.text("pqr", min_size=1, max_size=4), texts, max_size=2)),
+        "compact": draw(st.booleans()),
+        "usage": draw(st.integers(0, 500)),
         "deleted": draw(st.booleans()),
     }
 
@@ -118,8 +140,10 @@ def test_export_import_export_is_identical(chat):
         a, b = StoreSessionProvider(source, sid), StoreSessionProvider(target, sid)
         assert a.get_latest_leaf() == b.get_latest_leaf()
         assert [m.id for m in a.get_tree()] == [m.id for m in b.get_tree()]
-        assert source.query("SELECT count(*) FROM search_entries")[0][0] == \
-            target.query("SELECT count(*) FROM search_entries")[0][0]
+        assert (
+            source.query("SELECT count(*) FROM search_entries")[0][0]
+            == target.query("SELECT count(*) FROM search_entries")[0][0]
+        )
         assert target.integrity_check() == []
         # Restoring twice changes nothing.
         [again] = import_sessions(target, doc)
@@ -149,25 +173,51 @@ def test_new_ids_make_a_copy_beside_the_original(chat):
         copied = as_json(export_session(store, copy.session_id)).replace(copy.session_id, sid)
         original = as_json(doc)
         # Compaction ids are store-wide, so the copy's are new; nothing else differs.
-        for c_old, c_new in zip(doc["compactions"],
-                                export_session(store, copy.session_id)["compactions"],
-                                strict=True):
+        for c_old, c_new in zip(
+            doc["compactions"], export_session(store, copy.session_id)["compactions"], strict=True
+        ):
             copied = copied.replace(c_new["id"], c_old["id"])
         assert copied == original
 
 
 def test_export_holds_the_whole_session(store):
-    chat = {"name": "Everything", "model": "gpt-4o", "metadata": {"pinned": True},
-            "messages": [
-                {"id": "q", "role": "user", "parts": [{"type": "text", "text": "hi"}],
-                 "metadata": {}, "token_usage": None, "parent": None, "from_user_id": "ana"},
-                {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "yo"}],
-                 "metadata": {"k": 1}, "token_usage": {"input": 1, "output": 2, "cost": 0.5},
-                 "parent": 0},
-                {"id": "b", "role": "assistant", "parts": [{"type": "text", "text": "hey"}],
-                 "metadata": {}, "token_usage": None, "parent": 0}],
-            "blocks": {"scratchpad": "notes"}, "entries": {"k1": "entry"}, "compact": True,
-            "usage": 100, "deleted": False}
+    chat = {
+        "name": "Everything",
+        "model": "gpt-4o",
+        "metadata": {"pinned": True},
+        "messages": [
+            {
+                "id": "q",
+                "role": "user",
+                "parts": [{"type": "text", "text": "hi"}],
+                "metadata": {},
+                "token_usage": None,
+                "parent": None,
+                "from_user_id": "ana",
+            },
+            {
+                "id": "a",
+                "role": "assistant",
+                "parts": [{"type": "text", "text": "yo"}],
+                "metadata": {"k": 1},
+                "token_usage": {"input": 1, "output": 2, "cost": 0.5},
+                "parent": 0,
+            },
+            {
+                "id": "b",
+                "role": "assistant",
+                "parts": [{"type": "text", "text": "hey"}],
+                "metadata": {},
+                "token_usage": None,
+                "parent": 0,
+            },
+        ],
+        "blocks": {"scratchpad": "notes"},
+        "entries": {"k1": "entry"},
+        "compact": True,
+        "usage": 100,
+        "deleted": False,
+    }
     sid = build(store, chat)
     asyncio.run(StoreContextProvider(store, "global", "memory").set("shared fact"))
     doc = export_session(store, sid)
@@ -176,12 +226,24 @@ def test_export_holds_the_whole_session(store):
     assert (s["name"], s["model"], s["metadata"]) == ("Everything", "gpt-4o", {"pinned": True})
     assert (s["input_tokens"], s["output_tokens"], s["cost"]) == (100, 50, 0.1)
     assert [(m["id"], m["parent_id"]) for m in doc["messages"]] == [
-        ("q", None), ("a", "q"), ("b", "q")]
+        ("q", None),
+        ("a", "q"),
+        ("b", "q"),
+    ]
     assert doc["messages"][0]["from_user_id"] == "ana"
     assert doc["messages"][1]["token_usage"] == {"input": 1, "output": 2, "cost": 0.5}
     assert set(doc["messages"][0]) == {
-        "id", "parent_id", "role", "parts", "created_at", "metadata", "from_user_id",
-        "from_agent_id", "delivered_to_session_id", "token_usage"}
+        "id",
+        "parent_id",
+        "role",
+        "parts",
+        "created_at",
+        "metadata",
+        "from_user_id",
+        "from_agent_id",
+        "delivered_to_session_id",
+        "token_usage",
+    }
     [comp] = doc["compactions"]
     assert (comp["from_message_id"], comp["to_message_id"]) == ("q", "b")
     ctx = doc["context"]
@@ -200,28 +262,47 @@ def test_all_sessions_skip_deleted_unless_asked(store):
 
 
 def bad(doc_change):
-    doc = {"format": "chatui", "version": 1, "session": {"id": "s1", "name": "x"},
-           "messages": [{"id": "a", "parent_id": None, "role": "user", "parts": []},
-                        {"id": "b", "parent_id": "a", "role": "assistant", "parts": []}]}
+    doc = {
+        "format": "chatui",
+        "version": 1,
+        "session": {"id": "s1", "name": "x"},
+        "messages": [
+            {"id": "a", "parent_id": None, "role": "user", "parts": []},
+            {"id": "b", "parent_id": "a", "role": "assistant", "parts": []},
+        ],
+    }
     doc_change(doc)
     return doc
 
 
-@pytest.mark.parametrize("change, expected", [
-    (lambda d: d.update(format="other"), "not a chatui export"),
-    (lambda d: d.update(version=99), "newer chatui"),
-    (lambda d: d["messages"][0].update(parent_id="b"), "cycle"),
-    (lambda d: d["messages"][1].update(parent_id="zz"), "missing parent"),
-    (lambda d: d["messages"].append({"id": "a", "role": "user", "parts": []}), "used twice"),
-    (lambda d: d["messages"][0].update(role="wizard"), "role"),
-    (lambda d: d["messages"][0].update(from_user_id="u", from_agent_id="g"), "one sender"),
-    (lambda d: d["session"].update(status="sleeping"), "status"),
-    (lambda d: d["session"].update(created_at="yesterday"), "ISO 8601"),
-    (lambda d: d.update(compactions=[{"summary": "s", "from_message_id": "b",
-                                      "to_message_id": "a"}]), "not on the path"),
-    (lambda d: d.update(context={"blocks": [{"namespace": "global", "label": "memory",
-                                             "content": "overwrite"}]}), "does not belong"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda d: d.update(format="other"), "not a chatui export"),
+        (lambda d: d.update(version=99), "newer chatui"),
+        (lambda d: d["messages"][0].update(parent_id="b"), "cycle"),
+        (lambda d: d["messages"][1].update(parent_id="zz"), "missing parent"),
+        (lambda d: d["messages"].append({"id": "a", "role": "user", "parts": []}), "used twice"),
+        (lambda d: d["messages"][0].update(role="wizard"), "role"),
+        (lambda d: d["messages"][0].update(from_user_id="u", from_agent_id="g"), "one sender"),
+        (lambda d: d["session"].update(status="sleeping"), "status"),
+        (lambda d: d["session"].update(created_at="yesterday"), "ISO 8601"),
+        (
+            lambda d: d.update(
+                compactions=[{"summary": "s", "from_message_id": "b", "to_message_id": "a"}]
+            ),
+            "not on the path",
+        ),
+        (
+            lambda d: d.update(
+                context={
+                    "blocks": [{"namespace": "global", "label": "memory", "content": "overwrite"}]
+                }
+            ),
+            "does not belong",
+        ),
+    ],
+)
 def test_bad_documents_import_nothing(store, change, expected):
     good = bad(lambda d: d["session"].update(id="good"))
     with pytest.raises(TransferError, match=expected):
@@ -258,13 +339,15 @@ def test_load_export_reads_json_and_jsonl(store, tmp_path):
     (tmp_path / "one.json").write_text(json.dumps(doc))
     (tmp_path / "many.json").write_text(json.dumps([doc, doc]))
     (tmp_path / "lines.jsonl").write_text(
-        "\n".join(json.dumps(e) for e in document_entries(doc)) + "\n")
+        "\n".join(json.dumps(e) for e in document_entries(doc)) + "\n"
+    )
     for name, count in (("one.json", 1), ("many.json", 2), ("lines.jsonl", 1)):
         assert len(load_export(tmp_path / name)) == count
     (tmp_path / "cut.json").write_text(json.dumps(doc, indent=2)[:200])
     with pytest.raises(TransferError, match=r"cut.json: not valid JSON .*truncated"):
         load_export(tmp_path / "cut.json")
     (tmp_path / "cut.jsonl").write_text(
-        "\n".join(json.dumps(e) for e in document_entries(doc)) + "\n{\"type\": \"mess")
+        "\n".join(json.dumps(e) for e in document_entries(doc)) + '\n{"type": "mess'
+    )
     with pytest.raises(TransferError, match=r"line \d+ is not valid JSON"):
         load_export(tmp_path / "cut.jsonl")

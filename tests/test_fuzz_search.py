@@ -15,8 +15,22 @@ from chatui import cli
 from store import SessionManager, Store, StoreSearchProvider
 from store.db import scope_token
 
-VOCAB = ["lisbon", "flight", "flights", "coffee", "black", "pool", "connection", "running",
-         "AND", "OR", "NOT", "NEAR", "body", "scope"]
+VOCAB = [
+    "lisbon",
+    "flight",
+    "flights",
+    "coffee",
+    "black",
+    "pool",
+    "connection",
+    "running",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR",
+    "body",
+    "scope",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +43,23 @@ def corpus(tmp_path_factory):
         async def fill() -> None:
             for sid in ("alpha", "beta", "gone"):
                 manager.create(sid, id=sid)
-                for i, words in enumerate([
-                        "flights to lisbon are cheap", "black coffee AND OR NOT NEAR",
-                        f"the connection pool keeps running {sid}", "body : scope : \"x\"",
-                        f"{scope_token('alpha')} {scope_token('beta')} tokens"]):
-                    await manager.append(sid, {"id": f"{sid}-{i}", "role": "user",
-                                               "parts": [{"type": "text", "text": words}]})
+                for i, words in enumerate(
+                    [
+                        "flights to lisbon are cheap",
+                        "black coffee AND OR NOT NEAR",
+                        f"the connection pool keeps running {sid}",
+                        'body : scope : "x"',
+                        f"{scope_token('alpha')} {scope_token('beta')} tokens",
+                    ]
+                ):
+                    await manager.append(
+                        sid,
+                        {
+                            "id": f"{sid}-{i}",
+                            "role": "user",
+                            "parts": [{"type": "text", "text": words}],
+                        },
+                    )
             for ns in ("alpha/notes", "beta/notes"):
                 await StoreSearchProvider(store, ns).set("k", "flights pool coffee " + ns)
 
@@ -45,16 +70,39 @@ def corpus(tmp_path_factory):
 
 queries = st.one_of(
     st.text(max_size=60),
-    st.lists(st.sampled_from(VOCAB + ['"', "*", "(", ")", ":", "^", "-", "+", "body:",
-                                      "scope:", "{scope body}", "NEAR(", ",", "'",
-                                      scope_token("beta"), f'"{scope_token("beta")}"',
-                                      f"scope : {scope_token('beta')}", "\x00", "\u202e"]),
-             max_size=8).map(" ".join),
+    st.lists(
+        st.sampled_from(
+            VOCAB
+            + [
+                '"',
+                "*",
+                "(",
+                ")",
+                ":",
+                "^",
+                "-",
+                "+",
+                "body:",
+                "scope:",
+                "{scope body}",
+                "NEAR(",
+                ",",
+                "'",
+                scope_token("beta"),
+                f'"{scope_token("beta")}"',
+                f"scope : {scope_token('beta')}",
+                "\x00",
+                "\u202e",
+            ]
+        ),
+        max_size=8,
+    ).map(" ".join),
     st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3).map(lambda w: " OR ".join(w)),
 )
 
-FUZZ = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @FUZZ
@@ -85,15 +133,18 @@ def test_any_query_stays_in_its_namespace(corpus, query):
             assert isinstance(asyncio.run(StoreSearchProvider(store, ns).search(query)), str)
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(query=queries)
 def test_any_query_in_the_session_search_tool_and_the_cli(corpus, query, capsys):
     with Store(corpus) as store:
         out = asyncio.run(SessionManager(store).tools()["session_search"](query=query))
         assert isinstance(out, str) and not out.startswith("Error:")
-    for argv in (["search", "--db", str(corpus), "--", query],
-                 ["search", "--db", str(corpus), "--session", "alpha", "--json", "--", query]):
+    for argv in (
+        ["search", "--db", str(corpus), "--", query],
+        ["search", "--db", str(corpus), "--session", "alpha", "--json", "--", query],
+    ):
         code = cli.main(argv)
         printed, err = capsys.readouterr()
         assert code in (0, 1), err  # found or not found, never a crash or a usage error
@@ -111,7 +162,9 @@ def test_the_corpus_really_matches_across_chats(corpus):
         assert {h.session_id for h in manager.search("lisbon")} == {"alpha", "beta"}
         assert {h.session_id for h in manager.search(scope_token("beta"))} == {"alpha", "beta"}
         # beta's scope token, searched inside alpha, finds alpha's text, not beta's rows
-        assert [h.id for h in manager.get_session("alpha").search(
-            f"scope : {scope_token('beta')}")] == []
+        assert [
+            h.id for h in manager.get_session("alpha").search(f"scope : {scope_token('beta')}")
+        ] == []
         assert [h.id for h in manager.get_session("alpha").search(scope_token("beta"))] == [
-            "alpha-4"]
+            "alpha-4"
+        ]

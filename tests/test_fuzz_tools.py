@@ -44,20 +44,26 @@ TABLES = {
 
 
 def build(store: Store, folder: Path, sid: str = "chat") -> Session:
-    return (Session(store).for_session(sid)
-            .with_context("soul", provider=StaticProvider("Be kind."))
-            .with_context("memory", description="Facts", max_tokens=60)
-            .with_context("notes", provider=StoreSearchProvider(store, f"{sid}/notes"))
-            .with_context("skills", provider=StoreSkillProvider(store, f"{sid}/skills"))
-            .with_context("docs", provider=DirectorySkillProvider(folder / "skills")))
+    return (
+        Session(store)
+        .for_session(sid)
+        .with_context("soul", provider=StaticProvider("Be kind."))
+        .with_context("memory", description="Facts", max_tokens=60)
+        .with_context("notes", provider=StoreSearchProvider(store, f"{sid}/notes"))
+        .with_context("skills", provider=StoreSkillProvider(store, f"{sid}/skills"))
+        .with_context("docs", provider=DirectorySkillProvider(folder / "skills"))
+    )
 
 
 def snapshot(store: Store, root: Path) -> dict[str, Any]:
-    state: dict[str, Any] = {name: sorted(map(repr, store.query(sql)))
-                             for name, sql in TABLES.items()}
+    state: dict[str, Any] = {
+        name: sorted(map(repr, store.query(sql))) for name, sql in TABLES.items()
+    }
     state["files"] = sorted(
         (str(p.relative_to(root)), hashlib.sha1(p.read_bytes()).hexdigest())
-        for p in root.rglob("*") if p.is_file() and not p.name.startswith("db"))
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith("db")
+    )
     return state
 
 
@@ -66,43 +72,89 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
 
 
 # A model's JSON: any shape, with the names tools know and some they do not.
-json_scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70)
-                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=80))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                           max_leaves=6)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=80)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 huge = st.sampled_from(["x" * 300_000, "word " * 20_000, "\x00\x1b]52;c;AAAA\x07" * 1000])
-names = st.sampled_from(["label", "content", "action", "metadata", "key", "query", "limit",
-                         "self", "arguments", "", "label ", "Label", "__class__"])
-values = (json_values | huge | st.sampled_from(LABELS + ["ghost", "", "MEMORY", "../x"])
-          | st.sampled_from(["replace", "append", "delete"])
-          | st.fixed_dictionaries({}, optional={"title": json_values,
-                                                "description": json_values,
-                                                "extra": json_values}))
-TOOL_NAMES = ["set_context", "load_context", "unload_context", "search_context",
-              "session_search"]
+names = st.sampled_from(
+    [
+        "label",
+        "content",
+        "action",
+        "metadata",
+        "key",
+        "query",
+        "limit",
+        "self",
+        "arguments",
+        "",
+        "label ",
+        "Label",
+        "__class__",
+    ]
+)
+values = (
+    json_values
+    | huge
+    | st.sampled_from(LABELS + ["ghost", "", "MEMORY", "../x"])
+    | st.sampled_from(["replace", "append", "delete"])
+    | st.fixed_dictionaries(
+        {}, optional={"title": json_values, "description": json_values, "extra": json_values}
+    )
+)
+TOOL_NAMES = ["set_context", "load_context", "unload_context", "search_context", "session_search"]
 
 
 texts = st.text(max_size=120) | huge
 VALID = {
     "set_context": st.fixed_dictionaries(
         {"label": st.sampled_from(["memory", "notes", "skills", "docs"]), "content": texts},
-        optional={"action": st.sampled_from(["replace", "append"]),
-                  "metadata": st.fixed_dictionaries(
-                      {}, optional={"title": st.text(max_size=40),
-                                    "description": st.text(max_size=40)})}),
+        optional={
+            "action": st.sampled_from(["replace", "append"]),
+            "metadata": st.fixed_dictionaries(
+                {}, optional={"title": st.text(max_size=40), "description": st.text(max_size=40)}
+            ),
+        },
+    ),
     "load_context": st.fixed_dictionaries(
-        {"label": st.sampled_from(["skills", "docs"]),
-         "key": st.sampled_from(["deploy", "review", "../secret", "/etc/passwd", "secret",
-                                 ".hidden", "review.md", "", "skills/../secret"])
-         | st.text(max_size=20)}),
+        {
+            "label": st.sampled_from(["skills", "docs"]),
+            "key": st.sampled_from(
+                [
+                    "deploy",
+                    "review",
+                    "../secret",
+                    "/etc/passwd",
+                    "secret",
+                    ".hidden",
+                    "review.md",
+                    "",
+                    "skills/../secret",
+                ]
+            )
+            | st.text(max_size=20),
+        }
+    ),
     "unload_context": st.fixed_dictionaries(
-        {"label": st.sampled_from(["skills", "docs"]),
-         "key": st.sampled_from(["deploy", "review"])}),
-    "search_context": st.fixed_dictionaries({"label": st.just("notes"),
-                                             "query": st.text(max_size=60) | huge}),
-    "session_search": st.fixed_dictionaries({"query": st.text(max_size=60)},
-                                            optional={"limit": st.integers(1, 50)}),
+        {"label": st.sampled_from(["skills", "docs"]), "key": st.sampled_from(["deploy", "review"])}
+    ),
+    "search_context": st.fixed_dictionaries(
+        {"label": st.just("notes"), "query": st.text(max_size=60) | huge}
+    ),
+    "session_search": st.fixed_dictionaries(
+        {"query": st.text(max_size=60)}, optional={"limit": st.integers(1, 50)}
+    ),
 }
 
 
@@ -141,9 +193,15 @@ async def seed(store: Store, folder: Path) -> tuple[Session, Session, dict[str, 
     return session, other, tools
 
 
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                 HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(call=calls(), as_json=st.booleans())
 async def test_any_arguments_to_any_tool(tmp_path_factory, call, as_json):
     tool, args = call
@@ -163,8 +221,10 @@ async def test_any_arguments_to_any_tool(tmp_path_factory, call, as_json):
             assert diff == set(), (out, diff)  # nothing half-written
             return
         # A valid call: what it wrote is exactly what it was asked to write.
-        assert build(store, root, "other-chat").get_context_block("memory").content \
+        assert (
+            build(store, root, "other-chat").get_context_block("memory").content
             == "someone else's fact"
+        )
         assert (root / "secret.md").read_text() == "outside the skills folder"
         label = args.get("label")
         if tool == "set_context":
@@ -179,8 +239,12 @@ async def test_any_arguments_to_any_tool(tmp_path_factory, call, as_json):
                 assert diff <= {"context_blocks"}
             elif label == "notes":
                 assert diff <= {"search_entries", "search_fts"}
-                assert content in [r[1] for r in store.query(
-                    "SELECT key, content FROM search_entries WHERE namespace = 'chat/notes'")]
+                assert content in [
+                    r[1]
+                    for r in store.query(
+                        "SELECT key, content FROM search_entries WHERE namespace = 'chat/notes'"
+                    )
+                ]
             elif label == "skills":
                 assert diff <= {"skills"}
             else:
@@ -215,8 +279,11 @@ async def test_unload_after_load_restores_nothing_but_the_note(tmp_path):
         doc = await tools["load_context"](label="docs", key="review")
         assert doc.startswith("# Review")
         assert (await tools["unload_context"](label="docs", key="review")).startswith("Unloaded")
-        for bad in ({"label": "docs", "key": "review"}, {"label": "docs", "key": 5},
-                    {"label": "skills", "key": "review"}):
+        for bad in (
+            {"label": "docs", "key": "review"},
+            {"label": "docs", "key": 5},
+            {"label": "skills", "key": "review"},
+        ):
             assert (await tools["unload_context"](**bad)).startswith("Error:")
 
 
@@ -228,22 +295,35 @@ PEER_TABLES = {
     "peer_hops": "SELECT id, to_session_id, message_id, state FROM peer_hops",
     "peer_links": "SELECT * FROM peer_links",
 }
+
+
 @st.composite
 def peer_calls(draw: st.DrawFn) -> dict[str, Any]:
     """Mostly a well-formed call (to Bob, the one allowed agent), sometimes anything."""
     if draw(st.integers(0, 3)) == 0:
-        return draw(st.dictionaries(st.sampled_from(["agent", "text", "wait", "self", "x"]),
-                                    values, max_size=4))
-    args = {"agent": draw(st.just("Bob") | st.sampled_from(["bob", "Alice", "ghost", ""])),
-            "text": draw(st.text(min_size=1, max_size=80) | huge | st.just("  "))}
+        return draw(
+            st.dictionaries(
+                st.sampled_from(["agent", "text", "wait", "self", "x"]), values, max_size=4
+            )
+        )
+    args = {
+        "agent": draw(st.just("Bob") | st.sampled_from(["bob", "Alice", "ghost", ""])),
+        "text": draw(st.text(min_size=1, max_size=80) | huge | st.just("  ")),
+    }
     if draw(st.booleans()):
         args["wait"] = draw(st.booleans() | values)
     return args
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(args=peer_calls(), as_json=st.booleans())
 async def test_any_arguments_to_message_agent(tmp_path_factory, args, as_json):
     root = tmp_path_factory.mktemp("peer")
@@ -255,8 +335,14 @@ async def test_any_arguments_to_message_agent(tmp_path_factory, args, as_json):
 
         async def run_turn(session_id: str) -> str:  # Bob answers, as the engine would
             n = manager.get_message_count(session_id)
-            await manager.append(session_id, {"id": f"r{n}", "role": "assistant",
-                                              "parts": [{"type": "text", "text": "Bob: ok"}]})
+            await manager.append(
+                session_id,
+                {
+                    "id": f"r{n}",
+                    "role": "assistant",
+                    "parts": [{"type": "text", "text": "Bob: ok"}],
+                },
+            )
             return "Bob: ok"
 
         router = PeerRouter(manager, run_turn)

@@ -72,7 +72,8 @@ class TreeMachine(RuleBasedStateMachine):
         expected = self.latest_leaf() if latest else parent
         message = Message(id=mid, role=role, parts=[{"type": "text", "text": self.text(mid)}])
         stored = self.loop.run_until_complete(
-            self.manager.append(self.sid, message, *([] if latest else [parent])))
+            self.manager.append(self.sid, message, *([] if latest else [parent]))
+        )
         assert stored.parent_id == expected
         self.parent[mid], self.role[mid] = expected, role
         self.order.append(mid)
@@ -133,8 +134,9 @@ class TreeMachine(RuleBasedStateMachine):
         path = self.session.get_raw_history(leaf)
         first = start % len(path)
         last = first + length % (len(path) - first)
-        self.session.add_compaction(f"summary of {path[first].id}..{path[last].id}",
-                                    path[first].id, path[last].id)
+        self.session.add_compaction(
+            f"summary of {path[first].id}..{path[last].id}", path[first].id, path[last].id
+        )
 
     @precondition(lambda self: self.order)
     @rule(index=PICK)
@@ -155,7 +157,8 @@ class TreeMachine(RuleBasedStateMachine):
     def every_message_stored_once_where_the_model_says(self) -> None:
         tree = self.session.get_tree()
         assert {m.id: (m.parent_id, m.role, m.text) for m in tree} == {
-            m: (self.parent[m], self.role[m], self.text(m)) for m in self.order}
+            m: (self.parent[m], self.role[m], self.text(m)) for m in self.order
+        }
         seen: set[str] = set()
         for message in tree:  # parents before children
             assert message.parent_id is None or message.parent_id in seen
@@ -175,11 +178,13 @@ class TreeMachine(RuleBasedStateMachine):
             for shown in self.session.get_history(mid):
                 if shown.is_compaction:
                     meta = shown.metadata["compaction"]
-                    start, end = ids.index(meta["from_message_id"]), ids.index(
-                        meta["to_message_id"])
+                    start, end = (
+                        ids.index(meta["from_message_id"]),
+                        ids.index(meta["to_message_id"]),
+                    )
                     assert shown.parent_id == raw[start].parent_id
                     assert meta["covered"] == end - start + 1
-                    expanded.extend(ids[start:end + 1])
+                    expanded.extend(ids[start : end + 1])
                 else:
                     expanded.append(shown.id)
             assert expanded == ids  # the summary stands for them; none is lost
@@ -197,8 +202,9 @@ class TreeMachine(RuleBasedStateMachine):
     @invariant()
     def forks_are_untouched_by_later_changes(self) -> None:
         for sid, copied in self.forks.items():
-            assert [(m.role, m.text) for m in
-                    self.manager.get_session(sid).get_raw_history()] == copied
+            assert [
+                (m.role, m.text) for m in self.manager.get_session(sid).get_raw_history()
+            ] == copied
 
     @invariant()
     def search_index_in_step(self) -> None:
@@ -207,6 +213,5 @@ class TreeMachine(RuleBasedStateMachine):
             assert [h.id for h in self.session.search(f"tok{mid}")] == [mid]
 
 
-TreeMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=25,
-                                         deadline=None)
+TreeMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
 TestTreeOperations = TreeMachine.TestCase

@@ -21,10 +21,16 @@ def node(nid, parent, children, message=None):
 
 def msg(nid, role, parts, t, *, content_type="text", recipient="all", name=None, **meta):
     return {
-        "id": nid, "author": {"role": role, "name": name, "metadata": {}},
-        "create_time": T0 + t, "update_time": None,
-        "content": {"content_type": content_type, "parts": parts}, "status": "finished_successfully",
-        "end_turn": True, "weight": 1.0, "metadata": meta, "recipient": recipient,
+        "id": nid,
+        "author": {"role": role, "name": name, "metadata": {}},
+        "create_time": T0 + t,
+        "update_time": None,
+        "content": {"content_type": content_type, "parts": parts},
+        "status": "finished_successfully",
+        "end_turn": True,
+        "weight": 1.0,
+        "metadata": meta,
+        "recipient": recipient,
     }
 
 
@@ -37,38 +43,86 @@ def branching_conversation(current="a3"):
     out = msg("out", "tool", [], 8, name="python")
     out["content"] = {"content_type": "execution_output", "text": "1024"}
     context = msg("ctx", "user", [], 0)
-    context["content"] = {"content_type": "user_editable_context",
-                          "user_profile": "I write Python", "user_instructions": ""}
+    context["content"] = {
+        "content_type": "user_editable_context",
+        "user_profile": "I write Python",
+        "user_instructions": "",
+    }
     mapping = {
         "root": node("root", None, ["sys"]),
-        "sys": node("sys", "root", ["ctx"], msg("sys", "system", [""], 0,
-                                               is_visually_hidden_from_conversation=True)),
+        "sys": node(
+            "sys",
+            "root",
+            ["ctx"],
+            msg("sys", "system", [""], 0, is_visually_hidden_from_conversation=True),
+        ),
         "ctx": node("ctx", "sys", ["u1"], context),
         "u1": node("u1", "ctx", ["a1", "a2"], msg("u1", "user", ["How do I reverse a list?"], 1)),
-        "a1": node("a1", "u1", [], msg("a1", "assistant", ["Use reversed(xs)."], 2,
-                                       model_slug="gpt-4o")),
-        "a2": node("a2", "u1", ["u2", "u2b"], msg("a2", "assistant", ["Use xs[::-1]."], 3,
-                                                  model_slug="gpt-4o")),
+        "a1": node(
+            "a1", "u1", [], msg("a1", "assistant", ["Use reversed(xs)."], 2, model_slug="gpt-4o")
+        ),
+        "a2": node(
+            "a2",
+            "u1",
+            ["u2", "u2b"],
+            msg("a2", "assistant", ["Use xs[::-1]."], 3, model_slug="gpt-4o"),
+        ),
         "u2": node("u2", "a2", ["a3x"], msg("u2", "user", ["And strings?"], 4)),
         "a3x": node("a3x", "u2", [], msg("a3x", "assistant", ["Same slicing."], 5)),
         "u2b": node("u2b", "a2", ["img"], msg("u2b", "user", ["And tuples?"], 6)),
-        "img": node("img", "u2b", ["call"], msg("img", "user", [
-            {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-abc",
-             "size_bytes": 1024, "width": 64, "height": 64}, "What about this one?"], 6.5,
-            content_type="multimodal_text")),
+        "img": node(
+            "img",
+            "u2b",
+            ["call"],
+            msg(
+                "img",
+                "user",
+                [
+                    {
+                        "content_type": "image_asset_pointer",
+                        "asset_pointer": "file-service://file-abc",
+                        "size_bytes": 1024,
+                        "width": 64,
+                        "height": 64,
+                    },
+                    "What about this one?",
+                ],
+                6.5,
+                content_type="multimodal_text",
+            ),
+        ),
         "call": node("call", "img", ["out"], code),
         "out": node("out", "call", ["a3"], out),
-        "a3": node("a3", "out", [], msg("a3", "assistant", ["2 ** 10 is 1024."], 9,
-                                        model_slug="gpt-4o")),
+        "a3": node(
+            "a3", "out", [], msg("a3", "assistant", ["2 ** 10 is 1024."], 9, model_slug="gpt-4o")
+        ),
     }
-    return {"title": "Reversing things", "create_time": T0, "update_time": T0 + 9,
-            "mapping": mapping, "current_node": current, "conversation_id": "conv-1",
-            "id": "conv-1", "default_model_slug": "gpt-4o", "is_archived": False}
+    return {
+        "title": "Reversing things",
+        "create_time": T0,
+        "update_time": T0 + 9,
+        "mapping": mapping,
+        "current_node": current,
+        "conversation_id": "conv-1",
+        "id": "conv-1",
+        "default_model_slug": "gpt-4o",
+        "is_archived": False,
+    }
 
 
 # The tree once hidden nodes are dropped: children of a skipped node move up.
-EXPECTED_PARENTS = {"u1": None, "a1": "u1", "a2": "u1", "u2": "a2", "a3x": "u2", "u2b": "a2",
-                    "img": "u2b", "call": "img", "out": "call", "a3": "out"}
+EXPECTED_PARENTS = {
+    "u1": None,
+    "a1": "u1",
+    "a2": "u1",
+    "u2": "a2",
+    "a3x": "u2",
+    "u2b": "a2",
+    "img": "u2b",
+    "call": "img",
+    "out": "call",
+    "a3": "out",
+}
 
 
 def write_export(tmp_path, conversations, name="conversations.json"):
@@ -82,8 +136,9 @@ def import_file(store, path, source="chatgpt"):
 
 
 def parents_of(store, session_id):
-    return dict(store.query("SELECT id, parent_id FROM messages WHERE session_id = ?",
-                            (session_id,)))
+    return dict(
+        store.query("SELECT id, parent_id FROM messages WHERE session_id = ?", (session_id,))
+    )
 
 
 def test_branches_are_kept_exactly(store, tmp_path):
@@ -122,16 +177,27 @@ def test_roles_parts_and_times_are_mapped(store, tmp_path):
     assert u1.created_at.timestamp() == T0 + 1
     assert session.get_message("a1").metadata == {"chatgpt": {"model": "gpt-4o"}}
     img = session.get_message("img")
-    assert img.parts[0] == {"type": "file", "media_type": "image/*",
-                            "url": "file-service://file-abc", "filename": "file-abc"}
+    assert img.parts[0] == {
+        "type": "file",
+        "media_type": "image/*",
+        "url": "file-service://file-abc",
+        "filename": "file-abc",
+    }
     assert img.text == "What about this one?"
     call = session.get_message("call")
-    assert call.tool_calls == [{"type": "tool-call", "tool_call_id": "call",
-                                "tool_name": "python", "input": "print(2 ** 10)"}]
+    assert call.tool_calls == [
+        {
+            "type": "tool-call",
+            "tool_call_id": "call",
+            "tool_name": "python",
+            "input": "print(2 ** 10)",
+        }
+    ]
     out = session.get_message("out")
     assert out.role == "tool"
-    assert out.tool_results == [{"type": "tool-result", "tool_call_id": "call",
-                                 "tool_name": "python", "output": "1024"}]
+    assert out.tool_results == [
+        {"type": "tool-result", "tool_call_id": "call", "tool_name": "python", "output": "1024"}
+    ]
     assert session.get_message("sys") is None and session.get_message("ctx") is None
     assert session.get_message("root") is None
 
@@ -165,13 +231,16 @@ def test_several_conversations_and_untitled(store, tmp_path):
     assert len({o.session_id for o in outcomes}) == 2
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda c: c["mapping"]["u1"].update(parent="a3"), "cycle"),
-    (lambda c: c["mapping"]["a2"].update(parent="nowhere"), "missing parent"),
-    (lambda c: c.update(current_node="ghost"), "current node 'ghost'"),
-    (lambda c: c.pop("mapping"), "no 'mapping'"),
-    (lambda c: c["mapping"].update(bad=["not", "a", "node"]), "not an object"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda c: c["mapping"]["u1"].update(parent="a3"), "cycle"),
+        (lambda c: c["mapping"]["a2"].update(parent="nowhere"), "missing parent"),
+        (lambda c: c.update(current_node="ghost"), "current node 'ghost'"),
+        (lambda c: c.pop("mapping"), "no 'mapping'"),
+        (lambda c: c["mapping"].update(bad=["not", "a", "node"]), "not an object"),
+    ],
+)
 def test_broken_trees_are_refused(store, tmp_path, breakage, expected):
     conv = branching_conversation()
     breakage(conv)
@@ -215,13 +284,20 @@ def kept_parent(mapping, skipped, nid):
 @given(mappings())
 def test_any_tree_is_kept_exactly(tmp_path_factory, generated):
     mapping, skipped, current = generated
-    conv = {"title": "t", "create_time": T0, "update_time": T0, "mapping": mapping,
-            "current_node": current, "conversation_id": "c"}
+    conv = {
+        "title": "t",
+        "create_time": T0,
+        "update_time": T0,
+        "mapping": mapping,
+        "current_node": current,
+        "conversation_id": "c",
+    }
     path = write_export(tmp_path_factory.mktemp("gpt"), [conv])
     with Store(":memory:") as store:
         [outcome] = import_file(store, path)
-        expected = {nid: kept_parent(mapping, skipped, nid) for nid in mapping
-                    if nid not in skipped}
+        expected = {
+            nid: kept_parent(mapping, skipped, nid) for nid in mapping if nid not in skipped
+        }
         assert parents_of(store, outcome.session_id) == expected
         session = SessionManager(store).get_session(outcome.session_id)
         # Siblings keep ChatGPT's order.

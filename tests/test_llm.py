@@ -21,8 +21,8 @@ async def collect(server, messages=None, **kwargs):
     kwargs.setdefault("timeout", 5)
     chunks = []
     async for chunk in llm.stream_completion(
-            MODEL, messages or [{"role": "user", "content": "hi"}],
-            api_base=server.base_url, **kwargs):
+        MODEL, messages or [{"role": "user", "content": "hi"}], api_base=server.base_url, **kwargs
+    ):
         chunks.append(chunk)
     return chunks
 
@@ -31,9 +31,12 @@ async def failure(server, **kwargs) -> tuple[llm.LLMError, list]:
     chunks: list = []
     with pytest.raises(llm.LLMError) as info:
         async for chunk in llm.stream_completion(
-                MODEL, [{"role": "user", "content": "hi"}],
-                api_base=kwargs.pop("api_base") if "api_base" in kwargs else server.base_url,
-                timeout=kwargs.pop("timeout", 5), **kwargs):
+            MODEL,
+            [{"role": "user", "content": "hi"}],
+            api_base=kwargs.pop("api_base") if "api_base" in kwargs else server.base_url,
+            timeout=kwargs.pop("timeout", 5),
+            **kwargs,
+        ):
             chunks.append(chunk)
     return info.value, chunks
 
@@ -53,12 +56,21 @@ async def test_streamed_text_arrives_in_order_and_exactly(llm_server, fake_key):
 
 
 async def test_request_carries_messages_tools_and_the_key_per_call(llm_server, fake_key):
-    tools = [{"type": "function", "function": {"name": "set_context", "description": "x",
-                                                "parameters": {"type": "object",
-                                                               "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "set_context",
+                "description": "x",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     llm_server.script(script.text("ok"))
-    messages = [{"role": "system", "content": "SYSTEM PROMPT"},
-                {"role": "user", "content": "question"}]
+    messages = [
+        {"role": "system", "content": "SYSTEM PROMPT"},
+        {"role": "user", "content": "question"},
+    ]
     await collect(llm_server, messages, tools=tools)
     sent = llm_server.last
     assert sent["model"] == "test-model"
@@ -73,12 +85,17 @@ async def test_request_carries_messages_tools_and_the_key_per_call(llm_server, f
 
 async def test_tool_call_arguments_split_across_chunks_are_assembled(llm_server, fake_key):
     args = {"label": "memory", "content": "The user likes tea.", "action": "append"}
-    llm_server.script(script.tool_calls(("call_a", "set_context", args),
-                                        ("call_b", "session_search", {"query": "tea"})))
+    llm_server.script(
+        script.tool_calls(
+            ("call_a", "set_context", args), ("call_b", "session_search", {"query": "tea"})
+        )
+    )
     chunks = await collect(llm_server)
     calls = [c for c in chunks if isinstance(c, llm.ToolCallChunk)]
-    assert [(c.id, c.name) for c in calls] == [("call_a", "set_context"),
-                                              ("call_b", "session_search")]
+    assert [(c.id, c.name) for c in calls] == [
+        ("call_a", "set_context"),
+        ("call_b", "session_search"),
+    ]
     assert json.loads(calls[0].arguments_json) == args
     assert json.loads(calls[1].arguments_json) == {"query": "tea"}
     assert isinstance(chunks[-1], llm.UsageChunk)
@@ -91,11 +108,16 @@ async def test_known_model_gets_a_cost_from_litellm_prices():
 
 
 async def test_bare_model_name_to_custom_endpoint_is_sent_as_openai_compatible(
-        llm_server, fake_key):
+    llm_server, fake_key
+):
     llm_server.script(script.text("fine"))
     chunks = []
-    async for chunk in llm.stream_completion("my-local-llama", [{"role": "user", "content": "x"}],
-                                             api_base=llm_server.base_url, timeout=5):
+    async for chunk in llm.stream_completion(
+        "my-local-llama",
+        [{"role": "user", "content": "x"}],
+        api_base=llm_server.base_url,
+        timeout=5,
+    ):
         chunks.append(chunk)
     assert llm_server.last["model"] == "my-local-llama"
     assert "".join(c.text for c in chunks if isinstance(c, llm.TextChunk)) == "fine"
@@ -105,8 +127,7 @@ async def test_bare_model_name_to_custom_endpoint_is_sent_as_openai_compatible(
 
 
 async def test_401_is_auth_with_env_var_hint_and_no_key_in_detail(llm_server, fake_key):
-    llm_server.error(401, f"Incorrect API key provided: {FAKE_OPENAI_KEY}.",
-                     code="invalid_api_key")
+    llm_server.error(401, f"Incorrect API key provided: {FAKE_OPENAI_KEY}.", code="invalid_api_key")
     error, _ = await failure(llm_server)
     assert error.kind == "auth"
     assert "rejected" in error.title
@@ -131,8 +152,10 @@ async def test_404_model_not_found(llm_server, fake_key):
 
 
 async def test_429_is_retried_after_retry_after_then_succeeds(llm_server, fake_key):
-    llm_server.script(script.error(429, "Rate limit reached", headers={"Retry-After": "0.3"}),
-                      script.text("made it"))
+    llm_server.script(
+        script.error(429, "Rate limit reached", headers={"Retry-After": "0.3"}),
+        script.text("made it"),
+    )
     chunks = await collect(llm_server, max_retries=2)
     retries = [c for c in chunks if isinstance(c, llm.RetryChunk)]
     assert len(retries) == 1
@@ -145,15 +168,20 @@ async def test_429_is_retried_after_retry_after_then_succeeds(llm_server, fake_k
 
 
 async def test_429_retry_after_ms_header_is_understood(llm_server, fake_key):
-    llm_server.script(script.error(429, "slow", headers={"retry-after-ms": "120"}),
-                      script.text("ok"))
+    llm_server.script(
+        script.error(429, "slow", headers={"retry-after-ms": "120"}), script.text("ok")
+    )
     chunks = await collect(llm_server, max_retries=1)
     assert [c.delay for c in chunks if isinstance(c, llm.RetryChunk)] == [pytest.approx(0.12)]
 
 
 async def test_429_exhausted_fails_after_max_retries(llm_server, fake_key):
-    llm_server.script(*[script.error(429, "Rate limit reached", headers={"Retry-After": "0.05"})
-                        for _ in range(3)])
+    llm_server.script(
+        *[
+            script.error(429, "Rate limit reached", headers={"Retry-After": "0.05"})
+            for _ in range(3)
+        ]
+    )
     error, chunks = await failure(llm_server, max_retries=2)
     assert error.kind == "rate_limit"
     assert len([c for c in chunks if isinstance(c, llm.RetryChunk)]) == 2
@@ -224,13 +252,20 @@ async def test_json_error_body_that_is_not_openai_shaped(llm_server, fake_key):
 
 def test_redact_removes_key_shapes_and_env_key_values(monkeypatch):
     monkeypatch.setenv("MYPROVIDER_API_KEY", "plain-secret-value-42")
-    text = ("key sk-proj-abcdefghijklmnop1234 and AIzaSyA1234567890abcdefghijklmnop "
-            "Authorization: Bearer abc.def.ghi-123456 api_key=zzzzzzzzzz "
-            "and plain-secret-value-42 gsk_abcdefghijklmnopqrstu")
+    text = (
+        "key sk-proj-abcdefghijklmnop1234 and AIzaSyA1234567890abcdefghijklmnop "
+        "Authorization: Bearer abc.def.ghi-123456 api_key=zzzzzzzzzz "
+        "and plain-secret-value-42 gsk_abcdefghijklmnopqrstu"
+    )
     cleaned = llm.redact(text)
-    for secret in ("sk-proj-abcdefghijklmnop1234", "AIzaSyA1234567890abcdefghijklmnop",
-                   "abc.def.ghi-123456", "zzzzzzzzzz", "plain-secret-value-42",
-                   "gsk_abcdefghijklmnopqrstu"):
+    for secret in (
+        "sk-proj-abcdefghijklmnop1234",
+        "AIzaSyA1234567890abcdefghijklmnop",
+        "abc.def.ghi-123456",
+        "zzzzzzzzzz",
+        "plain-secret-value-42",
+        "gsk_abcdefghijklmnopqrstu",
+    ):
         assert secret not in cleaned
     assert cleaned.count("[redacted]") >= 6
     assert llm.redact("nothing secret here") == "nothing secret here"
@@ -279,8 +314,13 @@ async def test_local_endpoint_works_without_any_key(llm_server, monkeypatch):
 
 
 def _run(code: str) -> str:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, check=True, timeout=60).stdout
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
 
 
 def test_importing_llm_engine_and_demo_does_not_import_litellm():
@@ -319,8 +359,10 @@ def test_warm_up_imports_litellm_without_touching_the_network():
 async def test_reasoning_content_is_streamed_separately(llm_server, fake_key):
     llm_server.script(script.text("Answer.", reasoning="Let me think step by step."))
     chunks = await collect(llm_server)
-    assert "".join(c.text for c in chunks if isinstance(c, llm.ReasoningChunk)) == \
-        "Let me think step by step."
+    assert (
+        "".join(c.text for c in chunks if isinstance(c, llm.ReasoningChunk))
+        == "Let me think step by step."
+    )
     assert "".join(c.text for c in chunks if isinstance(c, llm.TextChunk)) == "Answer."
 
 

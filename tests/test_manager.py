@@ -46,12 +46,19 @@ async def test_rename_delete_restore_purge(manager):
     assert manager.store.integrity_check() == []
 
 
-@pytest.mark.parametrize("call", [
-    lambda m: m.rename("missing", "x"), lambda m: m.delete("missing"),
-    lambda m: m.restore("missing"), lambda m: m.purge("missing"),
-    lambda m: m.get_session("missing"), lambda m: m.get_message_count("missing"),
-    lambda m: m.set_status("missing", "idle"), lambda m: m.add_usage("missing", 1, 1, 0.1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.rename("missing", "x"),
+        lambda m: m.delete("missing"),
+        lambda m: m.restore("missing"),
+        lambda m: m.purge("missing"),
+        lambda m: m.get_session("missing"),
+        lambda m: m.get_message_count("missing"),
+        lambda m: m.set_status("missing", "idle"),
+        lambda m: m.add_usage("missing", 1, 1, 0.1),
+    ],
+)
 def test_unknown_session_id_raises(manager, call):
     with pytest.raises(UnknownSessionError, match="missing"):
         call(manager)
@@ -59,8 +66,9 @@ def test_unknown_session_id_raises(manager, call):
 
 async def test_append_all_chains_and_upsert(manager):
     s = manager.create("chat")
-    stored = await manager.append_all(s.id, [msg("a", "1"), msg("b", "2", "assistant"),
-                                             msg("c", "3")])
+    stored = await manager.append_all(
+        s.id, [msg("a", "1"), msg("b", "2", "assistant"), msg("c", "3")]
+    )
     assert [m.parent_id for m in stored] == [None, "a", "b"]
     await manager.upsert(s.id, msg("b", "two", "assistant"))
     assert manager.get_history(s.id)[1].text == "two"
@@ -72,8 +80,7 @@ async def test_append_all_chains_and_upsert(manager):
 async def test_append_all_validates_everything_first(manager):
     s = manager.create("chat")
     with pytest.raises(ValueError):
-        await manager.append_all(s.id, [msg("a", "1"), {"id": "b", "role": "nobody",
-                                                         "parts": []}])
+        await manager.append_all(s.id, [msg("a", "1"), {"id": "b", "role": "nobody", "parts": []}])
     assert manager.get_message_count(s.id) == 0
 
 
@@ -112,8 +119,7 @@ def test_usage_and_status(manager):
     with pytest.raises(InvalidStatusError):
         manager.set_status(s.id, "sleeping")
     assert manager.get(s.id).status == "idle"
-    assert [c.status for c in manager.status_history(s.id)] == ["active", "awaiting_peer",
-                                                                "idle"]
+    assert [c.status for c in manager.status_history(s.id)] == ["active", "awaiting_peer", "idle"]
 
 
 async def test_cross_session_search_carries_session_id(manager):
@@ -127,8 +133,9 @@ async def test_cross_session_search_carries_session_id(manager):
 
 
 async def test_templates_apply_to_every_session(manager):
-    manager.with_context("soul", provider=StaticProvider("You are helpful.")) \
-           .with_context("memory", max_tokens=100).with_cached_prompt()
+    manager.with_context("soul", provider=StaticProvider("You are helpful.")).with_context(
+        "memory", max_tokens=100
+    ).with_cached_prompt()
     a = manager.create("a")
     b = manager.create("b")
     sa, sb = manager.get_session(a.id), manager.get_session(b.id)

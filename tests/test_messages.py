@@ -10,12 +10,16 @@ from store import Message
 
 
 def test_text_joins_text_parts_only():
-    m = Message("m1", "assistant", [
-        {"type": "text", "text": "Hello"},
-        {"type": "reasoning", "text": "hmm"},
-        {"type": "tool-call", "tool_call_id": "c1", "tool_name": "x", "input": {}},
-        {"type": "text", "text": "world"},
-    ])
+    m = Message(
+        "m1",
+        "assistant",
+        [
+            {"type": "text", "text": "Hello"},
+            {"type": "reasoning", "text": "hmm"},
+            {"type": "tool-call", "tool_call_id": "c1", "tool_name": "x", "input": {}},
+            {"type": "text", "text": "world"},
+        ],
+    )
     assert m.text == "Hello\nworld"
     assert len(m.tool_calls) == 1
 
@@ -25,24 +29,32 @@ def test_both_senders_rejected():
         Message("m1", "user", [], from_user_id="u", from_agent_id="a")
 
 
-@pytest.mark.parametrize("bad", [
-    {"id": "", "role": "user", "parts": []},
-    {"id": "x", "role": "robot", "parts": []},
-    {"id": "x", "role": "user", "parts": "hello"},
-    {"id": "x", "role": "user", "parts": [1]},
-    {"role": "user", "parts": []},
-    {"id": "x", "role": "user", "parts": [], "colour": "red"},
-    {"id": "x", "role": "user", "parts": [], "created_at": "yesterday"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "", "role": "user", "parts": []},
+        {"id": "x", "role": "robot", "parts": []},
+        {"id": "x", "role": "user", "parts": "hello"},
+        {"id": "x", "role": "user", "parts": [1]},
+        {"role": "user", "parts": []},
+        {"id": "x", "role": "user", "parts": [], "colour": "red"},
+        {"id": "x", "role": "user", "parts": [], "created_at": "yesterday"},
+    ],
+)
 def test_bad_mappings_rejected(bad):
     with pytest.raises(ValueError):
         Message.from_dict(bad)
 
 
 def test_unknown_part_types_survive_round_trip():
-    m = Message("m1", "user", [{"type": "image-ish", "blob": [1, 2, {"x": None}]}],
-                created_at=datetime(2026, 1, 2, tzinfo=UTC), metadata={"k": [1]},
-                token_usage={"input": 1, "output": 2, "cost": 0.5})
+    m = Message(
+        "m1",
+        "user",
+        [{"type": "image-ish", "blob": [1, 2, {"x": None}]}],
+        created_at=datetime(2026, 1, 2, tzinfo=UTC),
+        metadata={"k": [1]},
+        token_usage={"input": 1, "output": 2, "cost": 0.5},
+    )
     again = Message.from_dict(m.to_dict())
     assert again == m
 
@@ -55,16 +67,18 @@ def test_not_json_serialisable_is_a_clear_error():
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children,
-                                                                      max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
 @given(
     text=st.text(),
-    extra=st.dictionaries(st.text(min_size=1).filter(lambda k: k not in ("type",)), json_values,
-                          max_size=3),
+    extra=st.dictionaries(
+        st.text(min_size=1).filter(lambda k: k not in ("type",)), json_values, max_size=3
+    ),
     role=st.sampled_from(["user", "assistant", "tool", "system"]),
 )
 def test_round_trip_property(text, extra, role):

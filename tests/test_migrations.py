@@ -21,17 +21,23 @@ async def test_older_file_opens_and_upgrades_keeping_data(tmp_path):
     path = tmp_path / "old.db"
     # Build a file as the first release left it: only the first two migrations.
     from peewee import SqliteDatabase
+
     db = SqliteDatabase(str(path))
     db.connect()
     migrate(db, str(path), upto="m002_message_search")
     db.execute_sql(
         "INSERT INTO messages (id, session_id, parent_id, role, content, created_at) VALUES "
-        "('a', 's', NULL, 'user', '{\"id\":\"a\",\"role\":\"user\",\"parts\":"
-        "[{\"type\":\"text\",\"text\":\"ancient words\"}]}', '2025-01-01T00:00:00+00:00')")
-    db.execute_sql("INSERT INTO messages_fts (rowid, body, scope) VALUES (1, 'ancient words', ?)",
-                   (__import__("store.db", fromlist=["scope_token"]).scope_token("s"),))
-    db.execute_sql("INSERT INTO sessions (id, name, created_at, updated_at) VALUES "
-                   "('s', 'Old chat', '2025-01-01T00:00:00+00:00', '2025-01-01T00:00:00+00:00')")
+        '(\'a\', \'s\', NULL, \'user\', \'{"id":"a","role":"user","parts":'
+        '[{"type":"text","text":"ancient words"}]}\', \'2025-01-01T00:00:00+00:00\')'
+    )
+    db.execute_sql(
+        "INSERT INTO messages_fts (rowid, body, scope) VALUES (1, 'ancient words', ?)",
+        (__import__("store.db", fromlist=["scope_token"]).scope_token("s"),),
+    )
+    db.execute_sql(
+        "INSERT INTO sessions (id, name, created_at, updated_at) VALUES "
+        "('s', 'Old chat', '2025-01-01T00:00:00+00:00', '2025-01-01T00:00:00+00:00')"
+    )
     db.close()
     with Store(path) as store:
         applied = [r[0] for r in store.query("SELECT name FROM schema_migrations")]
@@ -39,10 +45,12 @@ async def test_older_file_opens_and_upgrades_keeping_data(tmp_path):
         s = Session(store).for_session("s")
         assert s.get_message("a").text == "ancient words"
         assert s.search("ancient")[0].id == "a"
-        await s.append_message({"id": "b", "role": "assistant",
-                                "parts": [{"type": "text", "text": "new words"}]})
+        await s.append_message(
+            {"id": "b", "role": "assistant", "parts": [{"type": "text", "text": "new words"}]}
+        )
         assert [m.id for m in s.get_history()] == ["a", "b"]
         from store import SessionManager
+
         info = SessionManager(store).get("s")
         assert info.status == "active" and info.deleted_at is None and info.metadata == {}
         assert store.integrity_check() == []
@@ -94,18 +102,22 @@ async def test_previous_schema_upgrades_to_agents_and_peer_hops(tmp_path):
     db = SqliteDatabase(str(path))
     db.connect()
     migrate(db, str(path), upto="m004_agents_projects_peers")
-    db.execute_sql("INSERT INTO agents (id, name, created_at, updated_at) VALUES "
-                   "('a1', 'Coder', '2025-06-01T00:00:00+00:00', '2025-06-01T00:00:00+00:00')")
+    db.execute_sql(
+        "INSERT INTO agents (id, name, created_at, updated_at) VALUES "
+        "('a1', 'Coder', '2025-06-01T00:00:00+00:00', '2025-06-01T00:00:00+00:00')"
+    )
     db.execute_sql(
         "INSERT INTO sessions (id, name, agent_id, status, created_at, updated_at) VALUES "
         "('s1', 'Old chat', 'a1', 'idle', '2025-06-01T00:00:00+00:00', "
-        "'2025-06-01T00:00:00+00:00')")
+        "'2025-06-01T00:00:00+00:00')"
+    )
     tables = {r[0] for r in db.execute_sql("SELECT name FROM sqlite_master")}
     assert "peer_hops" not in tables
     db.close()
     with Store(path) as store:
         assert [r[0] for r in store.query("SELECT name FROM schema_migrations")] == [
-            name for name, _ in MIGRATIONS]
+            name for name, _ in MIGRATIONS
+        ]
         manager = SessionManager(store)
         info = manager.get("s1")
         assert (info.agent_id, info.status, info.status_detail) == ("a1", "idle", None)
@@ -127,7 +139,7 @@ def test_every_migration_applies_alone_in_order(tmp_path):
         path = tmp_path / f"step-{index}.db"
         db = SqliteDatabase(str(path))
         db.connect()
-        assert migrate(db, str(path), upto=name) == [n for n, _ in MIGRATIONS[:index + 1]]
+        assert migrate(db, str(path), upto=name) == [n for n, _ in MIGRATIONS[: index + 1]]
         db.close()
         with Store(path) as store:
             assert store.integrity_check() == []
@@ -152,10 +164,23 @@ async def test_search_index_is_rebuilt_by_session_from_m005(tmp_path):
         db.execute_sql(
             "INSERT INTO messages (seq, id, session_id, role, content, created_at) VALUES "
             "(?, ?, ?, 'user', ?, '2025-06-01T00:00:00+00:00')",
-            (seq, f"m{seq}", sid, json.dumps({"id": f"m{seq}", "role": "user", "parts": [
-                {"type": "text", "text": f"walrus {seq}"}]})))
-        db.execute_sql("INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                       (seq, f"walrus {seq}", scope_token(sid)))
+            (
+                seq,
+                f"m{seq}",
+                sid,
+                json.dumps(
+                    {
+                        "id": f"m{seq}",
+                        "role": "user",
+                        "parts": [{"type": "text", "text": f"walrus {seq}"}],
+                    }
+                ),
+            ),
+        )
+        db.execute_sql(
+            "INSERT INTO messages_fts (rowid, body, scope) VALUES (?, ?, ?)",
+            (seq, f"walrus {seq}", scope_token(sid)),
+        )
     db.close()
     with Store(path) as store:
         manager = SessionManager(store)

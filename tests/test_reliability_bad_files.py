@@ -23,10 +23,20 @@ pytestmark = pytest.mark.skipif(not CHATUI.exists(), reason="the chatui script i
 
 
 def chatui(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"CHATUI_HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "TERM": "dumb", "LANG": "C.UTF-8"}
-    return subprocess.run([str(CHATUI), *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=60)
+    env = {
+        "CHATUI_HOME": str(home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "TERM": "dumb",
+        "LANG": "C.UTF-8",
+    }
+    return subprocess.run(
+        [str(CHATUI), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
 
 
 def fingerprint(folder: Path) -> dict[str, tuple[str, int, int]]:
@@ -36,7 +46,10 @@ def fingerprint(folder: Path) -> dict[str, tuple[str, int, int]]:
         if path.is_file():
             stat = path.stat()
             found[str(path.relative_to(folder))] = (
-                hashlib.sha256(path.read_bytes()).hexdigest(), stat.st_mtime_ns, stat.st_mode)
+                hashlib.sha256(path.read_bytes()).hexdigest(),
+                stat.st_mtime_ns,
+                stat.st_mode,
+            )
     return found
 
 
@@ -119,10 +132,16 @@ def test_app_refuses_a_bad_database_and_changes_nothing(bad_db):
     assert fingerprint(home) == before  # no byte, no mtime, no -wal/-shm, no log file
 
 
-@pytest.mark.parametrize("command", [
-    ["list"], ["search", "eggs"], ["show", "abc"], ["export", "--all"],
-    ["export", "--all", "--format", "md"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["search", "eggs"],
+        ["show", "abc"],
+        ["export", "--all"],
+        ["export", "--all", "--format", "md"],
+    ],
+)
 def test_commands_refuse_a_bad_database_and_change_nothing(bad_db, command):
     home, db, words = bad_db
     before = fingerprint(home)
@@ -144,8 +163,11 @@ def test_import_into_a_bad_database_imports_nothing(bad_db, tmp_path):
         info = manager.create("Kept")
         import asyncio
 
-        asyncio.run(manager.append(info.id, {"id": "m1", "role": "user",
-                                             "parts": [{"type": "text", "text": "hi"}]}))
+        asyncio.run(
+            manager.append(
+                info.id, {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+            )
+        )
         import json
 
         source.write_text(json.dumps(export_session(store, info.id)))
@@ -171,8 +193,10 @@ def test_database_path_that_is_a_folder(tmp_path):
 BAD_CONFIGS = {
     "not-toml": (b'model = "gpt-4o\n', "not valid TOML"),
     "wrong-type": (b"model = 42\n", "model must be a string"),
-    "wrong-nested-type": (b'[[blocks]]\nlabel = "memory"\nmax_tokens = "lots"\n',
-                          "max_tokens must be an integer"),
+    "wrong-nested-type": (
+        b'[[blocks]]\nlabel = "memory"\nmax_tokens = "lots"\n',
+        "max_tokens must be an integer",
+    ),
     "unknown-setting": (b'modle = "gpt-4o"\n', "unknown setting 'modle'"),
     "out-of-range": (b"compact_at = 7\n", "compact_at must be between"),
     "not-utf8": (b'model = "caf\xe9"\n', "not UTF-8"),
@@ -236,8 +260,9 @@ def test_import_creating_a_database_where_it_cannot(tmp_path):
     blocker.write_text("x")
     source = tmp_path / "empty.jsonl"
     source.write_text("")
-    done = chatui(home, "import", str(source), "--from", "chatui", "--db",
-                  str(blocker / "chats.db"))
+    done = chatui(
+        home, "import", str(source), "--from", "chatui", "--db", str(blocker / "chats.db")
+    )
     assert done.returncode in (3, 4)
     one_error_line(done)
 

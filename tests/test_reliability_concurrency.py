@@ -61,8 +61,12 @@ SEARCHER = textwrap.dedent("""
 
 
 def start(script: str, *args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(child: subprocess.Popen[str], timeout: float = 120) -> str:
@@ -80,9 +84,12 @@ def test_two_writers_and_a_reader(tmp_path, layout):
         for sid in ("chat-a", "chat-b", "chat-shared"):
             manager.create(sid, id=sid)
     go, stop = tmp_path / "go", tmp_path / "stop"
-    chats = {"different chats": ("chat-a", "chat-b"),
-             "same chat": ("chat-shared", "chat-shared")}[layout]
-    writers = [start(WRITER, db, worker, chat, N, go) for worker, chat in zip("AB", chats, strict=True)]
+    chats = {"different chats": ("chat-a", "chat-b"), "same chat": ("chat-shared", "chat-shared")}[
+        layout
+    ]
+    writers = [
+        start(WRITER, db, worker, chat, N, go) for worker, chat in zip("AB", chats, strict=True)
+    ]
     searcher = start(SEARCHER, db, go, stop)
     time.sleep(0.5)  # let every process import and open the file before the race
     go.touch()
@@ -96,12 +103,19 @@ def test_two_writers_and_a_reader(tmp_path, layout):
         assert store.integrity_check() == []
         manager = SessionManager(store)
         for worker, chat in zip("AB", chats, strict=True):
-            ids = [r[0] for r in store.query(
-                "SELECT id FROM messages WHERE id LIKE ? ORDER BY seq", (f"{worker}-%",))]
+            ids = [
+                r[0]
+                for r in store.query(
+                    "SELECT id FROM messages WHERE id LIKE ? ORDER BY seq", (f"{worker}-%",)
+                )
+            ]
             assert ids == [f"{worker}-{i:04d}" for i in range(N)]  # each once, in order
-            assert {r[0] for r in store.query(
-                "SELECT DISTINCT session_id FROM messages WHERE id LIKE ?",
-                (f"{worker}-%",))} == {chat}
+            assert {
+                r[0]
+                for r in store.query(
+                    "SELECT DISTINCT session_id FROM messages WHERE id LIKE ?", (f"{worker}-%",)
+                )
+            } == {chat}
             assert len(manager.search(f"zebra{worker}", limit=N + 10)) == N
         rows = store.query("SELECT session_id, id, parent_id FROM messages")
         assert len(rows) == 2 * N
@@ -142,18 +156,25 @@ def test_two_chatui_imports_at_once(tmp_path):
     Store(db).close()
     files = [chatgpt_export(tmp_path / f"{p}.json", p, 150) for p in ("left", "right")]
     env = {"CHATUI_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
-    runs = [subprocess.Popen([str(chatui), "import", str(f), "--from", "chatgpt", "--db",
-                              str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env) for f in files]
+    runs = [
+        subprocess.Popen(
+            [str(chatui), "import", str(f), "--from", "chatgpt", "--db", str(db)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for f in files
+    ]
     for run in runs:
         finish(run)
     with Store(db) as store:
         assert store.integrity_check() == []
         names = [r[0] for r in store.query("SELECT name FROM sessions")]
-        assert sorted(names) == sorted(f"{p} chat {i}" for p in ("left", "right")
-                                       for i in range(150))
-        per_chat = {r[0] for r in store.query(
-            "SELECT count(*) FROM messages GROUP BY session_id")}
+        assert sorted(names) == sorted(
+            f"{p} chat {i}" for p in ("left", "right") for i in range(150)
+        )
+        per_chat = {r[0] for r in store.query("SELECT count(*) FROM messages GROUP BY session_id")}
         assert len(per_chat) == 1  # every chat has the same, whole tree
 
 

@@ -48,10 +48,12 @@ def fts_matches_messages(store: Store) -> None:
 
     Index rowids are (session number << 32) + seq (store/message_search.py).
     """
-    rows = store.query("SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at, "
-                       "f.body FROM messages m "
-                       "JOIN search_scopes s ON s.session_id = m.session_id "
-                       "JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq")
+    rows = store.query(
+        "SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at, "
+        "f.body FROM messages m "
+        "JOIN search_scopes s ON s.session_id = m.session_id "
+        "JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq"
+    )
     assert len(rows) == store.query("SELECT count(*) FROM messages")[0][0]
     for row in rows:
         message = row_to_message(row[:6])
@@ -68,12 +70,18 @@ def tree_is_intact(store: Store, session_id: str) -> None:
 def test_sigkill_mid_reply_keeps_message_and_partial_reply(tmp_path, llm_server, fake_key):
     home = tmp_path / "home"
     db = home / "data" / "chats.db"
-    write_config(home, model="openai/test-model", api_base=llm_server.base_url,
-                 request_timeout=30)
+    write_config(home, model="openai/test-model", api_base=llm_server.base_url, request_timeout=30)
     llm_server.script(script.text(STORY, delay=0.01))
-    child = app_process(home, [["type", "tell me a long story"], ["press", "enter"],
-                               ["wait_text", "once upon a time once"], ["say", "streaming"],
-                               ["hold"]])
+    child = app_process(
+        home,
+        [
+            ["type", "tell me a long story"],
+            ["press", "enter"],
+            ["wait_text", "once upon a time once"],
+            ["say", "streaming"],
+            ["hold"],
+        ],
+    )
     try:
         assert read_line(child) == "streaming"
         deadline = time.monotonic() + 30
@@ -111,9 +119,18 @@ def test_sigkill_mid_reply_keeps_message_and_partial_reply(tmp_path, llm_server,
 
     # …and the next start opens the chat on it, says it was cut short, and carries on.
     llm_server.script(script.text("The end."))
-    code, out, err = run_app(home, [["wait_text", "once upon"], ["views"],
-                                    ["type", "go on"], ["press", "enter"], ["idle"],
-                                    ["views"], ["quit"]])
+    code, out, err = run_app(
+        home,
+        [
+            ["wait_text", "once upon"],
+            ["views"],
+            ["type", "go on"],
+            ["press", "enter"],
+            ["idle"],
+            ["views"],
+            ["quit"],
+        ],
+    )
     assert code == 0, err
     before, after = (json.loads(line) for line in out if line.startswith("["))
     assert [text for _, text in before] == ["tell me a long story", kept.strip()]

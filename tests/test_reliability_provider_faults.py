@@ -31,8 +31,12 @@ SUMMARY = "## Topic\nEarlier talk\n## Key Points\n- q\n## Current State\nok\n## 
 @pytest.fixture
 def config(llm_server, fake_key):
     # Generous: a loaded machine must not turn other faults into timeouts.
-    return Config(model="openai/test-model", api_base=llm_server.base_url,
-                  max_retries=MAX_RETRIES, request_timeout=20.0)
+    return Config(
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        max_retries=MAX_RETRIES,
+        request_timeout=20.0,
+    )
 
 
 def notes(app, level: str | None = None) -> list[ChatNotice]:
@@ -65,24 +69,52 @@ async def still_answers(pilot, server) -> None:
 # -- one fault, one failed turn -----------------------------------------------------------
 
 FAULTS = {
-    "401": ([script.error(401, "Incorrect API key provided: " + FAKE_OPENAI_KEY,
-                          code="invalid_api_key")], ["API key", "rejected"], ""),
-    "403": ([script.error(403, "Project does not have access to model")],
-            ["may not use"], ""),
-    "404-model": ([script.error(404, "The model `test-model` does not exist",
-                                code="model_not_found")], ["does not know the model"], ""),
-    "429-exhausted": ([script.error(429, "Rate limit reached", type="rate_limit_error",
-                                    headers={"Retry-After": "0.05"})] * (MAX_RETRIES + 1),
-                      ["rate-limiting", "wait"], ""),
-    "500": ([script.error(500, "The server had an error", type="server_error")],
-            ["server error"], ""),
-    "stream-cut-mid-token": ([script.broken_stream("The first half of")],
-                             ["broke mid-reply", "partial reply is kept"], "The first half of"),
-    "malformed-chunks": ([script.malformed("{nope", "[1, 2", text_before="Starting")],
-                         ["could not read"], "Starting"),
+    "401": (
+        [
+            script.error(
+                401, "Incorrect API key provided: " + FAKE_OPENAI_KEY, code="invalid_api_key"
+            )
+        ],
+        ["API key", "rejected"],
+        "",
+    ),
+    "403": ([script.error(403, "Project does not have access to model")], ["may not use"], ""),
+    "404-model": (
+        [script.error(404, "The model `test-model` does not exist", code="model_not_found")],
+        ["does not know the model"],
+        "",
+    ),
+    "429-exhausted": (
+        [
+            script.error(
+                429, "Rate limit reached", type="rate_limit_error", headers={"Retry-After": "0.05"}
+            )
+        ]
+        * (MAX_RETRIES + 1),
+        ["rate-limiting", "wait"],
+        "",
+    ),
+    "500": (
+        [script.error(500, "The server had an error", type="server_error")],
+        ["server error"],
+        "",
+    ),
+    "stream-cut-mid-token": (
+        [script.broken_stream("The first half of")],
+        ["broke mid-reply", "partial reply is kept"],
+        "The first half of",
+    ),
+    "malformed-chunks": (
+        [script.malformed("{nope", "[1, 2", text_before="Starting")],
+        ["could not read"],
+        "Starting",
+    ),
     "timeout-before-any-text": ([script.hang(8)], ["did not answer in time"], ""),
-    "timeout-mid-stream": ([script.hang(8, text_before="So far")],
-                           ["stopped answering", "partial reply is kept"], "So far"),
+    "timeout-mid-stream": (
+        [script.hang(8, text_before="So far")],
+        ["stopped answering", "partial reply is kept"],
+        "So far",
+    ),
 }
 
 
@@ -120,8 +152,10 @@ async def test_fault_is_explained_and_the_app_keeps_going(store, config, llm_ser
 
 
 async def test_429_waits_as_asked_then_answers(store, config, llm_server):
-    llm_server.script(script.error(429, "slow down", headers={"Retry-After": "0.4"}),
-                      script.text("After the wait."))
+    llm_server.script(
+        script.error(429, "slow down", headers={"Retry-After": "0.4"}),
+        script.text("After the wait."),
+    )
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -163,9 +197,11 @@ def closed_port() -> int:
 
 async def test_connection_refused_then_switch_model(store, llm_server, fake_key):
     port = closed_port()
-    config = Config(model="openai/test-model", api_base=llm_server.base_url,
-                    models={"openai/offline": ModelOptions(
-                        api_base=f"http://127.0.0.1:{port}/v1")})
+    config = Config(
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        models={"openai/offline": ModelOptions(api_base=f"http://127.0.0.1:{port}/v1")},
+    )
     app = make_app(store, config, model="openai/offline")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -190,18 +226,29 @@ def long_chat(store) -> str:
     info = manager.create("Long chat", model="openai/test-model")
     messages = []
     for i in range(6):
-        messages.append({"id": f"q{i}", "role": "user",
-                         "parts": [{"type": "text", "text": f"question {i} " * 20}]})
-        messages.append({"id": f"a{i}", "role": "assistant",
-                         "parts": [{"type": "text", "text": f"answer {i} " * 20}]})
+        messages.append(
+            {
+                "id": f"q{i}",
+                "role": "user",
+                "parts": [{"type": "text", "text": f"question {i} " * 20}],
+            }
+        )
+        messages.append(
+            {
+                "id": f"a{i}",
+                "role": "assistant",
+                "parts": [{"type": "text", "text": f"answer {i} " * 20}],
+            }
+        )
     asyncio.run(manager.append_all(info.id, messages))
     return info.id
 
 
 async def test_context_length_compacts_and_retries_once(store, config, llm_server):
     sid = await asyncio.to_thread(long_chat, store)
-    llm_server.script(script.context_length_error(), script.json_reply(SUMMARY),
-                      script.text("Now it fits."))
+    llm_server.script(
+        script.context_length_error(), script.json_reply(SUMMARY), script.text("Now it fits.")
+    )
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -223,11 +270,11 @@ async def test_context_length_compacts_and_retries_once(store, config, llm_serve
         await still_answers(pilot, llm_server)
 
 
-async def test_context_length_twice_fails_readably_after_one_compaction(store, config,
-                                                                       llm_server):
+async def test_context_length_twice_fails_readably_after_one_compaction(store, config, llm_server):
     sid = await asyncio.to_thread(long_chat, store)
-    llm_server.script(script.context_length_error(), script.json_reply(SUMMARY),
-                      script.context_length_error())
+    llm_server.script(
+        script.context_length_error(), script.json_reply(SUMMARY), script.context_length_error()
+    )
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()

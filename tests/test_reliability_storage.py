@@ -31,8 +31,10 @@ def config(llm_server, fake_key):
 
 
 def counts(store: Store) -> tuple[int, int]:
-    return (store.query("SELECT count(*) FROM sessions")[0][0],
-            store.query("SELECT count(*) FROM messages")[0][0])
+    return (
+        store.query("SELECT count(*) FROM sessions")[0][0],
+        store.query("SELECT count(*) FROM messages")[0][0],
+    )
 
 
 def read_only(store: Store, on: bool) -> None:
@@ -48,8 +50,12 @@ class DiskFull:
 
         def execute(this, sql, params=()):
             statement = " ".join(sql.split())
-            if (self.on and this is store and statement.startswith(only)
-                    and statement.split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE")):
+            if (
+                self.on
+                and this is store
+                and statement.startswith(only)
+                and statement.split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE")
+            ):
                 raise sqlite3.OperationalError("database or disk is full")
             return real(this, sql, params)
 
@@ -76,10 +82,23 @@ def existing_chat(store) -> str:
 
     manager = SessionManager(store)
     info = manager.create("Existing", model="openai/test-model")
-    asyncio.run(manager.append_all(info.id, [
-        {"id": "q", "role": "user", "parts": [{"type": "text", "text": "Earlier question"}]},
-        {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "Earlier answer"}]},
-    ]))
+    asyncio.run(
+        manager.append_all(
+            info.id,
+            [
+                {
+                    "id": "q",
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "Earlier question"}],
+                },
+                {
+                    "id": "a",
+                    "role": "assistant",
+                    "parts": [{"type": "text", "text": "Earlier answer"}],
+                },
+            ],
+        )
+    )
     return info.id
 
 
@@ -107,8 +126,9 @@ async def test_read_only_database(store, config, llm_server, existing_chat, wher
 
 
 @pytest.mark.parametrize("where", ["new chat", "existing chat"])
-async def test_disk_full_before_the_message_is_saved(store, config, llm_server, existing_chat,
-                                                    monkeypatch, where):
+async def test_disk_full_before_the_message_is_saved(
+    store, config, llm_server, existing_chat, monkeypatch, where
+):
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -129,8 +149,9 @@ async def test_disk_full_before_the_message_is_saved(store, config, llm_server, 
         await retry_works(pilot, llm_server, before)
 
 
-async def test_disk_full_while_the_reply_streams(store, config, llm_server, existing_chat,
-                                                monkeypatch):
+async def test_disk_full_while_the_reply_streams(
+    store, config, llm_server, existing_chat, monkeypatch
+):
     """The user's message and the empty reply are saved; then rewriting the reply fails."""
     llm_server.script(script.text("word " * 200, delay=0.005))
     app = make_app(store, config)

@@ -28,9 +28,11 @@ from widgets import MessageView
 from .app_helpers import make_app
 from .test_app_chat import SIZE, idle, type_and_send
 
-HOSTILE = ("A\x1b]52;c;cHduZWQ=\x07B\x1b[2JC\x1b]0;pwned-title\x07D\x1b[31mE\x07F\x9b31mG"
-           "\rH\x00I\u202eJ\x1bPdcs\x1b\\K\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\L"
-           "\u2028M\x1b")
+HOSTILE = (
+    "A\x1b]52;c;cHduZWQ=\x07B\x1b[2JC\x1b]0;pwned-title\x07D\x1b[31mE\x07F\x9b31mG"
+    "\rH\x00I\u202eJ\x1bPdcs\x1b\\K\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\L"
+    "\u2028M\x1b"
+)
 # Hostile bytes arriving split across stream chunks (ESC in one chunk, the rest later).
 SPLIT = "split \x1b] 52;c;AAAA \x07 \x1b [2J \x9b 31m end"
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -39,12 +41,22 @@ RAW_FORBIDDEN = ("\x07", "\x1b]", "\x1b[2J", "\x1bP", "\x9b", "\x9d")  # "\x1b]"
 
 def screen_output(app) -> tuple[str, str]:
     """(the text of every composed cell, the terminal bytes for the whole screen)."""
-    update = app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens)
-    cells = "".join(segment.text for line in update.strips for strip in line
-                    for segment in strip if not segment.control)
-    console = Console(file=io.StringIO(), width=app.size.width, height=app.size.height,
-                      force_terminal=True, color_system="truecolor", legacy_windows=False)
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    cells = "".join(
+        segment.text
+        for line in update.strips
+        for strip in line
+        for segment in strip
+        if not segment.control
+    )
+    console = Console(
+        file=io.StringIO(),
+        width=app.size.width,
+        height=app.size.height,
+        force_terminal=True,
+        color_system="truecolor",
+        legacy_windows=False,
+    )
     return cells, update.render_segments(console)
 
 
@@ -65,8 +77,12 @@ def config(llm_server, fake_key, _isolated_home):
     skills = _isolated_home / "skills"
     skills.mkdir()
     (skills / "trap.md").write_text(f"# Trap\n{HOSTILE} doc body")
-    return Config(model="openai/test-model", api_base=llm_server.base_url, max_retries=0,
-                  skills_dir=str(skills))
+    return Config(
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        max_retries=0,
+        skills_dir=str(skills),
+    )
 
 
 def toasts(app) -> list[str]:
@@ -85,12 +101,16 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
     words = " ".join(f"w{i}" for i in range(30))
     llm_server.script(
         # streams, then stalls: the reply stays on screen mid-stream until escape
-        script.hang(60, text_before=f"Hello {HOSTILE} and [a link](http://evil.example/) "
-                                    f"{SPLIT} {words}"),
+        script.hang(
+            60, text_before=f"Hello {HOSTILE} and [a link](http://evil.example/) {SPLIT} {words}"
+        ),
         script.text(f"Thought through {HOSTILE} end", reasoning=f"thinking {HOSTILE}"),
-        script.tool_calls(("load_context", {"label": "skills", "key": "trap"}),
-                          ("set_context", {"label": "memory", "content": f"fact {HOSTILE}"})),
-        script.text(f"Done {HOSTILE} done"))
+        script.tool_calls(
+            ("load_context", {"label": "skills", "key": "trap"}),
+            ("set_context", {"label": "memory", "content": f"fact {HOSTILE}"}),
+        ),
+        script.text(f"Done {HOSTILE} done"),
+    )
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -132,16 +152,20 @@ def hostile_export(tmp_path):
         if message and message["content"].get("parts"):
             message["content"]["parts"] = [
                 f"{p} {HOSTILE} reversal" if isinstance(p, str) else p
-                for p in message["content"]["parts"]]
+                for p in message["content"]["parts"]
+            ]
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps([conv]))
     return path
 
 
-async def test_imported_chat_is_neutralised_everywhere_it_shows(store, llm_server, fake_key,
-                                                               tmp_path, capsys):
-    assert cli.main(["import", str(hostile_export(tmp_path)), "--from", "chatgpt",
-                     "--db", store.path]) == 0
+async def test_imported_chat_is_neutralised_everywhere_it_shows(
+    store, llm_server, fake_key, tmp_path, capsys
+):
+    assert (
+        cli.main(["import", str(hostile_export(tmp_path)), "--from", "chatgpt", "--db", store.path])
+        == 0
+    )
     capsys.readouterr()
     config = Config(model="openai/test-model", api_base=llm_server.base_url)
     app = make_app(store, config)
@@ -173,18 +197,26 @@ async def test_imported_chat_is_neutralised_everywhere_it_shows(store, llm_serve
 
 def test_cli_text_output_is_neutralised(tmp_path, capsys):
     db = tmp_path / "chats.db"
-    assert cli.main(["import", str(hostile_export(tmp_path)), "--from", "chatgpt",
-                     "--db", str(db)]) == 0
+    assert (
+        cli.main(["import", str(hostile_export(tmp_path)), "--from", "chatgpt", "--db", str(db)])
+        == 0
+    )
     from store import Store
 
     with Store(db) as s:
         sid = SessionManager(s).list()[0].id
     outputs = []
-    for argv in (["list"], ["search", "reversal"], ["show", sid], ["show", sid, "--tree"],
-                 ["show", sid, "--json"], ["search", "reversal", "--json"],
-                 ["export", sid, "--format", "md"], ["export", sid, "--format", "jsonl"],
-                 ["import", str(hostile_export(tmp_path)), "--from", "chatgpt",
-                  "--new-ids"]):
+    for argv in (
+        ["list"],
+        ["search", "reversal"],
+        ["show", sid],
+        ["show", sid, "--tree"],
+        ["show", sid, "--json"],
+        ["search", "reversal", "--json"],
+        ["export", sid, "--format", "md"],
+        ["export", sid, "--format", "jsonl"],
+        ["import", str(hostile_export(tmp_path)), "--from", "chatgpt", "--new-ids"],
+    ):
         code = cli.main([*argv, "--db", str(db)])
         out, err = capsys.readouterr()
         assert code == 0, (argv, err)
@@ -204,8 +236,9 @@ async def test_names_are_text_not_markup(store, llm_server, fake_key):
     llm_server.default = script.text("An answer.")
     manager = SessionManager(store)
     info = manager.create(MARKUP_NAME)
-    await manager.append(info.id, {"id": "q", "role": "user",
-                                   "parts": [{"type": "text", "text": "hi"}]})
+    await manager.append(
+        info.id, {"id": "q", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    )
     config = Config(model="openai/test-model", api_base=llm_server.base_url)
     app = make_app(store, config)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -214,8 +247,11 @@ async def test_names_are_text_not_markup(store, llm_server, fake_key):
         await pilot.press("f")  # "Forked into a new chat: <name> ⑂"
         await pilot.pause(0.3)
         assert_neutral(app)
-        assert any("Forked into a new chat: What does [/] close? [@click=app.quit]quit[/]"
-                   in " ".join(t.split()) for t in toasts(app)), toasts(app)
+        assert any(
+            "Forked into a new chat: What does [/] close? [@click=app.quit]quit[/]"
+            in " ".join(t.split())
+            for t in toasts(app)
+        ), toasts(app)
         await app.delete_chat()  # "Deleted '<name> ⑂' — restore it …"
         await pilot.pause(0.3)
         assert_neutral(app)

@@ -22,8 +22,14 @@ from .test_reliability_kill import read_line
 
 # A second key of no known shape: only its value in the environment can give it away.
 ODD_KEY = "zq9-RECOGNISABLE-4242-wombat-teapot"
-SENT = ["Remember that I like tea", "Key trouble?", "Bad request?", "Server down?",
-        "Cut off?", "All good?"]
+SENT = [
+    "Remember that I like tea",
+    "Key trouble?",
+    "Bad request?",
+    "Server down?",
+    "Cut off?",
+    "All good?",
+]
 
 
 def written_files(home) -> list:
@@ -39,23 +45,31 @@ def assert_no_key(paths) -> None:
                 assert piece.encode() not in data, f"{piece!r} found in {path}"
 
 
-def test_no_key_in_any_file_the_app_or_the_commands_write(tmp_path, llm_server, fake_key,
-                                                          monkeypatch):
+def test_no_key_in_any_file_the_app_or_the_commands_write(
+    tmp_path, llm_server, fake_key, monkeypatch
+):
     monkeypatch.setenv("ACME_API_KEY", ODD_KEY)
     home = tmp_path / "home"
-    write_config(home, model="openai/test-model", api_base=llm_server.base_url,
-                 request_timeout=30, max_retries=0)
+    write_config(
+        home,
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        request_timeout=30,
+        max_retries=0,
+    )
     both = f"{FAKE_OPENAI_KEY} / {ODD_KEY}"
     llm_server.script(
         script.tool_calls(("set_context", {"label": "memory", "content": "Likes tea."})),
         script.text("Saved."),
         script.error(401, f"Incorrect API key provided: {both}.", code="invalid_api_key"),
         script.error(400, f"Bad request; you sent Authorization: Bearer {both}"),
-        script.error(500, body=f"<html>upstream: x-api-key={ODD_KEY} Bearer "
-                               f"{FAKE_OPENAI_KEY}</html>"),
+        script.error(
+            500, body=f"<html>upstream: x-api-key={ODD_KEY} Bearer {FAKE_OPENAI_KEY}</html>"
+        ),
         script.broken_stream("Half of"),
         script.text("Fine now."),
-        script.error(401, f"summary refused for key {both}"))  # the compaction's call
+        script.error(401, f"summary refused for key {both}"),
+    )  # the compaction's call
     steps = []
     for text in SENT:
         steps += [["type", text], ["press", "enter"], ["idle"]]
@@ -72,15 +86,21 @@ def test_no_key_in_any_file_the_app_or_the_commands_write(tmp_path, llm_server, 
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
     # The keys were really in play: sent on every request, quoted back in errors.
-    assert all(h["authorization"] == f"Bearer {FAKE_OPENAI_KEY}"
-               for h in llm_server.request_headers)
+    assert all(
+        h["authorization"] == f"Bearer {FAKE_OPENAI_KEY}" for h in llm_server.request_headers
+    )
     assert len(llm_server.requests) == 8
     views = json.loads(lines[-1])
     assert [text for _, text in views][-2:] == ["All good?", "Fine now."]
     files = written_files(home)
     names = {p.relative_to(home).as_posix() for p in files}
-    assert {"data/chats.db", "data/chats.db-wal", "data/state.json", "data/chatui.log",
-            "config/config.toml"} <= names, names
+    assert {
+        "data/chats.db",
+        "data/chats.db-wal",
+        "data/state.json",
+        "data/chatui.log",
+        "config/config.toml",
+    } <= names, names
     log = (home / "data" / "chatui.log").read_text()
     assert "Compaction" in log or "compact" in log.lower(), log  # the failure was logged
     assert "[redacted]" in log  # …with the quoted keys taken out
@@ -89,10 +109,15 @@ def test_no_key_in_any_file_the_app_or_the_commands_write(tmp_path, llm_server, 
     db = str(home / "data" / "chats.db")
     exports = tmp_path / "exports"
     for fmt in ("json", "jsonl"):
-        assert cli.main(["export", "--all", "--format", fmt, "-o", str(exports / f"all.{fmt}"),
-                         "--db", db]) == 0
-    assert cli.main(["export", "--all", "--format", "md", "-o", str(exports / "md"),
-                     "--db", db]) == 0
+        assert (
+            cli.main(
+                ["export", "--all", "--format", fmt, "-o", str(exports / f"all.{fmt}"), "--db", db]
+            )
+            == 0
+        )
+    assert (
+        cli.main(["export", "--all", "--format", "md", "-o", str(exports / "md"), "--db", db]) == 0
+    )
     exported = written_files(exports)
     assert len(exported) == 3
     assert any("Likes tea." in p.read_text() for p in exported)

@@ -29,8 +29,12 @@ def modes_while_open(lines: list[str]) -> dict[str, int]:
 
 def test_the_app_keeps_every_file_private(tmp_path):
     home = tmp_path / "home"
-    code, out, err = run_app(home, [["type", "hello there"], ["press", "enter"], ["idle"],
-                                    ["files"], ["quit"]], "--model", "demo")
+    code, out, err = run_app(
+        home,
+        [["type", "hello there"], ["press", "enter"], ["idle"], ["files"], ["quit"]],
+        "--model",
+        "demo",
+    )
     assert code == 0, err
     seen = modes_while_open(out)
     db = "data/chats.db"
@@ -92,8 +96,9 @@ def umask_022():
     os.umask(old)
 
 
-def test_commands_create_a_private_database_and_private_exports(tmp_path, monkeypatch,
-                                                               umask_022, capsys):
+def test_commands_create_a_private_database_and_private_exports(
+    tmp_path, monkeypatch, umask_022, capsys
+):
     source = tmp_path / "conversations.json"
     from tests.test_import_chatgpt import branching_conversation
 
@@ -113,15 +118,14 @@ def test_commands_create_a_private_database_and_private_exports(tmp_path, monkey
     monkeypatch.setattr(cli, "import_sessions", watching)
     assert cli.main(["import", str(source), "--from", "chatgpt", "--db", str(db)]) == 0
     assert seen and all(m == PRIVATE_FILE for m in seen.values()), {
-        k: oct(v) for k, v in seen.items()}
+        k: oct(v) for k, v in seen.items()
+    }
     assert mode(db) == PRIVATE_FILE
     out = tmp_path / "exports" / "all.jsonl"
-    assert cli.main(["export", "--all", "--format", "jsonl", "-o", str(out),
-                     "--db", str(db)]) == 0
+    assert cli.main(["export", "--all", "--format", "jsonl", "-o", str(out), "--db", str(db)]) == 0
     assert mode(out) == PRIVATE_FILE
     folder = tmp_path / "md"
-    assert cli.main(["export", "--all", "--format", "md", "-o", str(folder),
-                     "--db", str(db)]) == 0
+    assert cli.main(["export", "--all", "--format", "md", "-o", str(folder), "--db", str(db)]) == 0
     assert mode(folder) == PRIVATE_DIR
     assert [mode(p) for p in folder.iterdir()] == [PRIVATE_FILE]
     capsys.readouterr()

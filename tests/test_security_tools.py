@@ -30,11 +30,13 @@ from store import (
 @pytest.fixture
 def two_chats(store):
     """The app's wiring: a static soul, a global memory, a per-chat scratchpad."""
-    config = Config(blocks=(
-        BlockConfig("soul", kind="static", text="Be kind."),
-        BlockConfig("memory", scope="global", max_tokens=200),
-        BlockConfig("scratchpad", max_tokens=200),
-    ))
+    config = Config(
+        blocks=(
+            BlockConfig("soul", kind="static", text="Be kind."),
+            BlockConfig("memory", scope="global", max_tokens=200),
+            BlockConfig("scratchpad", max_tokens=200),
+        )
+    )
     manager = build_manager(store, config)
     a, b = manager.create("A"), manager.create("B")
     return manager, manager.get_session(a.id), manager.get_session(b.id)
@@ -55,8 +57,14 @@ async def test_set_context_writes_only_its_own_chat(two_chats):
     await fresh_b.load_context()
     assert blocks_of(fresh_b)["scratchpad"] == "B's notes"
     # A label naming another chat's block, or its namespace, is just an unknown label.
-    for label in (f"{b.session_id}/scratchpad", "../scratchpad", "scratchpad ", "SCRATCHPAD",
-                  f"{b.session_id}", "global/memory"):
+    for label in (
+        f"{b.session_id}/scratchpad",
+        "../scratchpad",
+        "scratchpad ",
+        "SCRATCHPAD",
+        f"{b.session_id}",
+        "global/memory",
+    ):
         out = await tool(label=label, content="sneaky")
         assert out.startswith("Error:") and "must be one of" in out, out
     await fresh_b.load_context()
@@ -107,10 +115,25 @@ def skills(tmp_path):
     return DirectorySkillProvider(folder), folder, tmp_path
 
 
-ESCAPING_KEYS = ["../secret", "..", "../", "/etc/passwd", str(Path("/tmp") / "secret"),
-                 "sub/nested", "sub/../deploy", "..\\secret", "link-out", "dir-out/elsewhere",
-                 "dangling", ".hidden", "deploy\x00", "deploy/", " deploy", "~/secret",
-                 "%2e%2e/secret"]
+ESCAPING_KEYS = [
+    "../secret",
+    "..",
+    "../",
+    "/etc/passwd",
+    str(Path("/tmp") / "secret"),
+    "sub/nested",
+    "sub/../deploy",
+    "..\\secret",
+    "link-out",
+    "dir-out/elsewhere",
+    "dangling",
+    ".hidden",
+    "deploy\x00",
+    "deploy/",
+    " deploy",
+    "~/secret",
+    "%2e%2e/secret",
+]
 
 
 @pytest.mark.parametrize("key", ESCAPING_KEYS)
@@ -142,13 +165,17 @@ async def test_skill_keys_cannot_write_outside_the_folder(skills, key):
 async def test_writes_through_the_tools_land_inside(skills):
     provider, folder, root = skills
     with Store(root / "db.sqlite") as store:
-        session = (Session(store).for_session("s")
-                   .with_context("soul", provider=StaticProvider("x"))
-                   .with_context("docs", provider=provider))
+        session = (
+            Session(store)
+            .for_session("s")
+            .with_context("soul", provider=StaticProvider("x"))
+            .with_context("docs", provider=provider)
+        )
         tools = await session.tools()
         for title in ("../../secret", "/etc/passwd", "link-out", "dangling", "a/b/c"):
-            out = await tools["set_context"](label="docs", content="new doc",
-                                             metadata={"title": title})
+            out = await tools["set_context"](
+                label="docs", content="new doc", metadata={"title": title}
+            )
             assert out.startswith("Saved entry") or out.startswith("Error:"), out
         assert (root / "secret.md").read_text() == "TOP SECRET"
         assert not (root / "not-yet.md").exists()

@@ -17,8 +17,13 @@ def agent_rows(manager):
 
 
 def test_create_get_list(manager):
-    coder = manager.create_agent("Coder", model="gpt-x", soul="You write code.",
-                                 description="Writes code", config={"peers": ["Reviewer"]})
+    coder = manager.create_agent(
+        "Coder",
+        model="gpt-x",
+        soul="You write code.",
+        description="Writes code",
+        config={"peers": ["Reviewer"]},
+    )
     reviewer = manager.create_agent("reviewer")
     assert manager.get_agent(coder.id) == coder
     assert manager.get_agent_by_name("CODER") == coder
@@ -51,16 +56,28 @@ def test_duplicate_id_is_refused(manager):
 def test_the_database_backs_the_unique_name(manager):
     manager.create_agent("Coder")
     with pytest.raises(sqlite3.IntegrityError):
-        manager.store.execute("INSERT INTO agents (id, name, created_at, updated_at) "
-                              "VALUES ('x', 'CODER', '2026', '2026')")
+        manager.store.execute(
+            "INSERT INTO agents (id, name, created_at, updated_at) "
+            "VALUES ('x', 'CODER', '2026', '2026')"
+        )
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"name": ""}, {"name": "   "}, {"name": None}, {"name": "x" * 65}, {"name": "a\nb"},
-    {"name": "ok", "model": 3}, {"name": "ok", "soul": None}, {"name": "ok", "description": 1},
-    {"name": "ok", "config": ["a"]}, {"name": "ok", "config": {"x": object()}},
-    {"name": "ok", "config": {"x": float("nan")}},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"name": ""},
+        {"name": "   "},
+        {"name": None},
+        {"name": "x" * 65},
+        {"name": "a\nb"},
+        {"name": "ok", "model": 3},
+        {"name": "ok", "soul": None},
+        {"name": "ok", "description": 1},
+        {"name": "ok", "config": ["a"]},
+        {"name": "ok", "config": {"x": object()}},
+        {"name": "ok", "config": {"x": float("nan")}},
+    ],
+)
 def test_bad_agent_fields_are_refused_and_nothing_written(manager, kwargs):
     with pytest.raises(ValueError):
         manager.create_agent(**kwargs)
@@ -71,7 +88,11 @@ def test_update_changes_only_what_is_given(manager):
     agent = manager.create_agent("Coder", model="m1", soul="s", config={"a": 1})
     updated = manager.update_agent(agent.id, model=None, description="Writes code")
     assert (updated.model, updated.soul, updated.description, updated.config) == (
-        None, "s", "Writes code", {"a": 1})
+        None,
+        "s",
+        "Writes code",
+        {"a": 1},
+    )
     assert updated.updated_at >= agent.updated_at
     assert manager.update_agent(agent.id) == updated  # nothing given: nothing changes
     assert manager.update_agent(agent.id, name="Coder2", config={}).config == {}
@@ -132,18 +153,24 @@ def test_a_session_runs_exactly_one_agent(manager):
 
 
 def test_sync_creates_and_the_config_wins_for_fields_it_sets(manager):
-    existing = manager.create_agent("Coder", model="old", soul="edited in the app",
-                                    description="d", config={"peers": ["A"], "theme": "x"})
-    synced = manager.sync_agents([
-        AgentSpec("coder", model="new", config={"peers": ["Reviewer"]}),
-        {"name": "Reviewer", "soul": "You review.", "description": "Reviews"},
-    ])
+    existing = manager.create_agent(
+        "Coder",
+        model="old",
+        soul="edited in the app",
+        description="d",
+        config={"peers": ["A"], "theme": "x"},
+    )
+    synced = manager.sync_agents(
+        [
+            AgentSpec("coder", model="new", config={"peers": ["Reviewer"]}),
+            {"name": "Reviewer", "soul": "You review.", "description": "Reviews"},
+        ]
+    )
     coder, reviewer = synced
     assert coder.id == existing.id and coder.name == "coder"
     assert (coder.model, coder.soul, coder.description) == ("new", "edited in the app", "d")
     assert coder.config == {"peers": ["Reviewer"], "theme": "x"}  # merged key by key
-    assert (reviewer.soul, reviewer.description, reviewer.model) == (
-        "You review.", "Reviews", None)
+    assert (reviewer.soul, reviewer.description, reviewer.model) == ("You review.", "Reviews", None)
     assert [a.name for a in manager.list_agents()] == ["coder", "Reviewer"]
 
 
@@ -164,15 +191,18 @@ def test_sync_can_archive_agents_the_config_dropped(manager):
     assert manager.list_agents() == []
 
 
-@pytest.mark.parametrize("specs", [
-    [AgentSpec("Coder"), AgentSpec("CODER")],
-    [AgentSpec("Fine"), {"name": "Coder", "colour": "red"}],
-    [AgentSpec("Fine"), {"model": "m"}],
-    [AgentSpec("Fine"), AgentSpec("Bad", config={"x": {1, 2}})],
-    [AgentSpec("Fine"), AgentSpec("")],
-    [AgentSpec("Fine"), "Coder"],
-    [AgentSpec("Fine"), AgentSpec("Bad", soul=5)],
-])
+@pytest.mark.parametrize(
+    "specs",
+    [
+        [AgentSpec("Coder"), AgentSpec("CODER")],
+        [AgentSpec("Fine"), {"name": "Coder", "colour": "red"}],
+        [AgentSpec("Fine"), {"model": "m"}],
+        [AgentSpec("Fine"), AgentSpec("Bad", config={"x": {1, 2}})],
+        [AgentSpec("Fine"), AgentSpec("")],
+        [AgentSpec("Fine"), "Coder"],
+        [AgentSpec("Fine"), AgentSpec("Bad", soul=5)],
+    ],
+)
 def test_sync_bad_specs_write_nothing(manager, specs):
     manager.create_agent("Existing", model="keep")
     before = agent_rows(manager)

@@ -17,9 +17,37 @@ from store import (
 )
 from store.providers.history import HistorySearchProvider
 
-NASTY_QUERIES = ['"', 'say "hi', "AND (", "(", ")", "*", "**", "kiwi*", "NEAR(", "NEAR(a b",
-                 "NOT", "OR", "a OR", "AND", "-", "^kiwi", "col:kiwi", "scope:x", "body : kiwi",
-                 "'", ";", "\\", "\x00", "🎉", "kiwi AND (", "", "   ", "+", "{a b}"]
+NASTY_QUERIES = [
+    '"',
+    'say "hi',
+    "AND (",
+    "(",
+    ")",
+    "*",
+    "**",
+    "kiwi*",
+    "NEAR(",
+    "NEAR(a b",
+    "NOT",
+    "OR",
+    "a OR",
+    "AND",
+    "-",
+    "^kiwi",
+    "col:kiwi",
+    "scope:x",
+    "body : kiwi",
+    "'",
+    ";",
+    "\\",
+    "\x00",
+    "🎉",
+    "kiwi AND (",
+    "",
+    "   ",
+    "+",
+    "{a b}",
+]
 
 
 def msg(mid, text, role="user"):
@@ -27,8 +55,10 @@ def msg(mid, text, role="user"):
 
 
 def snapshot(store):
-    return [store.query(f"SELECT * FROM {t} ORDER BY 1") for t in
-            ("messages", "sessions", "search_entries", "compactions")]
+    return [
+        store.query(f"SELECT * FROM {t} ORDER BY 1")
+        for t in ("messages", "sessions", "search_entries", "compactions")
+    ]
 
 
 @pytest.fixture
@@ -75,12 +105,15 @@ async def test_both_senders_refused_on_update_and_in_sql(store):
     assert s.get_message("a").from_user_id == "u1" and s.get_message("a").from_agent_id is None
 
 
-@pytest.mark.parametrize("parts", [
-    [{"type": "text", "text": {1, 2}}],
-    [{"type": "tool-call", "tool_call_id": "c", "tool_name": "t", "input": object()}],
-    [{"type": "tool-result", "tool_call_id": "c", "tool_name": "t", "output": float("nan")}],
-    [{"type": "text", "text": b"bytes"}],
-])
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [{"type": "text", "text": {1, 2}}],
+        [{"type": "tool-call", "tool_call_id": "c", "tool_name": "t", "input": object()}],
+        [{"type": "tool-result", "tool_call_id": "c", "tool_name": "t", "output": float("nan")}],
+        [{"type": "text", "text": b"bytes"}],
+    ],
+)
 async def test_unserialisable_parts_refused_everywhere(store, parts):
     manager = SessionManager(store)
     chat = manager.create("chat")

@@ -22,15 +22,28 @@ def msg(mid, text, role="user"):
 
 
 def call(mid, call_id):
-    return {"id": mid, "role": "assistant", "parts": [
-        {"type": "tool-call", "tool_call_id": call_id, "tool_name": "grep",
-         "input": {"pattern": "x"}}]}
+    return {
+        "id": mid,
+        "role": "assistant",
+        "parts": [
+            {
+                "type": "tool-call",
+                "tool_call_id": call_id,
+                "tool_name": "grep",
+                "input": {"pattern": "x"},
+            }
+        ],
+    }
 
 
 def result(mid, call_id, output="found it"):
-    return {"id": mid, "role": "tool", "parts": [
-        {"type": "tool-result", "tool_call_id": call_id, "tool_name": "grep",
-         "output": output}]}
+    return {
+        "id": mid,
+        "role": "tool",
+        "parts": [
+            {"type": "tool-result", "tool_call_id": call_id, "tool_name": "grep", "output": output}
+        ],
+    }
 
 
 class Summariser:
@@ -45,15 +58,22 @@ class Summariser:
 
 async def fill(session, n, words=20):
     for i in range(n):
-        await session.append_message(msg(f"m{i}", f"message {i} " + "word " * words,
-                                         "user" if i % 2 == 0 else "assistant"))
+        await session.append_message(
+            msg(f"m{i}", f"message {i} " + "word " * words, "user" if i % 2 == 0 else "assistant")
+        )
 
 
 async def test_head_and_tail_are_kept_and_the_middle_summarised(store):
     summarise = Summariser()
-    s = Session(store).for_session("c").on_compaction(
-        create_compact_function(summarise, protect_head=2, tail_token_budget=60,
-                                min_tail_messages=2))
+    s = (
+        Session(store)
+        .for_session("c")
+        .on_compaction(
+            create_compact_function(
+                summarise, protect_head=2, tail_token_budget=60, min_tail_messages=2
+            )
+        )
+    )
     await fill(s, 10, words=20)  # ~30 tokens each: two fit the tail budget
     stored = await s.compact()
     assert (stored.from_message_id, stored.to_message_id) == ("m2", "m7")
@@ -69,9 +89,15 @@ async def test_head_and_tail_are_kept_and_the_middle_summarised(store):
 
 
 async def test_min_tail_messages_wins_over_the_budget(store):
-    s = Session(store).for_session("c").on_compaction(
-        create_compact_function(Summariser(), protect_head=1, tail_token_budget=1,
-                                min_tail_messages=3))
+    s = (
+        Session(store)
+        .for_session("c")
+        .on_compaction(
+            create_compact_function(
+                Summariser(), protect_head=1, tail_token_budget=1, min_tail_messages=3
+            )
+        )
+    )
     await fill(s, 8)
     stored = await s.compact()
     assert stored.to_message_id == "m4"
@@ -79,27 +105,39 @@ async def test_min_tail_messages_wins_over_the_budget(store):
 
 
 async def test_tool_call_and_result_are_never_split(store):
-    s = Session(store).for_session("t").on_compaction(
-        create_compact_function(Summariser(), protect_head=2, tail_token_budget=1,
-                                min_tail_messages=1))
+    s = (
+        Session(store)
+        .for_session("t")
+        .on_compaction(
+            create_compact_function(
+                Summariser(), protect_head=2, tail_token_budget=1, min_tail_messages=1
+            )
+        )
+    )
     await s.append_message(msg("u0", "start"))
-    await s.append_message(call("c1", "call-1"))      # head ends after this one...
-    await s.append_message(result("r1", "call-1"))    # ...and its result follows
+    await s.append_message(call("c1", "call-1"))  # head ends after this one...
+    await s.append_message(result("r1", "call-1"))  # ...and its result follows
     await s.append_message(msg("u1", "more " * 30))
     await s.append_message(call("c2", "call-2"))
-    await s.append_message(result("r2", "call-2"))    # tail of 1 would split c2/r2
+    await s.append_message(result("r2", "call-2"))  # tail of 1 would split c2/r2
     stored = await s.compact()
     assert stored.from_message_id == "c1"  # head moved back so c1 stays with r1
-    assert stored.to_message_id == "u1"    # tail moved back so c2 stays with r2
+    assert stored.to_message_id == "u1"  # tail moved back so c2 stays with r2
     ids = [m.id for m in s.get_history()]
     assert ids[0] == "u0" and ids[-2:] == ["c2", "r2"]
 
 
 async def test_an_earlier_summary_is_updated_not_replaced(store):
     summarise = Summariser("## Topic\nfirst summary")
-    s = Session(store).for_session("i").on_compaction(
-        create_compact_function(summarise, protect_head=1, tail_token_budget=40,
-                                min_tail_messages=2))
+    s = (
+        Session(store)
+        .for_session("i")
+        .on_compaction(
+            create_compact_function(
+                summarise, protect_head=1, tail_token_budget=40, min_tail_messages=2
+            )
+        )
+    )
     await fill(s, 8)
     first = await s.compact()
     summarise.text = "## Topic\nsecond summary"
@@ -116,16 +154,24 @@ async def test_an_earlier_summary_is_updated_not_replaced(store):
 
 async def test_nothing_to_compact_returns_none_and_stores_nothing(store):
     summarise = Summariser()
-    s = Session(store).for_session("n").on_compaction(
-        create_compact_function(summarise, protect_head=3))
+    s = (
+        Session(store)
+        .for_session("n")
+        .on_compaction(create_compact_function(summarise, protect_head=3))
+    )
     await fill(s, 4, words=2)
     assert await s.compact() is None
     assert s.get_compactions() == [] and summarise.prompts == []
 
 
 async def test_empty_summary_stores_nothing(store):
-    s = Session(store).for_session("e").on_compaction(
-        create_compact_function(Summariser("   "), protect_head=1, tail_token_budget=1))
+    s = (
+        Session(store)
+        .for_session("e")
+        .on_compaction(
+            create_compact_function(Summariser("   "), protect_head=1, tail_token_budget=1)
+        )
+    )
     await fill(s, 6)
     with pytest.raises(ValueError, match="empty summary"):
         await s.compact()
@@ -155,14 +201,21 @@ def test_string_token_formula():
 
 
 def test_message_token_estimate_counts_every_kind_of_part():
-    m = Message("m", "assistant", [
-        {"type": "text", "text": "x" * 40},
-        {"type": "reasoning", "text": "y" * 40},
-        {"type": "tool-call", "tool_call_id": "c", "tool_name": "t", "input": {"q": "z" * 30}},
-        {"type": "file", "media_type": "image/png", "data": "A" * 4000},
-    ])
-    r = Message("r", "tool", [{"type": "tool-result", "tool_call_id": "c", "tool_name": "t",
-                               "output": "w" * 80}])
+    m = Message(
+        "m",
+        "assistant",
+        [
+            {"type": "text", "text": "x" * 40},
+            {"type": "reasoning", "text": "y" * 40},
+            {"type": "tool-call", "tool_call_id": "c", "tool_name": "t", "input": {"q": "z" * 30}},
+            {"type": "file", "media_type": "image/png", "data": "A" * 4000},
+        ],
+    )
+    r = Message(
+        "r",
+        "tool",
+        [{"type": "tool-result", "tool_call_id": "c", "tool_name": "t", "output": "w" * 80}],
+    )
     expected = 4 + 10 + 10 + estimate_string_tokens('{"q": "' + "z" * 30 + '"}') + 4 + 20
     assert estimate_message_tokens([m, r]) == expected
     assert estimate_message_tokens([]) == 0
@@ -172,14 +225,26 @@ def test_truncate_older_messages_shortens_copies_only():
     long_text = "t" * 5000
     messages = [
         Message("a", "user", [{"type": "text", "text": long_text}]),
-        Message("b", "tool", [{"type": "tool-result", "tool_call_id": "c", "tool_name": "x",
-                               "output": {"rows": ["r" * 3000]}}]),
+        Message(
+            "b",
+            "tool",
+            [
+                {
+                    "type": "tool-result",
+                    "tool_call_id": "c",
+                    "tool_name": "x",
+                    "output": {"rows": ["r" * 3000]},
+                }
+            ],
+        ),
         Message("c", "assistant", [{"type": "text", "text": long_text}]),
         Message("d", "user", [{"type": "text", "text": "short"}]),
     ]
     out = truncate_older_messages(messages, keep_recent=2, max_chars=100)
-    assert len(out[0].parts[0]["text"]) < 200 and "truncated 4,900 characters" in \
-        out[0].parts[0]["text"]
+    assert (
+        len(out[0].parts[0]["text"]) < 200
+        and "truncated 4,900 characters" in out[0].parts[0]["text"]
+    )
     assert "truncated" in out[1].parts[0]["output"]
     assert out[2].parts[0]["text"] == long_text  # the recent ones are untouched
     assert out[3] == messages[3]

@@ -31,15 +31,21 @@ def test_status_moves_are_recorded_with_time_and_detail(manager):
     assert manager.set_status(s.id, "failed").status_detail is None
     history = manager.status_history(s.id)
     assert [(c.status, c.detail) for c in history] == [
-        ("active", "created"), ("idle", None), ("awaiting_peer", "waiting for agent 'B'"),
-        ("active", None), ("completed", "task finished"), ("failed", None)]
+        ("active", "created"),
+        ("idle", None),
+        ("awaiting_peer", "waiting for agent 'B'"),
+        ("active", None),
+        ("completed", "task finished"),
+        ("failed", None),
+    ]
     times = [c.changed_at for c in history]
     assert times == sorted(times) and all(t.tzinfo is not None for t in times)
     assert done.status == "completed"
 
 
-@pytest.mark.parametrize("status,detail", [("sleeping", None), ("", None), ("ACTIVE", None),
-                                           (None, None), ("idle", 42)])
+@pytest.mark.parametrize(
+    "status,detail", [("sleeping", None), ("", None), ("ACTIVE", None), (None, None), ("idle", 42)]
+)
 def test_invalid_status_is_refused_and_nothing_recorded(manager, status, detail):
     s = manager.create("chat")
     before = manager.status_history(s.id)
@@ -84,9 +90,16 @@ async def test_writes_into_a_deleted_session_are_refused(manager):
     assert manager.get_message_count(s.id) == 2
 
 
-@pytest.mark.parametrize("bad", [{"id": "a/b"}, {"id": ""}, {"metadata": {"x": object()}},
-                                 {"metadata": ["not", "a", "dict"]},
-                                 {"metadata": {"x": float("inf")}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "a/b"},
+        {"id": ""},
+        {"metadata": {"x": object()}},
+        {"metadata": ["not", "a", "dict"]},
+        {"metadata": {"x": float("inf")}},
+    ],
+)
 def test_create_bad_input_creates_nothing(manager, bad):
     with pytest.raises(ValueError):
         manager.create("chat", **bad)
@@ -114,7 +127,8 @@ def namespaced_rows(store, prefix):
     for table in ("context_blocks", "skills", "search_entries"):
         counts[table] = store.query(
             f"SELECT count(*) FROM {table} WHERE namespace = ? OR namespace LIKE ?",
-            (prefix, prefix + "/%"))[0][0]
+            (prefix, prefix + "/%"),
+        )[0][0]
     return counts
 
 
@@ -126,10 +140,8 @@ async def test_purge_removes_chat_scoped_namespaces_only(manager):
     await chat_scoped_data(store, neighbour.id)
     await StoreSearchProvider(store, "abc0").set("k", "zebra outside")  # just past the range
     manager.purge(doomed.id)
-    assert namespaced_rows(store, "abc") == {"context_blocks": 0, "skills": 0,
-                                             "search_entries": 0}
-    assert namespaced_rows(store, "abcd") == {"context_blocks": 2, "skills": 1,
-                                              "search_entries": 1}
+    assert namespaced_rows(store, "abc") == {"context_blocks": 0, "skills": 0, "search_entries": 0}
+    assert namespaced_rows(store, "abcd") == {"context_blocks": 2, "skills": 1, "search_entries": 1}
     assert StoreSearchProvider(store, "abcd/notes").find("zebra")
     assert StoreSearchProvider(store, "abc0").find("zebra")
     assert store.integrity_check() == []
@@ -141,10 +153,14 @@ async def test_fork_copies_chat_scoped_namespaces(manager):
     await manager.append(s.id, msg("q", "question"))
     await chat_scoped_data(store, s.id)
     f = await manager.fork(s.id, "q", "fork")
-    assert namespaced_rows(store, f.id) == namespaced_rows(store, s.id) == {
-        "context_blocks": 2, "skills": 1, "search_entries": 1}
+    assert (
+        namespaced_rows(store, f.id)
+        == namespaced_rows(store, s.id)
+        == {"context_blocks": 2, "skills": 1, "search_entries": 1}
+    )
     assert StoreSearchProvider(store, f"{f.id}/notes").find("zebra") == [
-        ("k1", "the quarterly zebra report")]
+        ("k1", "the quarterly zebra report")
+    ]
     assert await StoreSkillProvider(store, f"{f.id}/skills").load("deploy") == "Step 1."
     # the copies are independent
     await StoreSearchProvider(store, f"{f.id}/notes").set("k1", "changed")
@@ -178,10 +194,12 @@ def test_projects_own_their_sessions(manager):
     with pytest.raises(UnknownProjectError):
         manager.move_to_project(loose.id, "nope")
     assert manager.get(loose.id).project_id is None
-    for call in (lambda: manager.project_sessions("nope"),
-                 lambda: manager.rename_project("nope", "x"),
-                 lambda: manager.archive_project("nope"),
-                 lambda: manager.restore_project("nope")):
+    for call in (
+        lambda: manager.project_sessions("nope"),
+        lambda: manager.rename_project("nope", "x"),
+        lambda: manager.archive_project("nope"),
+        lambda: manager.restore_project("nope"),
+    ):
         with pytest.raises(UnknownProjectError, match="nope"):
             call()
     with pytest.raises(ValueError):

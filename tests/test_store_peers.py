@@ -58,17 +58,31 @@ def team(manager):
 
 
 async def test_wait_true_delivers_runs_and_returns_the_reply(team, manager):
-    await manager.append(team.caller.id, {"id": "call", "role": "assistant", "parts": [
-        {"type": "tool-call", "tool_call_id": "c1", "tool_name": "message_agent",
-         "input": {"agent": "Bob", "text": "What is the budget?"}}]})
+    await manager.append(
+        team.caller.id,
+        {
+            "id": "call",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-call",
+                    "tool_call_id": "c1",
+                    "tool_name": "message_agent",
+                    "input": {"agent": "Bob", "text": "What is the budget?"},
+                }
+            ],
+        },
+    )
     reply = await team.router.send(team.caller.id, "Bob", "What is the budget?")
     assert reply == "Bob says: answer to 'What is the budget?'"
 
     target = team.router.peer_session(team.caller.id, "bob")  # names ignore case
     assert target.agent_id == team.b.id and target.model == "m-b"
     assert target.project_id == team.project.id
-    assert target.metadata["peer"] == {"caller_session_id": team.caller.id,
-                                       "caller_agent_id": team.a.id}
+    assert target.metadata["peer"] == {
+        "caller_session_id": team.caller.id,
+        "caller_agent_id": team.a.id,
+    }
     delivered, answer = manager.get_history(target.id)
     assert delivered.role == "user" and delivered.text == "What is the budget?"
     assert delivered.from_agent_id == team.a.id and delivered.from_user_id is None
@@ -78,21 +92,31 @@ async def test_wait_true_delivers_runs_and_returns_the_reply(team, manager):
     assert answer.text == reply
 
     # the caller waited as awaiting_peer, naming whom, and got its status back
-    assert team.seen == [(target.id, "awaiting_peer",
-                          f"waiting for agent 'Bob' (session {target.id})")]
+    assert team.seen == [
+        (target.id, "awaiting_peer", f"waiting for agent 'Bob' (session {target.id})")
+    ]
     now = manager.get(team.caller.id)
     assert (now.status, now.status_detail) == ("active", "created")
     assert [c.status for c in manager.status_history(team.caller.id)] == [
-        "active", "awaiting_peer", "active"]
+        "active",
+        "awaiting_peer",
+        "active",
+    ]
 
     # the hop is recorded and queryable from both sides
     (hop,) = team.router.hops(team.caller.id)
     assert team.router.hops(target.id) == [hop]
     assert hop.direction(team.caller.id) == "out" and hop.direction(target.id) == "in"
     assert (hop.from_session_id, hop.to_session_id, hop.to_agent_id) == (
-        team.caller.id, target.id, team.b.id)
+        team.caller.id,
+        target.id,
+        team.b.id,
+    )
     assert (hop.message_id, hop.reply_message_id, hop.from_message_id) == (
-        delivered.id, answer.id, "call")
+        delivered.id,
+        answer.id,
+        "call",
+    )
     assert hop.state == "replied" and hop.wait is True and hop.finished_at is not None
 
 
@@ -102,7 +126,9 @@ async def test_second_contact_reuses_the_target_session(team, manager):
     sessions = manager.list(agent_id=team.b.id)
     assert len(sessions) == 1
     assert [m.text for m in manager.get_history(sessions[0].id) if m.role == "user"] == [
-        "one", "two"]
+        "one",
+        "two",
+    ]
     # another caller session gets its own session with Bob
     other = manager.create("Other plan", agent_id=team.a.id)
     await team.router.send(other.id, "Bob", "three")
@@ -145,8 +171,9 @@ async def test_a_peer_that_calls_back_into_the_chain_gets_an_error(team, manager
 
     team.behaviour[team.b.id] = bob_asks_alice
     team.behaviour[team.c.id] = cleo_asks_bob
-    assert await asyncio.wait_for(team.router.send(team.caller.id, "Bob", "plan it"), 5) == \
-        "Bob: done"
+    assert (
+        await asyncio.wait_for(team.router.send(team.caller.id, "Bob", "plan it"), 5) == "Bob: done"
+    )
     assert results["loop"].startswith("Error:") and "already waiting" in results["loop"]
     assert results["cleo"] == "Cleo: fine"  # A→B→C is a chain, not a loop
     assert results["deep"].startswith("Error:") and "'Bob'" in results["deep"]
@@ -172,7 +199,8 @@ async def test_max_depth_bounds_a_chain(manager):
         index = [a.id for a in agents].index(me)
         if index + 1 < len(agents):
             out = await message_agent_tool(router, session_id, [agents[index + 1].name])(
-                agent=agents[index + 1].name, text="pass it on")
+                agent=agents[index + 1].name, text="pass it on"
+            )
             if out.startswith("Error:"):
                 errors.append((index, out))
         return f"{me} done"
@@ -336,13 +364,21 @@ async def test_tool_schema_and_bad_model_arguments(team, manager):
     params = spec["function"]["parameters"]
     assert spec["function"]["name"] == "message_agent"
     assert params["properties"]["agent"]["enum"] == ["Bob", "Cleo"]
-    assert params["properties"]["wait"] == {"type": "boolean", "default": True,
-                                            "description": "Wait for the reply (default true)."}
+    assert params["properties"]["wait"] == {
+        "type": "boolean",
+        "default": True,
+        "description": "Wait for the reply (default true).",
+    }
     assert params["required"] == ["agent", "text"]
     assert "Knows the budget" in spec["function"]["description"]
-    for args in ({"agent": "Dave", "text": "x"}, {"agent": "Bob"}, {"agent": "Bob", "text": 1},
-                 {"agent": "Bob", "text": "x", "wait": "yes"},
-                 {"agent": "Bob", "text": "x", "urgent": True}, {"agent": "Bob", "text": " "}):
+    for args in (
+        {"agent": "Dave", "text": "x"},
+        {"agent": "Bob"},
+        {"agent": "Bob", "text": 1},
+        {"agent": "Bob", "text": "x", "wait": "yes"},
+        {"agent": "Bob", "text": "x", "urgent": True},
+        {"agent": "Bob", "text": " "},
+    ):
         assert (await tool(**args)).startswith("Error:"), args
     assert team.router.hops(team.caller.id) == []
     assert (await tool.call_json('{"agent": "Bob", "text": "hi"}')).startswith("Bob says")

@@ -17,9 +17,9 @@ def skills_dir(tmp_path):
     folder = tmp_path / "skills"
     folder.mkdir()
     (folder / "deploy.md").write_text(
-        "---\ndescription: How we ship\n---\n# Deploy\nStep 1. Step 2.\n", encoding="utf-8")
-    (folder / "review.md").write_text("# Code review checklist\nLook at tests.\n",
-                                      encoding="utf-8")
+        "---\ndescription: How we ship\n---\n# Deploy\nStep 1. Step 2.\n", encoding="utf-8"
+    )
+    (folder / "review.md").write_text("# Code review checklist\nLook at tests.\n", encoding="utf-8")
     (folder / "plain.md").write_text("no heading here\n", encoding="utf-8")
     (folder / "notes.txt").write_text("not a skill", encoding="utf-8")
     (folder / "bad.md").write_bytes(b"\xff\xfe not utf-8")
@@ -29,14 +29,14 @@ def skills_dir(tmp_path):
 async def test_directory_skills_listing_and_load(skills_dir):
     provider = DirectorySkillProvider(skills_dir)
     listing = await provider.get()
-    assert listing == ("- deploy: How we ship\n- plain\n"
-                       "- review: Code review checklist")  # bad.md left out, .txt ignored
+    assert listing == (
+        "- deploy: How we ship\n- plain\n- review: Code review checklist"
+    )  # bad.md left out, .txt ignored
     assert await provider.load("deploy") == "# Deploy\nStep 1. Step 2.\n"  # no front matter
     assert (await provider.load("review")).startswith("# Code review")
 
 
-@pytest.mark.parametrize("key", ["../secret", "a/b", "..", ".hidden", "", " deploy", "x\x00",
-                                 None])
+@pytest.mark.parametrize("key", ["../secret", "a/b", "..", ".hidden", "", " deploy", "x\x00", None])
 async def test_directory_skills_refuse_bad_keys(skills_dir, key):
     (skills_dir.parent / "secret.md").write_text("top secret")
     before = sorted(p.name for p in skills_dir.iterdir())
@@ -72,8 +72,9 @@ async def test_directory_skills_set_writes_front_matter(tmp_path, store):
     provider = DirectorySkillProvider(tmp_path / "new-folder")
     assert await provider.get() is None
     await provider.set("howto", "Do the thing.", "How to\ndo it")
-    assert (tmp_path / "new-folder" / "howto.md").read_text() == \
-        "---\ndescription: How to do it\n---\nDo the thing."
+    assert (
+        tmp_path / "new-folder" / "howto.md"
+    ).read_text() == "---\ndescription: How to do it\n---\nDo the thing."
     assert await provider.get() == "- howto: How to do it"
     s = Session(store).for_session("d").with_context("skills", provider=provider)
     tools = await s.tools()
@@ -83,12 +84,17 @@ async def test_directory_skills_set_writes_front_matter(tmp_path, store):
 
 
 async def test_empty_searchable_and_loadable_blocks_are_kept(store):
-    s = (Session(store).for_session("e")
-         .with_context("kb", provider=StoreSearchProvider(store, "empty-kb"))
-         .with_context("skills", provider=StoreSkillProvider(store, "empty-skills")))
+    s = (
+        Session(store)
+        .for_session("e")
+        .with_context("kb", provider=StoreSearchProvider(store, "empty-kb"))
+        .with_context("skills", provider=StoreSkillProvider(store, "empty-skills"))
+    )
     prompt = await s.freeze_system_prompt()
-    assert prompt == (f"{BANNER}\nKB [searchable]\n{BANNER}\nNo entries indexed yet.\n\n"
-                      f"{BANNER}\nSKILLS [loadable]\n{BANNER}")
+    assert prompt == (
+        f"{BANNER}\nKB [searchable]\n{BANNER}\nNo entries indexed yet.\n\n"
+        f"{BANNER}\nSKILLS [loadable]\n{BANNER}"
+    )
 
 
 async def test_search_provider_counts_and_returns_the_top_ten(store):
@@ -125,8 +131,9 @@ async def test_set_context_on_a_search_block_saves_a_keyed_entry(store):
     kb = StoreSearchProvider(store, "kb")
     s = Session(store).for_session("kb").with_context("knowledge", max_tokens=20, provider=kb)
     tool = (await s.tools())["set_context"]
-    out = await tool(label="knowledge", content="The office wifi is 'guest'.",
-                     metadata={"title": "Office Wifi"})
+    out = await tool(
+        label="knowledge", content="The office wifi is 'guest'.", metadata={"title": "Office Wifi"}
+    )
     assert out == "Saved entry 'office-wifi' in 'knowledge'."
     assert kb.entries() == [("office-wifi", "The office wifi is 'guest'.")]
     untitled = await tool(label="knowledge", content="Parking is on level 2.")

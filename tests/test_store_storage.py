@@ -13,8 +13,13 @@ PARTS = [
     {"type": "text", "text": "hello"},
     {"type": "reasoning", "text": "thinking"},
     {"type": "tool-call", "tool_call_id": "c1", "tool_name": "grep", "input": {"q": [1, None]}},
-    {"type": "tool-result", "tool_call_id": "c1", "tool_name": "grep", "output": "x",
-     "is_error": True},
+    {
+        "type": "tool-result",
+        "tool_call_id": "c1",
+        "tool_name": "grep",
+        "output": "x",
+        "is_error": True,
+    },
     {"type": "file", "media_type": "image/png", "data": "iVBORw0KGgo=", "filename": "a.png"},
     {"type": "made-up", "anything": {"nested": [True, 1.5]}},
 ]
@@ -37,10 +42,16 @@ def test_memory_store_and_pragmas(tmp_path):
 async def test_every_part_shape_round_trips_through_the_store(store):
     s = Session(store).for_session("parts")
     when = datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=UTC)
-    original = Message("m1", "assistant", [dict(p) for p in PARTS], created_at=when,
-                       metadata={"k": {"v": [1]}}, from_agent_id="agent-1",
-                       delivered_to_session_id="other", token_usage={"input": 3, "output": 4,
-                                                                     "cost": 0.01})
+    original = Message(
+        "m1",
+        "assistant",
+        [dict(p) for p in PARTS],
+        created_at=when,
+        metadata={"k": {"v": [1]}},
+        from_agent_id="agent-1",
+        delivered_to_session_id="other",
+        token_usage={"input": 3, "output": 4, "cost": 0.01},
+    )
     returned = await s.append_message(original)
     stored = s.get_message("m1")
     assert stored == returned == original
@@ -51,23 +62,30 @@ async def test_every_part_shape_round_trips_through_the_store(store):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=20),
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
     max_leaves=6,
 )
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(parts=st.lists(st.fixed_dictionaries({"type": st.text(max_size=10)}, optional={
-    "text": st.text(max_size=50), "output": json_values, "input": json_values}), max_size=4),
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    parts=st.lists(
+        st.fixed_dictionaries(
+            {"type": st.text(max_size=10)},
+            optional={"text": st.text(max_size=50), "output": json_values, "input": json_values},
+        ),
+        max_size=4,
+    ),
     role=st.sampled_from(["user", "assistant", "tool", "system"]),
-    metadata=st.dictionaries(st.text(max_size=5), json_values, max_size=2))
+    metadata=st.dictionaries(st.text(max_size=5), json_values, max_size=2),
+)
 async def test_stored_messages_read_back_equal(store, parts, role, metadata):
     s = Session(store).for_session("prop")
     s.clear_messages()
-    m = Message("p", role, parts, created_at=datetime(2026, 1, 1, tzinfo=UTC),
-                metadata=metadata)
+    m = Message("p", role, parts, created_at=datetime(2026, 1, 1, tzinfo=UTC), metadata=metadata)
     await s.append_message(m)
     assert s.get_message("p") == m
     assert s.get_history() == [m]
@@ -172,8 +190,13 @@ async def test_manager_delegates_and_bumps_updated_at(store):
 
 async def test_search_ranks_better_matches_first(store):
     s = Session(store).for_session("rank")
-    await s.append_message(msg("weak", "a long message that mentions kiwi once among many "
-                                       "other words about fruit and markets and weather"))
+    await s.append_message(
+        msg(
+            "weak",
+            "a long message that mentions kiwi once among many "
+            "other words about fruit and markets and weather",
+        )
+    )
     await s.append_message(msg("strong", "kiwi kiwi kiwi"))
     await s.append_message(msg("none", "nothing here"))
     hits = s.search("kiwi")
@@ -188,9 +211,20 @@ async def test_row_limit_applies_to_updates_too(tmp_path):
     with Store(tmp_path / "small.db", max_row_bytes=4096) as db:
         s = Session(db).for_session("s")
         await s.append_message(msg("t", "small"))
-        s.update_message({"id": "t", "role": "tool", "parts": [
-            {"type": "tool-result", "tool_call_id": "c", "tool_name": "cat",
-             "output": "y" * 20_000}]})
+        s.update_message(
+            {
+                "id": "t",
+                "role": "tool",
+                "parts": [
+                    {
+                        "type": "tool-result",
+                        "tool_call_id": "c",
+                        "tool_name": "cat",
+                        "output": "y" * 20_000,
+                    }
+                ],
+            }
+        )
         stored = s.get_message("t")
         assert len(stored.to_json().encode()) <= 4096 and stored.metadata["shrunk"] is True
 
@@ -205,14 +239,19 @@ async def test_a_sessions_index_rows_are_one_rowid_range(store):
         await manager.append(b.id, msg(f"b{i}", f"apple {i}"))
     for info in (a, b):
         low, high = scope_range(scope_number(store, info.id))
-        rowids = store.query("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'apple' "
-                             "AND rowid >= ? AND rowid < ?", (low, high))
+        rowids = store.query(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'apple' "
+            "AND rowid >= ? AND rowid < ?",
+            (low, high),
+        )
         assert len(rowids) == 3
         assert [h.session_id for h in manager.search("apple", session_id=info.id)] == [info.id] * 3
     assert len(manager.search("apple")) == 6
     # a row filed under the wrong session is reported
-    store.execute("UPDATE messages_fts SET rowid = rowid + (1 << 40) WHERE rowid = "
-                  "(SELECT max(rowid) FROM messages_fts)")
+    store.execute(
+        "UPDATE messages_fts SET rowid = rowid + (1 << 40) WHERE rowid = "
+        "(SELECT max(rowid) FROM messages_fts)"
+    )
     assert store.integrity_check() != []
 
 

@@ -17,9 +17,12 @@ from store import (
 
 
 def memory_session(store, sid="s", max_tokens=50):
-    return (Session(store).for_session(sid)
-            .with_context("soul", provider=StaticProvider("Be kind."))
-            .with_context("memory", description="Facts", max_tokens=max_tokens))
+    return (
+        Session(store)
+        .for_session(sid)
+        .with_context("soul", provider=StaticProvider("Be kind."))
+        .with_context("memory", description="Facts", max_tokens=max_tokens)
+    )
 
 
 async def test_readonly_only_brings_no_tools(store):
@@ -56,17 +59,20 @@ async def test_tool_write_does_not_change_frozen_prompt(store):
     assert "New fact." in await s.refresh_system_prompt()
 
 
-@pytest.mark.parametrize("args,needle", [
-    ({"label": "soul", "content": "x"}, "must be one of"),
-    ({"label": "ghost", "content": "x"}, "must be one of"),
-    ({"content": "x"}, "missing required"),
-    ({"label": "memory"}, "missing required"),
-    ({"label": "memory", "content": 42}, "must be string"),
-    ({"label": "memory", "content": "x", "action": "delete"}, "must be one of"),
-    ({"label": "memory", "content": "x", "bogus": 1}, "unknown argument"),
-    ({"label": "memory", "content": "word " * 500}, "limit"),
-    ({"label": ["memory"], "content": "x"}, "must be string"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({"label": "soul", "content": "x"}, "must be one of"),
+        ({"label": "ghost", "content": "x"}, "must be one of"),
+        ({"content": "x"}, "missing required"),
+        ({"label": "memory"}, "missing required"),
+        ({"label": "memory", "content": 42}, "must be string"),
+        ({"label": "memory", "content": "x", "action": "delete"}, "must be one of"),
+        ({"label": "memory", "content": "x", "bogus": 1}, "unknown argument"),
+        ({"label": "memory", "content": "word " * 500}, "limit"),
+        ({"label": ["memory"], "content": "x"}, "must be string"),
+    ],
+)
 async def test_bad_arguments_give_error_and_write_nothing(store, args, needle):
     s = memory_session(store)
     await s.replace_context_block("memory", "original")
@@ -91,20 +97,43 @@ async def test_skill_tools_load_unload_and_set(store):
     doc = await tools["load_context"](label="skills", key="deploy")
     assert doc == "Step 1. Step 2."
     # the runtime stores the call and its result as messages
-    await s.append_message({"id": "a", "role": "assistant", "parts": [
-        {"type": "tool-call", "tool_call_id": "c1", "tool_name": "load_context",
-         "input": {"label": "skills", "key": "deploy"}}]})
-    await s.append_message({"id": "t", "role": "tool", "parts": [
-        {"type": "tool-result", "tool_call_id": "c1", "tool_name": "load_context",
-         "output": doc}]})
+    await s.append_message(
+        {
+            "id": "a",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-call",
+                    "tool_call_id": "c1",
+                    "tool_name": "load_context",
+                    "input": {"label": "skills", "key": "deploy"},
+                }
+            ],
+        }
+    )
+    await s.append_message(
+        {
+            "id": "t",
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool-result",
+                    "tool_call_id": "c1",
+                    "tool_name": "load_context",
+                    "output": doc,
+                }
+            ],
+        }
+    )
     out = await tools["unload_context"](label="skills", key="deploy")
     assert out.startswith("Unloaded")
     assert "unloaded" in s.get_message("t").parts[0]["output"]
     assert (await tools["unload_context"](label="skills", key="deploy")).startswith("Error:")
     assert (await tools["load_context"](label="skills", key="deploy")) == "Step 1. Step 2."
     assert (await tools["load_context"](label="skills", key="nope")).startswith("Error:")
-    saved = await tools["set_context"](label="skills", content="New doc",
-                                       metadata={"title": "My Runbook"})
+    saved = await tools["set_context"](
+        label="skills", content="New doc", metadata={"title": "My Runbook"}
+    )
     assert "my-runbook" in saved
     assert await skills.load("my-runbook") == "New doc"
 
@@ -123,8 +152,10 @@ async def test_search_tool(store):
 async def test_session_search_tool(store):
     manager = SessionManager(store)
     one = manager.create("Trip planning")
-    await manager.append(one.id, {"id": "m", "role": "user",
-                                  "parts": [{"type": "text", "text": "flights to Lisbon"}]})
+    await manager.append(
+        one.id,
+        {"id": "m", "role": "user", "parts": [{"type": "text", "text": "flights to Lisbon"}]},
+    )
     tool = manager.tools()["session_search"]
     assert tool.to_openai()["function"]["name"] == "session_search"
     out = await tool(query="lisbon")
@@ -133,12 +164,19 @@ async def test_session_search_tool(store):
     assert (await tool(query="x", limit=0)).startswith("Error:")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(args=st.dictionaries(
-    st.sampled_from(["label", "content", "action", "metadata", "extra"]),
-    st.none() | st.integers() | st.text(max_size=300) | st.lists(st.integers(), max_size=2)
-    | st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
-))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    args=st.dictionaries(
+        st.sampled_from(["label", "content", "action", "metadata", "extra"]),
+        st.none()
+        | st.integers()
+        | st.text(max_size=300)
+        | st.lists(st.integers(), max_size=2)
+        | st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+    )
+)
 async def test_any_model_arguments_error_or_valid_write(tmp_path_factory, args):
     with Store(tmp_path_factory.mktemp("h") / "h.db") as store:
         s = memory_session(store, max_tokens=40)

@@ -71,24 +71,26 @@ async def test_unknown_parent_is_refused_and_nothing_written(session):
 
 async def test_both_senders_refused_and_nothing_written(session):
     with pytest.raises(ValueError):
-        await session.append_message({**msg("a", "x"), "from_user_id": "u",
-                                      "from_agent_id": "g"})
+        await session.append_message({**msg("a", "x"), "from_user_id": "u", "from_agent_id": "g"})
     assert session.get_latest_leaf() is None
 
 
 async def test_unserialisable_parts_refused(session):
     with pytest.raises(ValueError):
-        await session.append_message({"id": "a", "role": "user",
-                                      "parts": [{"type": "text", "text": {1, 2}}]})
+        await session.append_message(
+            {"id": "a", "role": "user", "parts": [{"type": "text", "text": {1, 2}}]}
+        )
     assert session.get_latest_leaf() is None
 
 
 async def test_database_check_backs_up_one_sender(store):
     import sqlite3
+
     with pytest.raises(sqlite3.IntegrityError):
         store.execute(
             "INSERT INTO messages (id, session_id, role, content, created_at, from_user_id, "
-            "from_agent_id) VALUES ('x', 's', 'user', '{}', '2026', 'u', 'a')")
+            "from_agent_id) VALUES ('x', 's', 'user', '{}', '2026', 'u', 'a')"
+        )
 
 
 async def test_sessions_never_see_each_other(store):
@@ -172,8 +174,24 @@ async def test_get_tree_returns_every_branch(session):
     assert [(m.id, m.parent_id) for m in tree] == [("q", None), ("a1", "q"), ("a2", "q")]
 
 
-@pytest.mark.parametrize("query", ['"', "AND (", "*", "NEAR(", "", "   ", "OR", "a:b",
-                                   "\x00", "🎉", "(((", "NOT", '"unterminated'])
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        "AND (",
+        "*",
+        "NEAR(",
+        "",
+        "   ",
+        "OR",
+        "a:b",
+        "\x00",
+        "🎉",
+        "(((",
+        "NOT",
+        '"unterminated',
+    ],
+)
 async def test_search_never_raises(session, query):
     await session.append_message(msg("a", "AND the NEAR thing"))
     assert isinstance(session.search(query), list)
@@ -210,9 +228,18 @@ async def test_latest_sentinel_is_exported():
 async def test_row_size_enforced_never_rejected(tmp_path):
     with Store(tmp_path / "small.db", max_row_bytes=4096) as store:
         s = Session(store).for_session("s")
-        big = {"id": "t", "role": "tool", "parts": [
-            {"type": "tool-result", "tool_call_id": "c", "tool_name": "grep",
-             "output": "x" * 50_000}]}
+        big = {
+            "id": "t",
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool-result",
+                    "tool_call_id": "c",
+                    "tool_name": "grep",
+                    "output": "x" * 50_000,
+                }
+            ],
+        }
         stored = await s.append_message(big)
         assert len(stored.to_json().encode()) <= 4096
         assert "re-run the tool" in str(s.get_message("t").parts[0]["output"]).lower()

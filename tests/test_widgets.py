@@ -26,8 +26,7 @@ T0 = datetime(2024, 10, 3, 12, 0, tzinfo=UTC)
 
 
 def msg(mid: str, role: str, text: str, parent: str | None = None, **extra) -> Message:
-    m = Message(id=mid, role=role, parts=[{"type": "text", "text": text}], created_at=T0,
-                **extra)
+    m = Message(id=mid, role=role, parts=[{"type": "text", "text": text}], created_at=T0, **extra)
     m.parent_id = parent
     return m
 
@@ -56,9 +55,16 @@ class Harness(App[None]):
 
 # -- pure helpers ------------------------------------------------------------------
 
+
 def test_format_tokens_is_short_and_exact_enough():
     assert [format_tokens(n) for n in (0, 999, 1000, 12_345, 128_000, 1_048_576)] == [
-        "0", "999", "1k", "12.3k", "128k", "1.05M"]
+        "0",
+        "999",
+        "1k",
+        "12.3k",
+        "128k",
+        "1.05M",
+    ]
     assert format_tokens(None) == "?"
 
 
@@ -71,8 +77,10 @@ def test_fill_level_thresholds():
 
 
 def test_clean_removes_escape_sequences_and_controls():
-    hostile = ("ok\x1b[31mred\x1b[0m \x1b]0;pwned title\x07 \x1b]52;c;ZXZpbA==\x07"
-               "\x1b[2J\x1b[H bell\x07 nul\x00 cr\roverwrite \x9b31m c1 \x1bP dcs \x1b\\ end")
+    hostile = (
+        "ok\x1b[31mred\x1b[0m \x1b]0;pwned title\x07 \x1b]52;c;ZXZpbA==\x07"
+        "\x1b[2J\x1b[H bell\x07 nul\x00 cr\roverwrite \x9b31m c1 \x1bP dcs \x1b\\ end"
+    )
     out = clean(hostile)
     assert "\x1b" not in out and "\x07" not in out and "\x00" not in out and "\x9b" not in out
     assert "\r" not in out
@@ -94,6 +102,7 @@ def test_code_blocks_extracts_fenced_code():
 
 
 # -- MessageTree -------------------------------------------------------------------
+
 
 def branching_chat() -> list[Message]:
     """q1 → a1 (old reply), a2 (regenerated) → q2 → a3; and an edit q1b under nothing."""
@@ -155,9 +164,15 @@ async def test_tree_keys_post_actions_and_selection():
             await pilot.press(key)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.posted == [("regenerate", "q2"), ("edit", "q2"), ("fork", "q2"),
-                              ("copy", "q2"), ("previous", "q2"), ("next", "q2"),
-                              ("branch", "q2")]
+        assert app.posted == [
+            ("regenerate", "q2"),
+            ("edit", "q2"),
+            ("fork", "q2"),
+            ("copy", "q2"),
+            ("previous", "q2"),
+            ("next", "q2"),
+            ("branch", "q2"),
+        ]
 
 
 async def test_tree_handles_deep_chains_and_many_roots_without_recursion():
@@ -189,6 +204,7 @@ async def test_tree_handles_deep_chains_and_many_roots_without_recursion():
 
 # -- TokenGauge / ContextSidebar ---------------------------------------------------
 
+
 async def test_gauge_state_classes_follow_fill():
     gauge = TokenGauge("memory", 10, 100, "writable")
     app = Harness(gauge)
@@ -207,9 +223,16 @@ async def test_gauge_state_classes_follow_fill():
 
 
 def block(label: str, tokens: int, max_tokens: int | None, kind: str = "writable"):
-    return ContextBlock(label=label, description=None, content="x", tokens=tokens,
-                        max_tokens=max_tokens, writable=kind == "writable",
-                        is_skill=kind == "loadable", is_searchable=kind == "searchable")
+    return ContextBlock(
+        label=label,
+        description=None,
+        content="x",
+        tokens=tokens,
+        max_tokens=max_tokens,
+        writable=kind == "writable",
+        is_skill=kind == "loadable",
+        is_searchable=kind == "searchable",
+    )
 
 
 async def test_sidebar_shows_a_gauge_per_block_and_conversation_figures():
@@ -217,9 +240,18 @@ async def test_sidebar_shows_a_gauge_per_block_and_conversation_figures():
     app = Harness(sidebar)
     async with app.run_test() as pilot:
         sidebar.show_blocks([block("soul", 50, None, "readonly"), block("memory", 812, 1100)])
-        sidebar.show_stats(ConversationStats(tokens=12_300, window=128_000, model="m",
-                                             input_tokens=1000, output_tokens=234,
-                                             cost=0.0123, compactions=1, compact_at=0.8))
+        sidebar.show_stats(
+            ConversationStats(
+                tokens=12_300,
+                window=128_000,
+                model="m",
+                input_tokens=1000,
+                output_tokens=234,
+                cost=0.0123,
+                compactions=1,
+                compact_at=0.8,
+            )
+        )
         await pilot.pause()
         memory = sidebar.gauge("memory")
         assert memory is not None and memory.used == 812 and memory.limit == 1100
@@ -235,6 +267,7 @@ async def test_sidebar_shows_a_gauge_per_block_and_conversation_figures():
 
 
 # -- ChatInput ---------------------------------------------------------------------
+
 
 async def test_input_enter_sends_and_ctrl_j_adds_a_line():
     box = ChatInput()
@@ -253,18 +286,30 @@ async def test_input_enter_sends_and_ctrl_j_adds_a_line():
 
 # -- ChatView / MessageView --------------------------------------------------------
 
+
 async def test_chat_view_folds_tool_results_and_pages_long_chats():
     view = ChatView(page_size=5)
     app = Harness(view)
-    call = {"type": "tool-call", "tool_call_id": "c1", "tool_name": "set_context",
-            "input": {"label": "memory", "content": "likes tea"}}
-    result = {"type": "tool-result", "tool_call_id": "c1", "tool_name": "set_context",
-              "output": "Appended to 'memory'."}
-    history = [msg(f"m{i}", "user" if i % 2 == 0 else "assistant", f"message {i}")
-               for i in range(20)]
-    history += [Message(id="t1", role="assistant", parts=[call]),
-                Message(id="t2", role="tool", parts=[result]),
-                msg("end", "assistant", "Saved.")]
+    call = {
+        "type": "tool-call",
+        "tool_call_id": "c1",
+        "tool_name": "set_context",
+        "input": {"label": "memory", "content": "likes tea"},
+    }
+    result = {
+        "type": "tool-result",
+        "tool_call_id": "c1",
+        "tool_name": "set_context",
+        "output": "Appended to 'memory'.",
+    }
+    history = [
+        msg(f"m{i}", "user" if i % 2 == 0 else "assistant", f"message {i}") for i in range(20)
+    ]
+    history += [
+        Message(id="t1", role="assistant", parts=[call]),
+        Message(id="t2", role="tool", parts=[result]),
+        msg("end", "assistant", "Saved."),
+    ]
     async with app.run_test() as pilot:
         await view.show(history)
         await pilot.pause()
@@ -288,8 +333,7 @@ async def test_message_view_streams_and_sanitises():
             await streaming.append(piece)
         await pilot.pause()
         assert streaming.text == "Hello world **bold**"
-        final = msg("r1", "assistant", "Hello world **bold**",
-                    metadata={"status": "complete"})
+        final = msg("r1", "assistant", "Hello world **bold**", metadata={"status": "complete"})
         await view.finish_reply(final)
         await pilot.pause()
         assert view.view_for("r1").text == "Hello world **bold**"
@@ -304,19 +348,22 @@ async def test_message_view_keys_post_actions():
         for key in ("r", "e", "f", "c", "left", "right"):
             await pilot.press(key)
         await pilot.pause()
-        assert app.posted == [(a, "q") for a in
-                              ("regenerate", "edit", "fork", "copy", "previous", "next")]
+        assert app.posted == [
+            (a, "q") for a in ("regenerate", "edit", "fork", "copy", "previous", "next")
+        ]
 
 
 async def test_incomplete_and_cancelled_replies_are_marked():
-    cancelled = MessageView(msg("a", "assistant", "part",
-                                metadata={"status": "cancelled", "incomplete": True}))
+    cancelled = MessageView(
+        msg("a", "assistant", "part", metadata={"status": "cancelled", "incomplete": True})
+    )
     app = Harness(cancelled)
     async with app.run_test():
         assert cancelled.has_class("-cancelled")
         assert "cancelled" in cancelled.header().plain
-    interrupted = MessageView(msg("b", "assistant", "part",
-                                  metadata={"status": "streaming", "incomplete": True}))
+    interrupted = MessageView(
+        msg("b", "assistant", "part", metadata={"status": "streaming", "incomplete": True})
+    )
     app = Harness(interrupted)
     async with app.run_test():
         assert "interrupted" in interrupted.header().plain

@@ -58,11 +58,26 @@ class ChatInput(TextArea):
         def control(self) -> ChatInput:
             return self.chat_input
 
-    def __init__(self, text: str = "", *, placeholder: str = "", name: str | None = None,
-                 id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(text, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
-                         highlight_cursor_line=False, placeholder=placeholder,
-                         name=name, id=id, classes=classes)
+    def __init__(
+        self,
+        text: str = "",
+        *,
+        placeholder: str = "",
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(
+            text,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            placeholder=placeholder,
+            name=name,
+            id=id,
+            classes=classes,
+        )
 
     def action_submit(self) -> None:
         if self.text.strip():

@@ -43,8 +43,9 @@ class ChatNotice(Static):
     ChatNotice.-error { border: round $error; color: $text; }
     """
 
-    def __init__(self, text: str, level: str = "info", *, title: str | None = None,
-                 id: str | None = None) -> None:
+    def __init__(
+        self, text: str, level: str = "info", *, title: str | None = None, id: str | None = None
+    ) -> None:
         body = Text()
         if title:
             body.append(clean(title) + "\n", "bold")
@@ -67,8 +68,14 @@ class ChatView(VerticalScroll, can_focus=False):
     ChatView { height: 1fr; padding: 1 1 0 1; }
     """
 
-    def __init__(self, *, page_size: int = 12, name: str | None = None,
-                 id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        page_size: int = 12,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.page_size = page_size
         self._items: list[_Item] = []
@@ -84,8 +91,12 @@ class ChatView(VerticalScroll, can_focus=False):
     def _group(history: Sequence[Message]) -> list[_Item]:
         items: list[_Item] = []
         for message in history:
-            if (message.role == "tool" and items and items[-1].message.role == "assistant"
-                    and items[-1].message.tool_calls):
+            if (
+                message.role == "tool"
+                and items
+                and items[-1].message.role == "assistant"
+                and items[-1].message.tool_calls
+            ):
                 items[-1].tool_results.append(message)
             else:
                 items.append(_Item(message))
@@ -100,10 +111,14 @@ class ChatView(VerticalScroll, can_focus=False):
             hop=self.hops.get(item.message.id),
         )
 
-    async def show(self, history: Sequence[Message], *,
-                   positions: Mapping[str, tuple[int, int]] | None = None,
-                   covered: Mapping[str, Sequence[Message]] | None = None,
-                   empty_text: str | None = None) -> None:
+    async def show(
+        self,
+        history: Sequence[Message],
+        *,
+        positions: Mapping[str, tuple[int, int]] | None = None,
+        covered: Mapping[str, Sequence[Message]] | None = None,
+        empty_text: str | None = None,
+    ) -> None:
         """Replace what is shown by `history` (root → leaf).
 
         Args:
@@ -120,7 +135,7 @@ class ChatView(VerticalScroll, can_focus=False):
             widgets: list[Static | MessageView] = []
             if self._first_shown:
                 widgets.append(self._marker())
-            widgets.extend(self._view(i) for i in self._items[self._first_shown:])
+            widgets.extend(self._view(i) for i in self._items[self._first_shown :])
             if not self._items and empty_text:
                 widgets.append(ChatNotice(empty_text, id="empty-note"))
             if widgets:
@@ -129,8 +144,10 @@ class ChatView(VerticalScroll, can_focus=False):
         self.anchor()
 
     def _marker(self) -> _EarlierMarker:
-        return _EarlierMarker(f"↑ {self._first_shown} earlier messages — scroll up or press "
-                              "home to load them", id="earlier")
+        return _EarlierMarker(
+            f"↑ {self._first_shown} earlier messages — scroll up or press home to load them",
+            id="earlier",
+        )
 
     async def load_earlier(self, count: int | None = None) -> int:
         """Mount up to `count` (a page) more of the earlier messages; returns how many."""
@@ -138,7 +155,7 @@ class ChatView(VerticalScroll, can_focus=False):
             return 0
         count = count or self.page_size
         start = max(self._first_shown - count, 0)
-        new = [self._view(i) for i in self._items[start:self._first_shown]]
+        new = [self._view(i) for i in self._items[start : self._first_shown]]
         self._first_shown = start
         marker = self.query("#earlier")
         anchor = self.children[1] if marker and len(self.children) > 1 else None
@@ -159,8 +176,7 @@ class ChatView(VerticalScroll, can_focus=False):
 
     def key_home(self) -> None:
         if self._first_shown:
-            self.run_worker(self.load_earlier(self._first_shown), group="earlier",
-                            exclusive=True)
+            self.run_worker(self.load_earlier(self._first_shown), group="earlier", exclusive=True)
         self.scroll_home(animate=False)
 
     # -- lookups ----------------------------------------------------------------
@@ -171,8 +187,7 @@ class ChatView(VerticalScroll, can_focus=False):
 
     def view_for(self, message_id: str) -> MessageView | None:
         for view in self.query(MessageView):
-            if view.message_id == message_id or any(
-                    t.id == message_id for t in view.tool_results):
+            if view.message_id == message_id or any(t.id == message_id for t in view.tool_results):
                 return view
         return None
 
@@ -204,13 +219,18 @@ class ChatView(VerticalScroll, can_focus=False):
         for note in self.query("#empty-note"):
             await note.remove()
 
-    async def add_message(self, message: Message, position: tuple[int, int] = (1, 1),
-                          *, streaming: bool = False) -> MessageView:
+    async def add_message(
+        self, message: Message, position: tuple[int, int] = (1, 1), *, streaming: bool = False
+    ) -> MessageView:
         """Show a newly stored message at the end (tool results fold into their reply)."""
         await self._remove_empty_note()
         views = self.views
-        if (message.role == "tool" and views and views[-1].message.role == "assistant"
-                and views[-1].message.tool_calls):
+        if (
+            message.role == "tool"
+            and views
+            and views[-1].message.role == "assistant"
+            and views[-1].message.tool_calls
+        ):
             self._items[-1].tool_results.append(message)
             await views[-1].add_tool_results(message)
             return views[-1]
@@ -221,8 +241,9 @@ class ChatView(VerticalScroll, can_focus=False):
         self.scroll_end(animate=False)
         return view
 
-    async def start_reply(self, message: Message,
-                          position: tuple[int, int] = (1, 1)) -> MessageView:
+    async def start_reply(
+        self, message: Message, position: tuple[int, int] = (1, 1)
+    ) -> MessageView:
         """Mount an empty reply that will stream; keeps the view pinned to the bottom."""
         view = await self.add_message(message, position, streaming=True)
         self.anchor()
@@ -237,8 +258,9 @@ class ChatView(VerticalScroll, can_focus=False):
         if view is not None:
             await view.update_message(message)
 
-    async def notice(self, text: str, level: str = "info", *,
-                     title: str | None = None) -> ChatNotice:
+    async def notice(
+        self, text: str, level: str = "info", *, title: str | None = None
+    ) -> ChatNotice:
         """Show an error, warning or hint at the end of the chat."""
         await self._remove_empty_note()
         note = ChatNotice(text, level, title=title)

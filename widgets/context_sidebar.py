@@ -62,8 +62,9 @@ class ContextSidebar(VerticalScroll):
     ContextSidebar > #block-empty { color: $text-muted; text-style: italic; }
     """
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._blocks: list[ContextBlock] = []
         self.stats = ConversationStats()
@@ -111,8 +112,11 @@ class ContextSidebar(VerticalScroll):
         gauge = self.query_one("#conversation-gauge", TokenGauge)
         gauge.limit = stats.window
         gauge.used = stats.tokens
-        gauge.figure = (f"{format_tokens(stats.tokens)} of {format_tokens(stats.window)}"
-                        if stats.window else f"{format_tokens(stats.tokens)} tok")
+        gauge.figure = (
+            f"{format_tokens(stats.tokens)} of {format_tokens(stats.window)}"
+            if stats.window
+            else f"{format_tokens(stats.tokens)} tok"
+        )
         spent = stats.input_tokens + stats.output_tokens
         spend = f"spent {format_tokens(spent)} tok"
         if stats.cost:

@@ -38,8 +38,7 @@ def preview(message: Message, width: int = 60) -> str:
         if calls:
             text = "called " + ", ".join(str(c) for c in calls)
         elif results:
-            text = "; ".join(f"{r.get('tool_name', '?')} → {r.get('output', '')}"
-                             for r in results)
+            text = "; ".join(f"{r.get('tool_name', '?')} → {r.get('output', '')}" for r in results)
         elif message.metadata.get("incomplete"):
             text = "(no text yet)"
         else:
@@ -70,8 +69,9 @@ _Work = tuple[str, TreeNode[TreeEntry], str, list[str]]
 class _Layout:
     """The shape of one chat's tree: children, the active path, and how to label nodes."""
 
-    def __init__(self, messages: Sequence[Message], active_leaf: str | None,
-                 hops: dict[str, str]) -> None:
+    def __init__(
+        self, messages: Sequence[Message], active_leaf: str | None, hops: dict[str, str]
+    ) -> None:
         self.by_id = {m.id: m for m in messages}
         self.hops = hops
         self.children: dict[str | None, list[str]] = defaultdict(list)
@@ -104,9 +104,15 @@ class _Layout:
 
     def entry(self, mid: str, siblings: list[str], alternate: bool) -> TreeEntry:
         m = self.by_id[mid]
-        return TreeEntry(mid, m.role, mid in self.path, alternate,
-                         (siblings.index(mid) + 1, len(siblings)),
-                         bool(m.metadata.get("incomplete")), self.hops.get(mid))
+        return TreeEntry(
+            mid,
+            m.role,
+            mid in self.path,
+            alternate,
+            (siblings.index(mid) + 1, len(siblings)),
+            bool(m.metadata.get("incomplete")),
+            self.hops.get(mid),
+        )
 
 
 class MessageTree(Tree[TreeEntry]):
@@ -147,8 +153,7 @@ class MessageTree(Tree[TreeEntry]):
         Binding("f", "message('fork')", "Fork", id="tree.fork"),
         Binding("c", "message('copy')", "Copy", id="tree.copy"),
         Binding("g", "message('goto')", "Go to peer chat", id="tree.goto", show=False),
-        Binding("left", "message('previous')", "Prev branch", id="tree.previous",
-                show=False),
+        Binding("left", "message('previous')", "Prev branch", id="tree.previous", show=False),
         Binding("right", "message('next')", "Next branch", id="tree.next", show=False),
     ]
 
@@ -168,8 +173,14 @@ class MessageTree(Tree[TreeEntry]):
             self.message_id = message_id
             self.action = action
 
-    def __init__(self, *, window: int = 300, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        window: int = 300,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__("chat", name=name, id=id, classes=classes)
         self.show_root = False
         self.guide_depth = 2
@@ -182,8 +193,12 @@ class MessageTree(Tree[TreeEntry]):
 
     # -- building -------------------------------------------------------------
 
-    def show(self, messages: Sequence[Message], active_leaf: str | None,
-             hops: dict[str, str] | None = None) -> None:
+    def show(
+        self,
+        messages: Sequence[Message],
+        active_leaf: str | None,
+        hops: dict[str, str] | None = None,
+    ) -> None:
         """Rebuild from every message of the chat (append order) and the active leaf.
 
         A very long branch keeps its newest `window` messages in view; the earlier
@@ -198,8 +213,11 @@ class MessageTree(Tree[TreeEntry]):
         chain = layout.top_chain()
         start = max(len(chain) - self.window, 0)
         if start:
-            earlier = self.root.add(Text(f"… {start:,} earlier messages (space to expand)"),
-                                    data=None, allow_expand=True)
+            earlier = self.root.add(
+                Text(f"… {start:,} earlier messages (space to expand)"),
+                data=None,
+                allow_expand=True,
+            )
             self._deferred[earlier.id] = chain[:start]
         self._lay_chain(self.root, chain[start:])
         roots = layout.children[None]
@@ -208,18 +226,22 @@ class MessageTree(Tree[TreeEntry]):
         if self.active_leaf and self.active_leaf in self._message_nodes:
             self.select_message(self.active_leaf)
 
-    def _add(self, container: TreeNode[TreeEntry], mid: str, siblings: list[str],
-             alternate: bool) -> TreeNode[TreeEntry]:
-        tree_node = container.add(Text(preview(self._layout.by_id[mid])),
-                                  data=self._layout.entry(mid, siblings, alternate),
-                                  allow_expand=False)
+    def _add(
+        self, container: TreeNode[TreeEntry], mid: str, siblings: list[str], alternate: bool
+    ) -> TreeNode[TreeEntry]:
+        tree_node = container.add(
+            Text(preview(self._layout.by_id[mid])),
+            data=self._layout.entry(mid, siblings, alternate),
+            allow_expand=False,
+        )
         if container.data is not None:
             container.allow_expand = True  # a message with branches under it
         self._message_nodes[mid] = tree_node
         return tree_node
 
-    def _lay_chain(self, container: TreeNode[TreeEntry],
-                   chain: list[tuple[str, list[str]]]) -> None:
+    def _lay_chain(
+        self, container: TreeNode[TreeEntry], chain: list[tuple[str, list[str]]]
+    ) -> None:
         """Lay a stretch of the active branch flat into `container`, with its alternatives."""
         layout = self._layout
         for mid, siblings in chain:
@@ -302,24 +324,25 @@ class MessageTree(Tree[TreeEntry]):
         # pane (no horizontal scrolling), so the plain length is enough and far cheaper.
         return node.label.cell_len + 16
 
-    def render_label(self, node: TreeNode[TreeEntry], base_style: Style,
-                     style: Style) -> Text:
+    def render_label(self, node: TreeNode[TreeEntry], base_style: Style, style: Style) -> Text:
         data = node.data
         if data is None:
             return super().render_label(node, base_style, style)
         cls = self.get_component_rich_style
         text = Text(no_wrap=True, overflow="ellipsis")
         # Every row reserves the expander's two cells so previews line up.
-        text.append(("▼ " if node.is_expanded else "▶ ") if node.allow_expand else "  ",
-                    base_style)
+        text.append(("▼ " if node.is_expanded else "▶ ") if node.allow_expand else "  ", base_style)
         if data.alternate:
             text.append("⎇ ", cls("message-tree--branch"))
         tag = ROLE_TAGS.get(data.role, data.role)
-        text.append(f"{tag:<4}", cls(f"message-tree--{data.role}", partial=True)
-                    if data.role in ROLE_TAGS else base_style)
+        text.append(
+            f"{tag:<4}",
+            cls(f"message-tree--{data.role}", partial=True)
+            if data.role in ROLE_TAGS
+            else base_style,
+        )
         if data.position[1] > 1:
-            text.append(f"‹{data.position[0]}/{data.position[1]}›",
-                        cls("message-tree--branch"))
+            text.append(f"‹{data.position[0]}/{data.position[1]}›", cls("message-tree--branch"))
         text.append(" ")
         if data.hop:
             text.append(f"⇄ {data.hop} ", cls("message-tree--hop"))

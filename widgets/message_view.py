@@ -49,7 +49,7 @@ def code_blocks(text: str) -> list[str]:
 
 
 def status_of(message: Message) -> str | None:
-    """"streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
+    """ "streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
     meta = message.metadata
     status = meta.get("status")
     if status in ("cancelled", "error"):
@@ -198,9 +198,11 @@ class MessageView(Vertical, can_focus=True):
         if status == "streaming":
             text.append("  writing…", "italic")
         elif status:
-            label = {"cancelled": "cancelled — partial reply",
-                     "error": f"error — {m.metadata.get('error', 'reply failed')}",
-                     "interrupted": "incomplete — the reply was interrupted"}[status]
+            label = {
+                "cancelled": "cancelled — partial reply",
+                "error": f"error — {m.metadata.get('error', 'reply failed')}",
+                "interrupted": "incomplete — the reply was interrupted",
+            }[status]
             text.append(f"  {label}", "italic")
         usage = m.token_usage or {}
         if usage.get("output"):
@@ -209,20 +211,27 @@ class MessageView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(self.header(), classes="message--header")
-        reasoning = "\n".join(clean(str(p.get("text", ""))) for p in self.message.parts
-                              if p.get("type") == "reasoning")
+        reasoning = "\n".join(
+            clean(str(p.get("text", "")))
+            for p in self.message.parts
+            if p.get("type") == "reasoning"
+        )
         if reasoning.strip():
             with Collapsible(title="thinking", collapsed=True):
                 yield Static(Text(reasoning), classes="message--tool-output")
         yield self._body()
         yield from self._compose_tools()
         if self.covered:
-            with Collapsible(title=f"show the {len(self.covered)} messages it covers",
-                             collapsed=True, classes="message--covered"):
+            with Collapsible(
+                title=f"show the {len(self.covered)} messages it covers",
+                collapsed=True,
+                classes="message--covered",
+            ):
                 for m in self.covered:
                     role = ROLE_NAMES.get(m.role, m.role)
-                    yield Static(Text(f"{role}: {one_line(m.text or '', 400)}"),
-                                 classes="message--covered")
+                    yield Static(
+                        Text(f"{role}: {one_line(m.text or '', 400)}"), classes="message--covered"
+                    )
 
     def _body(self) -> Static | Markdown:
         """The message text: a Markdown widget while streaming, otherwise a cheap Static.
@@ -239,8 +248,9 @@ class MessageView(Vertical, can_focus=True):
             return Markdown(text, open_links=False, classes="message--body")
         if looks_like_markdown(text):
             theme = "monokai" if self.app.current_theme.dark else "default"
-            return Static(RichMarkdown(text, code_theme=theme, hyperlinks=False),
-                          classes="message--body")
+            return Static(
+                RichMarkdown(text, code_theme=theme, hyperlinks=False), classes="message--body"
+            )
         return Static(Text(text), classes="message--body")
 
     def _compose_tools(self) -> ComposeResult:
@@ -258,16 +268,23 @@ class MessageView(Vertical, can_focus=True):
                 mark = "✓"
             title = clean(f"⚙ {_call_summary(call)} {mark}")
             with Collapsible(title=title, collapsed=True, classes="message--tool"):
-                yield Static(Text(clean(_as_text(call.get("input")))),
-                             classes="message--tool-input")
+                yield Static(
+                    Text(clean(_as_text(call.get("input")))), classes="message--tool-input"
+                )
                 if result is not None:
-                    yield Static(Text(clean(_as_text(result.get("output")))),
-                                 classes="message--tool-output")
+                    yield Static(
+                        Text(clean(_as_text(result.get("output")))), classes="message--tool-output"
+                    )
 
     # -- updates ----------------------------------------------------------------
 
-    async def update_message(self, message: Message, *, position: tuple[int, int] | None = None,
-                             tool_results: Sequence[Message] | None = None) -> None:
+    async def update_message(
+        self,
+        message: Message,
+        *,
+        position: tuple[int, int] | None = None,
+        tool_results: Sequence[Message] | None = None,
+    ) -> None:
         """Show a newer version of the message (final text, status, tools)."""
         same_text = self._stream is not None and clean(message.text) == self._streamed
         self.message = message
@@ -314,9 +331,10 @@ class MessageView(Vertical, can_focus=True):
             if not self._streaming:
                 self._streaming = True
                 await self.query_one(".message--body").remove()
-                await self.mount(Markdown(self._streamed, open_links=False,
-                                          classes="message--body"),
-                                 after=self.query_one(".message--header"))
+                await self.mount(
+                    Markdown(self._streamed, open_links=False, classes="message--body"),
+                    after=self.query_one(".message--header"),
+                )
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         self._streamed += fragment
         self._pending.append(fragment)

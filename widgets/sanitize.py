@@ -27,8 +27,7 @@ _ESCAPES = re.compile(
 )
 # C0 controls except \t and \n, DEL, C1 controls, a lone ESC, and the bidi controls
 # that would reorder what the terminal shows (as `chatui.porting.text` escapes them).
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
-                       "\u2066-\u2069]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _LINE_SEPARATORS = re.compile("[\u2028\u2029]")
 _CR_LINE = re.compile(r"\r(?!\n)")
 

@@ -37,12 +37,15 @@ def _read(path: Path) -> Any:
     if zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as archive:
-                names = sorted(n for n in archive.namelist()
-                               if Path(n).name.startswith("conversations")
-                               and n.endswith(".json"))
+                names = sorted(
+                    n
+                    for n in archive.namelist()
+                    if Path(n).name.startswith("conversations") and n.endswith(".json")
+                )
                 if not names:
-                    raise ImportFormatError(f"{path}: the zip holds no conversations.json "
-                                            "(is this ChatGPT's export?)")
+                    raise ImportFormatError(
+                        f"{path}: the zip holds no conversations.json (is this ChatGPT's export?)"
+                    )
                 texts = [(f"{path}:{n}", archive.read(n).decode("utf-8-sig")) for n in names]
         except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
             raise ImportFormatError(f"{path}: cannot read the zip: {exc}") from exc
@@ -56,16 +59,21 @@ def _read(path: Path) -> Any:
             extra = exc.msg == "Extra data"
             raise ImportFormatError(
                 f"{where}: not a ChatGPT export: "
-                + ("more than one JSON value (JSON Lines?)" if extra else
-                   f"not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno}); "
-                   "is the file truncated?")
-                + hint(guess_format(path), path, "chatgpt")) from None
+                + (
+                    "more than one JSON value (JSON Lines?)"
+                    if extra
+                    else f"not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno}); "
+                    "is the file truncated?"
+                )
+                + hint(guess_format(path), path, "chatgpt")
+            ) from None
         if isinstance(loaded, dict) and "mapping" in loaded:
             loaded = [loaded]  # one conversation on its own
         if not isinstance(loaded, list):
             raise ImportFormatError(
                 f"{where}: not a ChatGPT export: expected a list of conversations, found "
-                f"a JSON {type(loaded).__name__}" + hint(guess_format(path), path, "chatgpt"))
+                f"a JSON {type(loaded).__name__}" + hint(guess_format(path), path, "chatgpt")
+            )
         data.extend(loaded)
     return data
 
@@ -77,14 +85,18 @@ def load_chatgpt(path: Path) -> list[dict[str, Any]]:
         ImportFormatError: not JSON, not a list of conversations, or a conversation
             whose tree is broken (missing parent, cycle, unknown current node).
     """
-    return [_conversation(conv, f"{path}: conversation {i + 1}", path)
-            for i, conv in enumerate(_read(path))]
+    return [
+        _conversation(conv, f"{path}: conversation {i + 1}", path)
+        for i, conv in enumerate(_read(path))
+    ]
 
 
 def _conversation(conv: Any, where: str, path: Path) -> dict[str, Any]:
     if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
-        raise ImportFormatError(f"{where}: not a ChatGPT conversation (no 'mapping')"
-                                + hint(guess_format(path), path, "chatgpt"))
+        raise ImportFormatError(
+            f"{where}: not a ChatGPT conversation (no 'mapping')"
+            + hint(guess_format(path), path, "chatgpt")
+        )
     cid = conv.get("conversation_id") or conv.get("id")
     if not isinstance(cid, str) or not cid:
         raise ImportFormatError(f"{where}: the conversation has no id")
@@ -124,8 +136,12 @@ def _conversation(conv: Any, where: str, path: Path) -> dict[str, Any]:
     return make_document(
         source=f"chatgpt:{cid}",
         name=title.strip() if isinstance(title, str) and title.strip() else "Untitled",
-        created_at=created, updated_at=epoch_time(conv.get("update_time")) or created,
-        messages=messages, active_leaf=active, metadata=metadata)
+        created_at=created,
+        updated_at=epoch_time(conv.get("update_time")) or created,
+        messages=messages,
+        active_leaf=active,
+        metadata=metadata,
+    )
 
 
 def _text(value: Any) -> str:
@@ -145,13 +161,20 @@ def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
                 pointer = part.get("asset_pointer")
                 if isinstance(pointer, str):
                     # The image itself is not in conversations.json; keep where it was.
-                    parts.append({"type": "file", "media_type": "image/*", "url": pointer,
-                                  "filename": pointer.rsplit("/", 1)[-1]})
+                    parts.append(
+                        {
+                            "type": "file",
+                            "media_type": "image/*",
+                            "url": pointer,
+                            "filename": pointer.rsplit("/", 1)[-1],
+                        }
+                    )
                 elif isinstance(part.get("text"), str) and part["text"]:
                     parts.append(text_part(part["text"]))
                 else:
-                    parts.append({"type": f"chatgpt-{part.get('content_type', 'part')}",
-                                  "data": part})
+                    parts.append(
+                        {"type": f"chatgpt-{part.get('content_type', 'part')}", "data": part}
+                    )
     elif kind == "code":
         if _text(content.get("text")):
             fence = f"```{_text(content.get('language')).replace('unknown', '')}"
@@ -168,10 +191,14 @@ def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
     elif kind == "tether_quote":
         quote = _text(content.get("text"))
         if quote:
-            source = " ".join(x for x in (_text(content.get("title")),
-                                          _text(content.get("url"))) if x)
-            parts.append(text_part("> " + quote.replace("\n", "\n> ")
-                                   + (f"\n\n— {source}" if source else "")))
+            source = " ".join(
+                x for x in (_text(content.get("title")), _text(content.get("url"))) if x
+            )
+            parts.append(
+                text_part(
+                    "> " + quote.replace("\n", "\n> ") + (f"\n\n— {source}" if source else "")
+                )
+            )
     elif kind in ("execution_output", "system_error", "tether_browsing_display"):
         body = _text(content.get("text")) or _text(content.get("result"))
         if body:
@@ -182,8 +209,9 @@ def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
     return parts
 
 
-def _message(raw: dict[str, Any], parent: str | None, fallback_time: str | None
-             ) -> dict[str, Any] | None:
+def _message(
+    raw: dict[str, Any], parent: str | None, fallback_time: str | None
+) -> dict[str, Any] | None:
     """A chatui message dict, or None for a node the ChatGPT UI does not show."""
     meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
     if meta.get("is_visually_hidden_from_conversation") or meta.get("is_user_system_message"):
@@ -206,20 +234,33 @@ def _message(raw: dict[str, Any], parent: str | None, fallback_time: str | None
     if role == "assistant" and isinstance(recipient, str) and recipient not in ("all", ""):
         # The assistant addressing a tool (browser, python, …) is a tool call.
         raw_text = _text(content.get("text")) or text
-        parts = [p for p in parts if p.get("type") == "reasoning"] + [{
-            "type": "tool-call", "tool_call_id": raw.get("id") or "", "tool_name": recipient,
-            "input": raw_text}]
+        parts = [p for p in parts if p.get("type") == "reasoning"] + [
+            {
+                "type": "tool-call",
+                "tool_call_id": raw.get("id") or "",
+                "tool_name": recipient,
+                "input": raw_text,
+            }
+        ]
     elif role == "tool":
         # Tool output answers the call made by the node above it.
-        parts = [{"type": "tool-result", "tool_call_id": parent or "",
-                  "tool_name": name if isinstance(name, str) and name else "tool",
-                  "output": text}] + [p for p in parts if p.get("type") != "text"]
+        parts = [
+            {
+                "type": "tool-result",
+                "tool_call_id": parent or "",
+                "tool_name": name if isinstance(name, str) and name else "tool",
+                "output": text,
+            }
+        ] + [p for p in parts if p.get("type") != "text"]
     if isinstance(meta.get("model_slug"), str):
         extra["model"] = meta["model_slug"]
     if isinstance(name, str) and name and role != "tool":
         extra["author_name"] = name
-    message: dict[str, Any] = {"role": role, "parts": parts,
-                               "created_at": epoch_time(raw.get("create_time")) or fallback_time}
+    message: dict[str, Any] = {
+        "role": role,
+        "parts": parts,
+        "created_at": epoch_time(raw.get("create_time")) or fallback_time,
+    }
     if extra:
         message["metadata"] = {"chatgpt": extra}
     return message

@@ -27,5 +27,6 @@ def load_chatui(path: Path) -> list[dict[str, Any]]:
             found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
             raise ImportFormatError(
                 f"{path}: not a chatui export (document {i + 1} has format {found!r})"
-                + hint(guess_format(path), path, "chatui"))
+                + hint(guess_format(path), path, "chatui")
+            )
     return docs

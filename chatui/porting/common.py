@@ -105,8 +105,9 @@ def read_text(path: Path, what: str) -> str:
     except OSError as exc:
         raise ImportFormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if raw.startswith(_SQLITE_MAGIC):
-        raise ImportFormatError(f"{path}: not a {what} file: it is a SQLite database"
-                                f"{hint(guess_format(path), path)}")
+        raise ImportFormatError(
+            f"{path}: not a {what} file: it is a SQLite database{hint(guess_format(path), path)}"
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -138,15 +139,22 @@ def guess_format(path: Path) -> str | None:
     if text.startswith("["):
         return "chatgpt" if '"mapping"' in text else ("chatui" if '"format"' in text else None)
     if text.startswith("{"):
-        return "chatui" if f'"format": "{EXPORT_FORMAT}"' in text or '"format":"chatui"' in text \
+        return (
+            "chatui"
+            if f'"format": "{EXPORT_FORMAT}"' in text or '"format":"chatui"' in text
             else ("chatgpt" if '"mapping"' in text else None)
+        )
     return None
 
 
 def hint(guess: str | None, path: Path, asked: str | None = None) -> str:
     """`; it looks like … (use --from X)` when the file looks like another format."""
-    names = {"chatgpt": "a ChatGPT export", "chatui": "a chatui export",
-             "pi": "a Pi session file", "llm": "an llm logs database"}
+    names = {
+        "chatgpt": "a ChatGPT export",
+        "chatui": "a chatui export",
+        "pi": "a Pi session file",
+        "llm": "an llm logs database",
+    }
     if guess is None or guess == asked:
         return ""
     return f"; it looks like {names[guess]} (use --from {guess})"
@@ -155,8 +163,10 @@ def hint(guess: str | None, path: Path, asked: str | None = None) -> str:
 def _check_links(nodes: dict[str, Node], where: str) -> None:
     for node in nodes.values():
         if node.parent is not None and node.parent not in nodes:
-            raise ImportFormatError(f"{where}: {node.id!r} has parent {node.parent!r}, "
-                                    "which is not in the file (missing parent)")
+            raise ImportFormatError(
+                f"{where}: {node.id!r} has parent {node.parent!r}, "
+                "which is not in the file (missing parent)"
+            )
     done: set[str] = set()
     for start in nodes:
         trail: list[str] = []
@@ -164,17 +174,17 @@ def _check_links(nodes: dict[str, Node], where: str) -> None:
         node: str | None = start
         while node is not None and node not in done:
             if node in on_trail:
-                loop = trail[trail.index(node):] + [node]
-                raise ImportFormatError(f"{where}: parent links form a cycle "
-                                        f"({' → '.join(loop)})")
+                loop = trail[trail.index(node) :] + [node]
+                raise ImportFormatError(f"{where}: parent links form a cycle ({' → '.join(loop)})")
             trail.append(node)
             on_trail.add(node)
             node = nodes[node].parent
         done.update(trail)
 
 
-def build_tree(nodes: Iterable[Node], active: str | None, where: str
-               ) -> tuple[list[dict[str, Any]], str | None]:
+def build_tree(
+    nodes: Iterable[Node], active: str | None, where: str
+) -> tuple[list[dict[str, Any]], str | None]:
     """Chatui messages (with `id` and `parent_id`) from source nodes, and the active leaf.
 
     Raises:
@@ -227,23 +237,39 @@ def build_tree(nodes: Iterable[Node], active: str | None, where: str
     messages = []
     for node in ordered:
         assert node.message is not None
-        messages.append({**node.message, "id": node.id,
-                         "parent_id": kept_ancestor(node.parent)})
+        messages.append({**node.message, "id": node.id, "parent_id": kept_ancestor(node.parent)})
     return messages, active_leaf
 
 
-def make_document(*, source: str, name: str, created_at: str | None, updated_at: str | None,
-                  messages: list[dict[str, Any]], active_leaf: str | None,
-                  metadata: dict[str, Any] | None = None,
-                  compactions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def make_document(
+    *,
+    source: str,
+    name: str,
+    created_at: str | None,
+    updated_at: str | None,
+    messages: list[dict[str, Any]],
+    active_leaf: str | None,
+    metadata: dict[str, Any] | None = None,
+    compactions: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A chatui export document for an imported chat."""
     meta = dict(metadata or {})
     if active_leaf is not None:
         meta["active_leaf"] = active_leaf
     return {
-        "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
-        "session": {"id": session_id_for(source), "name": name, "source": source,
-                    "status": "idle", "metadata": meta, "created_at": created_at,
-                    "updated_at": updated_at or created_at},
-        "project": None, "messages": messages, "compactions": compactions or [], "context": {},
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": {
+            "id": session_id_for(source),
+            "name": name,
+            "source": source,
+            "status": "idle",
+            "metadata": meta,
+            "created_at": created_at,
+            "updated_at": updated_at or created_at,
+        },
+        "project": None,
+        "messages": messages,
+        "compactions": compactions or [],
+        "context": {},
     }

@@ -44,8 +44,10 @@ def load_llm(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise ImportFormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if head != b"SQLite format 3\x00":
-        raise ImportFormatError(f"{path}: not an llm logs database (not a SQLite file)"
-                                + hint(guess_format(path), path, "llm"))
+        raise ImportFormatError(
+            f"{path}: not an llm logs database (not a SQLite file)"
+            + hint(guess_format(path), path, "llm")
+        )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -69,26 +71,36 @@ def _read(conn: sqlite3.Connection, path: Path) -> list[dict[str, Any]]:
     have = _columns(conn, "responses")
     missing = _NEEDED - have
     if missing:
-        raise ImportFormatError(f"{path}: the responses table lacks {', '.join(sorted(missing))}"
-                                " (not an llm logs database?)")
+        raise ImportFormatError(
+            f"{path}: the responses table lacks {', '.join(sorted(missing))}"
+            " (not an llm logs database?)"
+        )
     picked = sorted(_NEEDED) + [c for c in _OPTIONAL if c in have]
-    rows = [dict(zip(picked, r, strict=True)) for r in conn.execute(
-        f"SELECT {', '.join(picked)} FROM responses ORDER BY datetime_utc, rowid")]
+    rows = [
+        dict(zip(picked, r, strict=True))
+        for r in conn.execute(
+            f"SELECT {', '.join(picked)} FROM responses ORDER BY datetime_utc, rowid"
+        )
+    ]
     names: dict[str, tuple[Any, Any]] = {}
     if "conversations" in tables:
-        names = {r[0]: (r[1], r[2]) for r in conn.execute(
-            "SELECT id, name, model FROM conversations")}
+        names = {
+            r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, name, model FROM conversations")
+        }
     calls = _by_response(conn, tables, "tool_calls", "name, arguments, tool_call_id")
     results = _by_response(conn, tables, "tool_results", "name, output, tool_call_id")
     chats: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         chats.setdefault(str(row["conversation_id"] or row["id"]), []).append(row)
-    return [_conversation(cid, responses, names.get(cid, (None, None)), calls, results)
-            for cid, responses in chats.items()]
+    return [
+        _conversation(cid, responses, names.get(cid, (None, None)), calls, results)
+        for cid, responses in chats.items()
+    ]
 
 
-def _by_response(conn: sqlite3.Connection, tables: set[str], table: str, columns: str
-                 ) -> dict[str, list[tuple[Any, ...]]]:
+def _by_response(
+    conn: sqlite3.Connection, tables: set[str], table: str, columns: str
+) -> dict[str, list[tuple[Any, ...]]]:
     found: dict[str, list[tuple[Any, ...]]] = {}
     if table in tables:
         for row in conn.execute(f"SELECT response_id, {columns} FROM {table} ORDER BY id"):
@@ -104,16 +116,29 @@ def _arguments(raw: Any) -> Any:
         return raw
 
 
-def _conversation(cid: str, responses: list[dict[str, Any]], info: tuple[Any, Any],
-                  calls: dict[str, list[tuple[Any, ...]]],
-                  results: dict[str, list[tuple[Any, ...]]]) -> dict[str, Any]:
+def _conversation(
+    cid: str,
+    responses: list[dict[str, Any]],
+    info: tuple[Any, Any],
+    calls: dict[str, list[tuple[Any, ...]]],
+    results: dict[str, list[tuple[Any, ...]]],
+) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     system = None
 
-    def add(mid: str, role: str, parts: list[dict[str, Any]], when: str | None,
-            **extra: Any) -> None:
-        messages.append({"id": mid, "parent_id": messages[-1]["id"] if messages else None,
-                         "role": role, "parts": parts, "created_at": when, **extra})
+    def add(
+        mid: str, role: str, parts: list[dict[str, Any]], when: str | None, **extra: Any
+    ) -> None:
+        messages.append(
+            {
+                "id": mid,
+                "parent_id": messages[-1]["id"] if messages else None,
+                "role": role,
+                "parts": parts,
+                "created_at": when,
+                **extra,
+            }
+        )
 
     for r in responses:
         rid, when = str(r["id"]), iso_time(r["datetime_utc"])
@@ -121,21 +146,42 @@ def _conversation(cid: str, responses: list[dict[str, Any]], info: tuple[Any, An
             add(f"{rid}-system", "system", [text_part(r["system"])], when)
         system = r.get("system") or system
         if rid in results:
-            add(f"{rid}-tools", "tool", [
-                {"type": "tool-result", "tool_call_id": str(call_id or ""),
-                 "tool_name": str(name or ""), "output": output or ""}
-                for name, output, call_id in results[rid]], when)
+            add(
+                f"{rid}-tools",
+                "tool",
+                [
+                    {
+                        "type": "tool-result",
+                        "tool_call_id": str(call_id or ""),
+                        "tool_name": str(name or ""),
+                        "output": output or "",
+                    }
+                    for name, output, call_id in results[rid]
+                ],
+                when,
+            )
         if r["prompt"] or rid not in results:
             add(f"{rid}-prompt", "user", [text_part(r["prompt"] or "")], when)
         parts = [text_part(r["response"])] if r["response"] else []
-        parts += [{"type": "tool-call", "tool_call_id": str(call_id or ""),
-                   "tool_name": str(name or ""), "input": _arguments(arguments)}
-                  for name, arguments, call_id in calls.get(rid, [])]
+        parts += [
+            {
+                "type": "tool-call",
+                "tool_call_id": str(call_id or ""),
+                "tool_name": str(name or ""),
+                "input": _arguments(arguments),
+            }
+            for name, arguments, call_id in calls.get(rid, [])
+        ]
         usage = {"input": r.get("input_tokens") or 0, "output": r.get("output_tokens") or 0}
         llm_meta = {k: r[k] for k in ("model", "duration_ms") if r.get(k) is not None}
-        add(f"{rid}-response", "assistant", parts, when,
+        add(
+            f"{rid}-response",
+            "assistant",
+            parts,
+            when,
             metadata={"llm": {"response_id": rid, **llm_meta}},
-            **({"token_usage": usage} if any(usage.values()) else {}))
+            **({"token_usage": usage} if any(usage.values()) else {}),
+        )
     name, model = info
     first_prompt = next((str(r["prompt"]) for r in responses if r["prompt"]), "")
     times = [m["created_at"] for m in messages if m["created_at"]]
@@ -144,8 +190,12 @@ def _conversation(cid: str, responses: list[dict[str, Any]], info: tuple[Any, An
         meta["model"] = model
     return make_document(
         source=f"llm:{cid}",
-        name=str(name).strip() if name and str(name).strip()
+        name=str(name).strip()
+        if name and str(name).strip()
         else preview_name(first_prompt, "llm conversation"),
-        created_at=min(times) if times else None, updated_at=max(times) if times else None,
-        messages=messages, active_leaf=messages[-1]["id"] if messages else None,
-        metadata={"llm": meta})
+        created_at=min(times) if times else None,
+        updated_at=max(times) if times else None,
+        messages=messages,
+        active_leaf=messages[-1]["id"] if messages else None,
+        metadata={"llm": meta},
+    )

@@ -38,15 +38,19 @@ def _body(message: Message) -> str:
         if kind == "text":
             chunks.append(str(part.get("text", "")))
         elif kind == "reasoning":
-            chunks.append(f"<details><summary>Reasoning</summary>\n\n{part.get('text', '')}"
-                          "\n\n</details>")
+            chunks.append(
+                f"<details><summary>Reasoning</summary>\n\n{part.get('text', '')}\n\n</details>"
+            )
         elif kind == "tool-call":
-            chunks.append(f"> **Tool call** `{_short(part.get('tool_name'), 60)}`: "
-                          f"{_short(part.get('input'))}")
+            chunks.append(
+                f"> **Tool call** `{_short(part.get('tool_name'), 60)}`: "
+                f"{_short(part.get('input'))}"
+            )
         elif kind == "tool-result":
             label = "Tool error" if part.get("is_error") else "Tool result"
-            chunks.append(f"> **{label}** `{_short(part.get('tool_name'), 60)}`: "
-                          f"{_short(part.get('output'))}")
+            chunks.append(
+                f"> **{label}** `{_short(part.get('tool_name'), 60)}`: {_short(part.get('output'))}"
+            )
         elif kind == "file":
             chunks.append(f"*[file: {_short(part.get('filename') or part.get('media_type'))}]*")
         else:
@@ -54,12 +58,15 @@ def _body(message: Message) -> str:
     return "\n\n".join(chunks) if chunks else "*(empty)*"
 
 
-def render_markdown(view: PathView, *, show_ids: bool = False, through: str | None = None
-                    ) -> str:
+def render_markdown(view: PathView, *, show_ids: bool = False, through: str | None = None) -> str:
     """The path of `view` as Markdown; `show_ids` adds message ids (for `chatui show`)."""
     info = view.info
-    lines = [f"# {one_line(info.name) or 'Untitled'}", "", f"- **Chat:** `{info.id}`",
-             f"- **Created:** {when(info.created_at)} · **Updated:** {when(info.updated_at)}"]
+    lines = [
+        f"# {one_line(info.name) or 'Untitled'}",
+        "",
+        f"- **Chat:** `{info.id}`",
+        f"- **Created:** {when(info.created_at)} · **Updated:** {when(info.updated_at)}",
+    ]
     if info.model:
         lines.append(f"- **Model:** {one_line(info.model)}")
     if info.source:
@@ -73,17 +80,25 @@ def render_markdown(view: PathView, *, show_ids: bool = False, through: str | No
     if hidden > 0:
         at = "; ".join(
             f"message {f.position} (‹{f.index}/{len(f.siblings)}›: {len(f.others)} "
-            f"other{'s' if len(f.others) > 1 else ''})" for f in view.forks)
-        lines.append(f"- **Other branches:** {hidden} not shown"
-                     + (f", forking at {at}" if at else "")
-                     + ". Export as JSON to keep every branch.")
+            f"other{'s' if len(f.others) > 1 else ''})"
+            for f in view.forks
+        )
+        lines.append(
+            f"- **Other branches:** {hidden} not shown"
+            + (f", forking at {at}" if at else "")
+            + ". Export as JSON to keep every branch."
+        )
     if view.below:
-        lines.append(f"- **Continues below:** the last message shown has {len(view.below)} "
-                     "replies (branches)")
+        lines.append(
+            f"- **Continues below:** the last message shown has {len(view.below)} "
+            "replies (branches)"
+        )
     if view.compactions:
-        lines.append(f"- **Compactions:** {len(view.compactions)} summar"
-                     f"{'ies' if len(view.compactions) > 1 else 'y'}; every original message "
-                     "is still shown below")
+        lines.append(
+            f"- **Compactions:** {len(view.compactions)} summar"
+            f"{'ies' if len(view.compactions) > 1 else 'y'}; every original message "
+            "is still shown below"
+        )
     lines += ["", "---", ""]
     forks = {f.position: f for f in view.forks}
     for i, message in enumerate(view.path, 1):
@@ -96,12 +111,18 @@ def render_markdown(view: PathView, *, show_ids: bool = False, through: str | No
             head += f" · `{message.id}`"
         lines += [head, ""]
         if fork and show_ids:
-            lines += ["*Other branches here: "
-                      + ", ".join(f"`{o}`" for o in fork.others) + "*", ""]
+            lines += ["*Other branches here: " + ", ".join(f"`{o}`" for o in fork.others) + "*", ""]
         lines += [_body(message), ""]
     if view.compactions:
         lines += ["---", "", "## Compaction summaries", ""]
         for c in view.compactions:
-            lines += [f"<details><summary>{when(c.created_at)}: messages `{c.from_message_id}`"
-                      f" … `{c.to_message_id}`</summary>", "", c.summary, "", "</details>", ""]
+            lines += [
+                f"<details><summary>{when(c.created_at)}: messages `{c.from_message_id}`"
+                f" … `{c.to_message_id}`</summary>",
+                "",
+                c.summary,
+                "",
+                "</details>",
+                "",
+            ]
     return neutralise("\n".join(lines)).rstrip() + "\n"

@@ -61,13 +61,16 @@ def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
             if not entries:
                 raise ImportFormatError(
                     f"{path}: not a Pi session file: line {n} is not a JSON object"
-                    + hint(guess_format(path), path, "pi")) from None
-            raise ImportFormatError(f"{path}: line {n} is not valid JSON ({exc.msg}); "
-                                    "is the file truncated?") from None
+                    + hint(guess_format(path), path, "pi")
+                ) from None
+            raise ImportFormatError(
+                f"{path}: line {n} is not valid JSON ({exc.msg}); is the file truncated?"
+            ) from None
         if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
             raise ImportFormatError(
                 f"{path}: {'not a Pi session file: ' if not entries else ''}line {n} is not a "
-                "Pi entry (no 'type')" + hint(guess_format(path), path, "pi"))
+                "Pi entry (no 'type')" + hint(guess_format(path), path, "pi")
+            )
         entries.append((n, entry))
     return entries
 
@@ -75,10 +78,11 @@ def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 def _session(path: Path) -> dict[str, Any]:
     lines = _lines(path)
     header = lines[0][1]
-    if header["type"] != "session" or not isinstance(header.get("id"), str) \
-            or "format" in header:
-        raise ImportFormatError(f"{path}: not a Pi session file: the first line is not a "
-                                "session header" + hint(guess_format(path), path, "pi"))
+    if header["type"] != "session" or not isinstance(header.get("id"), str) or "format" in header:
+        raise ImportFormatError(
+            f"{path}: not a Pi session file: the first line is not a "
+            "session header" + hint(guess_format(path), path, "pi")
+        )
     version = header.get("version") or 1
     nodes: list[Node] = []
     labels: dict[str, str] = {}
@@ -106,17 +110,20 @@ def _session(path: Path) -> dict[str, Any]:
         elif kind == "custom_message":
             message = _custom(entry, entry)
         elif kind == "branch_summary" and isinstance(entry.get("summary"), str):
-            message = {"role": "user", "parts": [text_part(entry["summary"])],
-                       "created_at": iso_time(entry.get("timestamp")),
-                       "metadata": {"pi": {"type": "branch_summary",
-                                           "from_id": entry.get("fromId")}}}
+            message = {
+                "role": "user",
+                "parts": [text_part(entry["summary"])],
+                "created_at": iso_time(entry.get("timestamp")),
+                "metadata": {"pi": {"type": "branch_summary", "from_id": entry.get("fromId")}},
+            }
         elif kind == "label" and isinstance(entry.get("targetId"), str):
             if entry.get("label"):
                 labels[entry["targetId"]] = str(entry["label"])
             else:
                 labels.pop(entry["targetId"], None)
-        elif kind == "session_info" and isinstance(entry.get("name"), str) \
-                and entry["name"].strip():
+        elif (
+            kind == "session_info" and isinstance(entry.get("name"), str) and entry["name"].strip()
+        ):
             name = entry["name"].strip()
         elif kind == "compaction":
             compactions.append((n, entry))
@@ -131,8 +138,16 @@ def _session(path: Path) -> dict[str, Any]:
             kept[target]["metadata"] = {**kept[target].get("metadata", {}), "label": label}
         else:
             stray[target] = label  # a label on a non-message entry
-    first_user = next((p["text"] for m in messages if m["role"] == "user"
-                       for p in m["parts"] if p.get("type") == "text"), "")
+    first_user = next(
+        (
+            p["text"]
+            for m in messages
+            if m["role"] == "user"
+            for p in m["parts"]
+            if p.get("type") == "text"
+        ),
+        "",
+    )
     pi_meta: dict[str, Any] = {"session_id": header["id"], "version": version}
     for key, out in (("cwd", "cwd"), ("parentSession", "parent_session")):
         if isinstance(header.get(key), str) and header[key]:
@@ -142,14 +157,22 @@ def _session(path: Path) -> dict[str, Any]:
     times = [m["created_at"] for m in messages if m.get("created_at")]
     created = iso_time(header.get("timestamp")) or (min(times) if times else None)
     return make_document(
-        source=f"pi:{header['id']}", name=name or preview_name(first_user, "Pi session"),
-        created_at=created, updated_at=max(times) if times else created,
-        messages=messages, active_leaf=active, metadata={"pi": pi_meta},
-        compactions=_compactions(compactions, parents, kept))
+        source=f"pi:{header['id']}",
+        name=name or preview_name(first_user, "Pi session"),
+        created_at=created,
+        updated_at=max(times) if times else created,
+        messages=messages,
+        active_leaf=active,
+        metadata={"pi": pi_meta},
+        compactions=_compactions(compactions, parents, kept),
+    )
 
 
-def _compactions(entries: list[tuple[int, dict[str, Any]]], parents: dict[str, str | None],
-                 kept: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _compactions(
+    entries: list[tuple[int, dict[str, Any]]],
+    parents: dict[str, str | None],
+    kept: dict[str, dict[str, Any]],
+) -> list[dict[str, Any]]:
     """Pi compactions summarise the path before `firstKeptEntryId`: chatui overlays."""
     result = []
     for _, entry in entries:
@@ -164,9 +187,15 @@ def _compactions(entries: list[tuple[int, dict[str, Any]]], parents: dict[str, s
         covered = [eid for eid in path[:cut] if eid in kept]
         summary = entry.get("summary")
         if covered and isinstance(summary, str) and summary.strip():
-            result.append({"id": None, "summary": summary, "from_message_id": covered[0],
-                           "to_message_id": covered[-1],
-                           "created_at": iso_time(entry.get("timestamp"))})
+            result.append(
+                {
+                    "id": None,
+                    "summary": summary,
+                    "from_message_id": covered[0],
+                    "to_message_id": covered[-1],
+                    "created_at": iso_time(entry.get("timestamp")),
+                }
+            )
     return result
 
 
@@ -183,12 +212,22 @@ def _content_parts(content: Any) -> list[dict[str, Any]]:
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             parts.append({"type": "reasoning", "text": block["thinking"]})
         elif kind == "toolCall":
-            parts.append({"type": "tool-call", "tool_call_id": str(block.get("id", "")),
-                          "tool_name": str(block.get("name", "")),
-                          "input": block.get("arguments", {})})
+            parts.append(
+                {
+                    "type": "tool-call",
+                    "tool_call_id": str(block.get("id", "")),
+                    "tool_name": str(block.get("name", "")),
+                    "input": block.get("arguments", {}),
+                }
+            )
         elif kind == "image":
-            parts.append({"type": "file", "media_type": block.get("mimeType", "image/*"),
-                          "data": block.get("data", "")})
+            parts.append(
+                {
+                    "type": "file",
+                    "media_type": block.get("mimeType", "image/*"),
+                    "data": block.get("data", ""),
+                }
+            )
         else:
             parts.append({"type": f"pi-{kind}", "data": block})
     return parts
@@ -202,10 +241,18 @@ def _when(message: dict[str, Any], entry: dict[str, Any]) -> str | None:
 
 
 def _custom(message: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "parts": _content_parts(message.get("content")),
-            "created_at": _when(message, entry),
-            "metadata": {"pi": {"type": "custom", "custom_type": message.get("customType"),
-                                "display": bool(message.get("display", True))}}}
+    return {
+        "role": "user",
+        "parts": _content_parts(message.get("content")),
+        "created_at": _when(message, entry),
+        "metadata": {
+            "pi": {
+                "type": "custom",
+                "custom_type": message.get("customType"),
+                "display": bool(message.get("display", True)),
+            }
+        },
+    }
 
 
 def _message(m: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -219,31 +266,52 @@ def _message(m: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
             pi["stop_reason"] = m["stopReason"]
         if m.get("errorMessage"):
             pi["error"] = m["errorMessage"]
-        result: dict[str, Any] = {"role": "assistant", "parts": _content_parts(m.get("content")),
-                                  "created_at": created, "metadata": {"pi": pi}}
+        result: dict[str, Any] = {
+            "role": "assistant",
+            "parts": _content_parts(m.get("content")),
+            "created_at": created,
+            "metadata": {"pi": pi},
+        }
         usage = m.get("usage")
         if isinstance(usage, dict):
             cost = usage.get("cost")
             result["token_usage"] = {
-                "input": usage.get("input", 0), "output": usage.get("output", 0),
-                "cost": cost.get("total", 0) if isinstance(cost, dict) else 0}
+                "input": usage.get("input", 0),
+                "output": usage.get("output", 0),
+                "cost": cost.get("total", 0) if isinstance(cost, dict) else 0,
+            }
         return result
     if role == "toolResult":
         blocks = _content_parts(m.get("content"))
         output = "\n".join(p["text"] for p in blocks if p.get("type") == "text")
-        part = {"type": "tool-result", "tool_call_id": str(m.get("toolCallId", "")),
-                "tool_name": str(m.get("toolName", "")), "output": output}
+        part = {
+            "type": "tool-result",
+            "tool_call_id": str(m.get("toolCallId", "")),
+            "tool_name": str(m.get("toolName", "")),
+            "output": output,
+        }
         if m.get("isError"):
             part["is_error"] = True
-        return {"role": "tool", "created_at": created,
-                "parts": [part] + [p for p in blocks if p.get("type") != "text"]}
+        return {
+            "role": "tool",
+            "created_at": created,
+            "parts": [part] + [p for p in blocks if p.get("type") != "text"],
+        }
     if role == "bashExecution":
         text = f"```\n$ {m.get('command', '')}\n{m.get('output', '')}\n```"
-        return {"role": "user", "parts": [text_part(text)], "created_at": created,
-                "metadata": {"pi": {"type": "bash", "exit_code": m.get("exitCode")}}}
+        return {
+            "role": "user",
+            "parts": [text_part(text)],
+            "created_at": created,
+            "metadata": {"pi": {"type": "bash", "exit_code": m.get("exitCode")}},
+        }
     if role == "custom":
         return _custom(m, entry)
     summary = m.get("summary")
     parts = [text_part(summary)] if isinstance(summary, str) else _content_parts(m.get("content"))
-    return {"role": "user", "parts": parts, "created_at": created,
-            "metadata": {"pi": {"role": role}}}
+    return {
+        "role": "user",
+        "parts": parts,
+        "created_at": created,
+        "metadata": {"pi": {"role": role}},
+    }

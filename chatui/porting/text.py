@@ -14,8 +14,9 @@ __all__ = ["json_safe", "neutralise", "one_line"]
 
 # C0 controls but tab and newline, DEL, C1 controls, bidi embeddings/overrides/
 # isolates and marks, and the Unicode line/paragraph separators.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                     "\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -42,5 +43,8 @@ def json_safe(encoded: str) -> str:
     `json.dumps` escapes C0 controls already; C1 controls, bidi controls and
     U+2028/2029 can only occur inside strings, where `\\uNNNN` means the same.
     """
-    return re.sub("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]",
-                  lambda m: f"\\u{ord(m.group()):04x}", encoded)
+    return re.sub(
+        "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]",
+        lambda m: f"\\u{ord(m.group()):04x}",
+        encoded,
+    )

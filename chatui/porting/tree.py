@@ -49,8 +49,9 @@ class PathView:
     children: dict[str | None, list[str]] = field(default_factory=dict)
 
 
-def _newest_leaf_under(start: str, children: dict[str | None, list[str]],
-                       order: dict[str, int]) -> str:
+def _newest_leaf_under(
+    start: str, children: dict[str | None, list[str]], order: dict[str, int]
+) -> str:
     leaves, stack = [], [start]
     while stack:
         node = stack.pop()
@@ -91,11 +92,22 @@ def path_view(store: Store, info: SessionInfo, through: str | None = None) -> Pa
         path.append(by_id[node])
         node = by_id[node].parent_id
     path.reverse()
-    forks = [Fork(i, m.id, tuple(children[m.parent_id]))
-             for i, m in enumerate(path, 1) if len(children[m.parent_id]) > 1]
-    return PathView(info=info, leaf=leaf, path=path, forks=forks, total=len(tree),
-                    below=tuple(children.get(leaf, [])) if leaf else (),
-                    compactions=provider.get_compactions(), tree=tree, children=children)
+    forks = [
+        Fork(i, m.id, tuple(children[m.parent_id]))
+        for i, m in enumerate(path, 1)
+        if len(children[m.parent_id]) > 1
+    ]
+    return PathView(
+        info=info,
+        leaf=leaf,
+        path=path,
+        forks=forks,
+        total=len(tree),
+        below=tuple(children.get(leaf, [])) if leaf else (),
+        compactions=provider.get_compactions(),
+        tree=tree,
+        children=children,
+    )
 
 
 def outline(view: PathView) -> list[tuple[int, bool, bool, Message]]:

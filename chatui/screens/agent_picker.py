@@ -32,8 +32,14 @@ class AgentPicker(ModalScreen[str | None]):
         self.agents = list(agents)
 
     def compose(self) -> ComposeResult:
-        options = [Option(Text.assemble(("Default assistant", "bold"), "  ",
-                                        ("the config's model and memory", "dim")), id="-")]
+        options = [
+            Option(
+                Text.assemble(
+                    ("Default assistant", "bold"), "  ", ("the config's model and memory", "dim")
+                ),
+                id="-",
+            )
+        ]
         for agent in self.agents:
             prompt = Text(clean(agent.name), "bold")
             if agent.model:

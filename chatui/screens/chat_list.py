@@ -20,7 +20,7 @@ __all__ = ["ChatListScreen", "relative_time"]
 
 
 def relative_time(when: datetime, now: datetime | None = None) -> str:
-    """"just now", "5 min ago", "3 h ago", "yesterday", "Oct 03", "2024-10-03"."""
+    """ "just now", "5 min ago", "3 h ago", "yesterday", "Oct 03", "2024-10-03"."""
     now = now or datetime.now(UTC)
     seconds = (now - when).total_seconds()
     if seconds < 60:
@@ -32,8 +32,11 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     if seconds < 2 * 86400:
         return "yesterday"
     local = when.astimezone()
-    return local.strftime("%b %d") if local.year == now.astimezone().year \
+    return (
+        local.strftime("%b %d")
+        if local.year == now.astimezone().year
         else local.strftime("%Y-%m-%d")
+    )
 
 
 class ChatListScreen(ModalScreen[str | None]):
@@ -64,23 +67,28 @@ class ChatListScreen(ModalScreen[str | None]):
         with Vertical(id="chats"):
             yield Label("Chats", id="chats-title")
             yield Input(placeholder="/ to filter by name", id="chats-filter")
-            table: DataTable[Text | str] = DataTable(id="chats-table", cursor_type="row",
-                                                     zebra_stripes=True)
+            table: DataTable[Text | str] = DataTable(
+                id="chats-table", cursor_type="row", zebra_stripes=True
+            )
             yield table
             yield Label("", id="chats-status")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("chat", "agent", "status", "last activity", "msgs", "model",
-                          "forked from")
+        table.add_columns(
+            "chat", "agent", "status", "last activity", "msgs", "model", "forked from"
+        )
         self.reload()
         table.focus()
 
     # -- data -------------------------------------------------------------------
 
     def _counts(self) -> dict[str, int]:
-        return dict(self.manager.store.query(
-            "SELECT session_id, count(*) FROM messages GROUP BY session_id"))
+        return dict(
+            self.manager.store.query(
+                "SELECT session_id, count(*) FROM messages GROUP BY session_id"
+            )
+        )
 
     def _groups(self, rows: list[SessionInfo]) -> list[tuple[str | None, list[SessionInfo]]]:
         """(project name, its chats) by project name, chats outside any project last;
@@ -90,19 +98,20 @@ class ChatListScreen(ModalScreen[str | None]):
             return [(None, rows)]
         grouped: dict[str | None, list[SessionInfo]] = {}
         for info in rows:
-            grouped.setdefault(info.project_id if info.project_id in projects else None,
-                               []).append(info)
+            grouped.setdefault(info.project_id if info.project_id in projects else None, []).append(
+                info
+            )
         ordered = sorted((k for k in grouped if k is not None), key=lambda k: projects[k].lower())
         groups: list[tuple[str | None, list[SessionInfo]]] = [
-            (f"▾ {projects[k]}", grouped[k]) for k in ordered]
+            (f"▾ {projects[k]}", grouped[k]) for k in ordered
+        ]
         if None in grouped:
             groups.append(("▾ Chats outside any project", grouped[None]))
         return groups
 
     def reload(self, keep: str | None = None) -> None:
         table = self.query_one(DataTable)
-        rows = (self.manager.list(deleted_only=True) if self.show_deleted
-                else self.manager.list())
+        rows = self.manager.list(deleted_only=True) if self.show_deleted else self.manager.list()
         if self.filter_text:
             needle = self.filter_text.lower()
             rows = [r for r in rows if needle in r.name.lower()]
@@ -127,19 +136,33 @@ class ChatListScreen(ModalScreen[str | None]):
                 table.move_cursor(row=index)
                 break
 
-    def _cells(self, info: SessionInfo, names: dict[str, str], agents: dict[str, str],
-               counts: dict[str, int]) -> list[Text | str]:
+    def _cells(
+        self,
+        info: SessionInfo,
+        names: dict[str, str],
+        agents: dict[str, str],
+        counts: dict[str, int],
+    ) -> list[Text | str]:
         name = Text(one_line(info.name or "Untitled", 44))
         if info.id == self.current:
             name.stylize("bold")
             name.append(" ●", "bold")
         parent = info.parent_session_id
         lineage = Text("⑂ " + one_line(names.get(parent, parent), 24)) if parent else Text("")
-        status = info.status_detail if info.status == "awaiting_peer" and info.status_detail \
+        status = (
+            info.status_detail
+            if info.status == "awaiting_peer" and info.status_detail
             else info.status
-        return [name, clean(agents.get(info.agent_id or "", "")), clean(status),
-                relative_time(info.updated_at), str(counts.get(info.id, 0)),
-                clean(info.model or ""), lineage]
+        )
+        return [
+            name,
+            clean(agents.get(info.agent_id or "", "")),
+            clean(status),
+            relative_time(info.updated_at),
+            str(counts.get(info.id, 0)),
+            clean(info.model or ""),
+            lineage,
+        ]
 
     def selected(self) -> SessionInfo | None:
         table = self.query_one(DataTable)
@@ -186,8 +209,11 @@ class ChatListScreen(ModalScreen[str | None]):
             return
         self.manager.delete(info.id)
         self.undo_stack.append(info.id)
-        self.notify(f"Deleted {info.name!r} — press u to undo (or restore it from the "
-                    "deleted chats with t)", timeout=6)
+        self.notify(
+            f"Deleted {info.name!r} — press u to undo (or restore it from the "
+            "deleted chats with t)",
+            timeout=6,
+        )
         self.reload()
 
     def action_undo(self) -> None:
@@ -202,7 +228,8 @@ class ChatListScreen(ModalScreen[str | None]):
     def action_toggle_trash(self) -> None:
         self.show_deleted = not self.show_deleted
         self.query_one("#chats-title", Label).update(
-            "Deleted chats" if self.show_deleted else "Chats")
+            "Deleted chats" if self.show_deleted else "Chats"
+        )
         self.reload()
 
     def action_filter(self) -> None:

@@ -19,8 +19,9 @@ class TextPrompt(ModalScreen[str | None]):
     CSS_PATH = "dialogs.tcss"
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
 
-    def __init__(self, title: str, value: str = "", *, multiline: bool = False,
-                 hint: str = "") -> None:
+    def __init__(
+        self, title: str, value: str = "", *, multiline: bool = False, hint: str = ""
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.value = clean(value)  # names and messages may hold escape sequences
@@ -34,8 +35,11 @@ class TextPrompt(ModalScreen[str | None]):
                 yield ChatInput(self.value, id="dialog-input")
             else:
                 yield Input(self.value, id="dialog-input", select_on_focus=True)
-            hint = self.hint or ("enter saves · ctrl+j new line · escape cancels"
-                                 if self.multiline else "enter saves · escape cancels")
+            hint = self.hint or (
+                "enter saves · ctrl+j new line · escape cancels"
+                if self.multiline
+                else "enter saves · escape cancels"
+            )
             yield Label(hint, id="dialog-hint")
 
     def on_mount(self) -> None:

@@ -23,15 +23,18 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="help"):
             yield Label("chatui keys", id="help-title")
-            table: DataTable[Text | str] = DataTable(id="help-table", cursor_type="row",
-                                                     zebra_stripes=True)
+            table: DataTable[Text | str] = DataTable(
+                id="help-table", cursor_type="row", zebra_stripes=True
+            )
             table.add_columns("key", "does", "where")
             for key in KEYS:
                 table.add_row(Text(key.keys, style="bold"), key.action, key.where)
             yield table
-            yield Label("Commands without a key (compact now, rename, export, import, theme) "
-                        "are in the command palette: ctrl+p. escape closes this.",
-                        id="help-hint")
+            yield Label(
+                "Commands without a key (compact now, rename, export, import, theme) "
+                "are in the command palette: ctrl+p. escape closes this.",
+                id="help-hint",
+            )
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

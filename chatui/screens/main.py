@@ -77,6 +77,7 @@ class MainScreen(Screen[None]):
 
         @property
         def app(self) -> ChatApp: ...
+
     tree = getters.query_one("#tree", MessageTree)
     chat_view = getters.query_one("#chat", ChatView)
     sidebar = getters.query_one("#sidebar", ContextSidebar)
@@ -106,8 +107,9 @@ class MainScreen(Screen[None]):
             with Vertical(id="center"):
                 yield Static("", id="chat-title")
                 yield ChatView(id="chat")
-                yield ChatInput(id="input", placeholder="Message · enter sends · ctrl+j "
-                                "new line · F1 keys")
+                yield ChatInput(
+                    id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys"
+                )
             yield ContextSidebar(id="sidebar")
         yield Footer()
 
@@ -127,7 +129,9 @@ class MainScreen(Screen[None]):
     @property
     def generating(self) -> bool:
         return self.generation is not None and self.generation.state in (
-            WorkerState.PENDING, WorkerState.RUNNING)
+            WorkerState.PENDING,
+            WorkerState.RUNNING,
+        )
 
     @property
     def model(self) -> str:
@@ -135,8 +139,14 @@ class MainScreen(Screen[None]):
             return self.app.engine_for(self.chat.session_id).model_for(self.chat.session_id)
         return self.draft_model or self.app.default_model
 
-    async def open_chat(self, session_id: str | None, *, reveal: str | None = None,
-                        model: str | None = None, agent_id: str | None = None) -> None:
+    async def open_chat(
+        self,
+        session_id: str | None,
+        *,
+        reveal: str | None = None,
+        model: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
         """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch."""
         if self.generating:
             self.cancel_generation()
@@ -144,8 +154,7 @@ class MainScreen(Screen[None]):
             self.chat = None
             self.draft_agent = agent_id
             agent = self.app.runtime.agent(agent_id)
-            self.draft_model = model or (agent.model if agent else None) \
-                or self.app.default_model
+            self.draft_model = model or (agent.model if agent else None) or self.app.default_model
         else:
             self.chat = ChatState(self.app.runtime.manager_for(session_id), session_id)
             if reveal is not None:
@@ -170,8 +179,9 @@ class MainScreen(Screen[None]):
             self.marks = self.app.runtime.peer_marks(snap.info.id)
             self.tree.show(snap.tree, snap.active_leaf, self.marks.labels)
             self.chat_view.hops = self.marks.labels
-            await self.chat_view.show(snap.history, positions=snap.positions,
-                                      covered=snap.covered, empty_text=WELCOME)
+            await self.chat_view.show(
+                snap.history, positions=snap.positions, covered=snap.covered, empty_text=WELCOME
+            )
         if focus_id is not None:
             view = self.chat_view.view_for(focus_id)
             if view is not None:
@@ -217,9 +227,12 @@ class MainScreen(Screen[None]):
         if not self.sidebar.display:
             return
         if blocks:
-            session = (self.chat.session if self.chat else None)
-            self.sidebar.show_blocks(await session.load_context() if session
-                                     else await self.app.template_blocks(self.draft_agent))
+            session = self.chat.session if self.chat else None
+            self.sidebar.show_blocks(
+                await session.load_context()
+                if session
+                else await self.app.template_blocks(self.draft_agent)
+            )
         self.sidebar.show_stats(await self.app.conversation_stats(self))
 
     # -- sending and turns ---------------------------------------------------------
@@ -244,10 +257,10 @@ class MainScreen(Screen[None]):
         if self.chat is None:
             name = one_line(first_text, 48) or NEW_CHAT_NAME
             agent = self.app.runtime.agent(self.draft_agent)
-            model = self.draft_model or (agent.model if agent else None) \
-                or self.app.default_model
-            info = self.app.manager.create(name, model=model, source="chatui",
-                                           agent_id=agent.id if agent else None)
+            model = self.draft_model or (agent.model if agent else None) or self.app.default_model
+            info = self.app.manager.create(
+                name, model=model, source="chatui", agent_id=agent.id if agent else None
+            )
             self.chat = ChatState(self.app.runtime.manager_for(info.id), info.id)
             self.app.remember_chat(info.id)
         elif self.chat.info.name == NEW_CHAT_NAME and first_text.strip():
@@ -279,15 +292,19 @@ class MainScreen(Screen[None]):
             finished = True
         except (sqlite3.Error, StoreError, OSError, PeeweeError) as exc:  # disk full, read-only
             self.app.log_error(exc)
-            kept = ("Nothing you typed is lost: it is still in the input box." if
-                    self.chat_input.text else "Your message is saved; the reply may be cut "
-                    "short.")
-            failure = (f"{exc}\n{kept} Fix the problem (free disk space, check the file's "
-                       "permissions) and press enter again.", "Could not save to the database")
+            kept = (
+                "Nothing you typed is lost: it is still in the input box."
+                if self.chat_input.text
+                else "Your message is saved; the reply may be cut short."
+            )
+            failure = (
+                f"{exc}\n{kept} Fix the problem (free disk space, check the file's "
+                "permissions) and press enter again.",
+                "Could not save to the database",
+            )
         except Exception as exc:  # a bug: say so, keep the app running
             self.app.log_error(exc)
-            failure = (f"{type(exc).__name__}: {exc}",
-                       "Something went wrong (details in the log)")
+            failure = (f"{type(exc).__name__}: {exc}", "Something went wrong (details in the log)")
         finally:
             self._streams.clear()
             self.chat_input.set_class(False, "-busy")
@@ -324,8 +341,9 @@ class MainScreen(Screen[None]):
                     view = await self.chat_view.start_reply(message)
                 else:
                     await self.redraw()
-                    view = self.chat_view.view_for(message.id) or \
-                        await self.chat_view.start_reply(message)
+                    view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
+                        message
+                    )
                     view.focus(scroll_visible=False)
                 self._streams[message.id] = view
                 self.redraw_tree()
@@ -350,8 +368,11 @@ class MainScreen(Screen[None]):
                     for text, level in self._turn_notes:  # the redraw cleared them
                         await self.chat_view.notice(text, level)
                     # A context-length retry compacts mid-turn: stream into the new views.
-                    self._streams = {mid: view for mid in self._streams
-                                     if (view := self.chat_view.view_for(mid)) is not None}
+                    self._streams = {
+                        mid: view
+                        for mid in self._streams
+                        if (view := self.chat_view.view_for(mid)) is not None
+                    }
                 else:
                     await self.refresh_sidebar(blocks=False)
             case Notice(text=text, level=level):
@@ -394,8 +415,9 @@ class MainScreen(Screen[None]):
         self, event: MessageView.ActionRequested | MessageTree.ActionRequested
     ) -> None:
         event.stop()
-        await self.act(event.message_id, event.action,
-                       from_tree=isinstance(event, MessageTree.ActionRequested))
+        await self.act(
+            event.message_id, event.action, from_tree=isinstance(event, MessageTree.ActionRequested)
+        )
 
     async def act(self, message_id: str, action: str, *, from_tree: bool = False) -> None:
         """Regenerate, edit, fork, copy, or move to a sibling branch."""
@@ -418,22 +440,29 @@ class MainScreen(Screen[None]):
             self.start_turn("regenerate", message_id=message_id)
         elif action == "edit":
             if message.role != "user":
-                self.notify("Only your own messages can be edited; r regenerates a reply.",
-                            severity="warning")
+                self.notify(
+                    "Only your own messages can be edited; r regenerates a reply.",
+                    severity="warning",
+                )
                 return
             from .dialogs import TextPrompt
 
             self.app.push_screen(
-                TextPrompt("Edit message — the edit becomes a new branch; the original stays",
-                           message.text, multiline=True),
-                lambda text: self._edited(message_id, message.text, text))
+                TextPrompt(
+                    "Edit message — the edit becomes a new branch; the original stays",
+                    message.text,
+                    multiline=True,
+                ),
+                lambda text: self._edited(message_id, message.text, text),
+            )
         elif action == "fork":
             await self.fork(message_id)
         elif action == "copy":
             self.copy(message)
         elif action in ("previous", "next"):
-            await self.switch_sibling(message_id, -1 if action == "previous" else 1,
-                                      from_tree=from_tree)
+            await self.switch_sibling(
+                message_id, -1 if action == "previous" else 1, from_tree=from_tree
+            )
 
     async def follow_hop(self, message_id: str) -> None:
         """Open the other chat of a peer message, at the message on its side."""
@@ -443,8 +472,9 @@ class MainScreen(Screen[None]):
             return
         session_id, other = target
         if self.app.manager.get(session_id) is None:
-            self.notify("That chat was deleted (restore it from the chat list).",
-                        severity="warning")
+            self.notify(
+                "That chat was deleted (restore it from the chat list).", severity="warning"
+            )
             return
         await self.open_chat(session_id, reveal=other)
 

@@ -29,13 +29,20 @@ class ModelPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="models"):
-            yield Label(f"Model for this chat (now: {self.current})", id="models-title",
-                        markup=False)
-            yield Input(placeholder="any LiteLLM model name, e.g. gpt-4o-mini, "
-                        "anthropic/claude-sonnet-4-5, ollama/llama3.2", id="models-input")
+            yield Label(
+                f"Model for this chat (now: {self.current})", id="models-title", markup=False
+            )
+            yield Input(
+                placeholder="any LiteLLM model name, e.g. gpt-4o-mini, "
+                "anthropic/claude-sonnet-4-5, ollama/llama3.2",
+                id="models-input",
+            )
             yield OptionList(*self._options(""), id="models-list")
-            yield Label("enter picks · the name is passed to LiteLLM as typed · keys come "
-                        "from the environment", id="models-hint")
+            yield Label(
+                "enter picks · the name is passed to LiteLLM as typed · keys come "
+                "from the environment",
+                id="models-hint",
+            )
 
     def _options(self, needle: str) -> list[Option]:
         options = []

@@ -36,7 +36,7 @@ def highlight_snippet(snippet: str, style: str = "bold reverse") -> Text:
     cursor = 0
     flat = " ".join(clean(snippet).split())
     for match in _MARK.finditer(flat):
-        text.append(flat[cursor:match.start()])
+        text.append(flat[cursor : match.start()])
         text.append(match.group(1), style)
         cursor = match.end()
     text.append(flat[cursor:])
@@ -63,8 +63,11 @@ class SearchScreen(ModalScreen[SearchHit | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="search"):
-            yield Input(self.initial, placeholder="Search every chat…  (\"phrase\", word*, "
-                        "a OR b)", id="search-input")
+            yield Input(
+                self.initial,
+                placeholder='Search every chat…  ("phrase", word*, a OR b)',
+                id="search-input",
+            )
             yield Label("", id="search-status")
             yield OptionList(id="search-results")
 

@@ -30,7 +30,7 @@ def _split_front_matter(text: str) -> tuple[dict[str, str], str]:
         if ":" in line:
             name, value = line.split(":", 1)
             meta[name.strip().lower()] = value.strip().strip("\"'")
-    body = text[end + 4:]
+    body = text[end + 4 :]
     return meta, body[1:] if body.startswith("\n") else body
 
 
@@ -51,8 +51,7 @@ class DirectorySkillProvider:
         self.path = Path(path).expanduser()
 
     def _file(self, key: str) -> Path:
-        if (not isinstance(key, str) or not _KEY.match(key) or ".." in key
-                or key != key.strip()):
+        if not isinstance(key, str) or not _KEY.match(key) or ".." in key or key != key.strip():
             raise UnknownSkillError(
                 f"invalid skill key {key!r}: use a file name without folders or '..'"
             )
@@ -66,8 +65,9 @@ class DirectorySkillProvider:
         if not self.path.is_dir():
             return []
         root = self.path.resolve()
-        return sorted(p for p in self.path.glob("*.md")
-                      if p.is_file() and p.resolve().is_relative_to(root))
+        return sorted(
+            p for p in self.path.glob("*.md") if p.is_file() and p.resolve().is_relative_to(root)
+        )
 
     async def get(self) -> str | None:
         """One `- key: description` line per readable `*.md` file, or None."""

@@ -51,6 +51,8 @@ def format_hits(store: Store, hits: list[SearchResult]) -> str:
     for hit in hits:
         when = hit.created_at.strftime("%Y-%m-%d") if hit.created_at else "?"
         name = names.get(hit.session_id, hit.session_id)
-        lines.append(f"[{name} · {hit.role} · {when} · session {hit.session_id} · message "
-                     f"{hit.id}]\n{hit.snippet or hit.content[:300]}")
+        lines.append(
+            f"[{name} · {hit.role} · {when} · session {hit.session_id} · message "
+            f"{hit.id}]\n{hit.snippet or hit.content[:300]}"
+        )
     return "\n\n".join(lines)

@@ -21,8 +21,9 @@ class StoreSearchProvider:
 
     def count(self) -> int:
         """How many entries the namespace holds."""
-        return self.store.query("SELECT count(*) FROM search_entries WHERE namespace = ?",
-                                (self.namespace,))[0][0]
+        return self.store.query(
+            "SELECT count(*) FROM search_entries WHERE namespace = ?", (self.namespace,)
+        )[0][0]
 
     async def get(self) -> str:
         """The summary the prompt shows: how many entries are indexed."""
@@ -37,12 +38,16 @@ class StoreSearchProvider:
         if expression is None:
             return []
         match = scoped_expression("content", expression, "scope", self.scope)
-        return [(r[0], r[1]) for r in self.store.query(
-            "SELECT e.key, e.content FROM search_entries_fts f "
-            "JOIN search_entries e ON e.rowid = f.rowid "
-            "WHERE search_entries_fts MATCH ? AND e.namespace = ? "
-            "ORDER BY bm25(search_entries_fts, 1.0, 0.0) LIMIT ?",
-            (match, self.namespace, limit))]
+        return [
+            (r[0], r[1])
+            for r in self.store.query(
+                "SELECT e.key, e.content FROM search_entries_fts f "
+                "JOIN search_entries e ON e.rowid = f.rowid "
+                "WHERE search_entries_fts MATCH ? AND e.namespace = ? "
+                "ORDER BY bm25(search_entries_fts, 1.0, 0.0) LIMIT ?",
+                (match, self.namespace, limit),
+            )
+        ]
 
     async def search(self, query: str) -> str:
         """The top 10 entries as `[key]` + content blocks, for the model."""
@@ -61,28 +66,35 @@ class StoreSearchProvider:
         with self.store.write():
             rows = self.store.query(
                 "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
-                (self.namespace, key))
+                (self.namespace, key),
+            )
             if rows:
                 rowid = rows[0][0]
                 self.store.execute(
                     "UPDATE search_entries SET content = ?, updated_at = ? WHERE rowid = ?",
-                    (content, stamp, rowid))
-                self.store.execute("UPDATE search_entries_fts SET content = ? WHERE rowid = ?",
-                                   (content, rowid))
+                    (content, stamp, rowid),
+                )
+                self.store.execute(
+                    "UPDATE search_entries_fts SET content = ? WHERE rowid = ?", (content, rowid)
+                )
             else:
                 cursor = self.store.execute(
                     "INSERT INTO search_entries (namespace, key, content, updated_at) "
-                    "VALUES (?, ?, ?, ?)", (self.namespace, key, content, stamp))
+                    "VALUES (?, ?, ?, ?)",
+                    (self.namespace, key, content, stamp),
+                )
                 self.store.execute(
                     "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, content, self.scope))
+                    (cursor.lastrowid, content, self.scope),
+                )
 
     async def delete(self, key: str) -> bool:
         """Remove an entry; False when there was none."""
         with self.store.write():
             rows = self.store.query(
                 "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
-                (self.namespace, key))
+                (self.namespace, key),
+            )
             if not rows:
                 return False
             self.store.execute("DELETE FROM search_entries_fts WHERE rowid = ?", (rows[0][0],))
@@ -91,6 +103,10 @@ class StoreSearchProvider:
 
     def entries(self) -> list[tuple[str, str]]:
         """Every (key, content), by key."""
-        return [(r[0], r[1]) for r in self.store.query(
-            "SELECT key, content FROM search_entries WHERE namespace = ? ORDER BY key",
-            (self.namespace,))]
+        return [
+            (r[0], r[1])
+            for r in self.store.query(
+                "SELECT key, content FROM search_entries WHERE namespace = ? ORDER BY key",
+                (self.namespace,),
+            )
+        ]

@@ -25,14 +25,21 @@ class StoreSkillProvider:
 
     async def get(self) -> str | None:
         """One `- key: description` line per skill, or None."""
-        return listing([(r[0], r[1]) for r in self.store.query(
-            "SELECT key, description FROM skills WHERE namespace = ? ORDER BY key",
-            (self.namespace,))])
+        return listing(
+            [
+                (r[0], r[1])
+                for r in self.store.query(
+                    "SELECT key, description FROM skills WHERE namespace = ? ORDER BY key",
+                    (self.namespace,),
+                )
+            ]
+        )
 
     async def load(self, key: str) -> str:
         """The whole document; `UnknownSkillError` if there is none."""
-        rows = self.store.query("SELECT content FROM skills WHERE namespace = ? AND key = ?",
-                                (self.namespace, key))
+        rows = self.store.query(
+            "SELECT content FROM skills WHERE namespace = ? AND key = ?", (self.namespace, key)
+        )
         if not rows:
             raise UnknownSkillError(f"no skill {key!r}")
         return rows[0][0]
@@ -49,4 +56,5 @@ class StoreSkillProvider:
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET "
                 "content = excluded.content, description = excluded.description, "
                 "updated_at = excluded.updated_at",
-                (self.namespace, key, content, description, iso(now())))
+                (self.namespace, key, content, description, iso(now())),
+            )
