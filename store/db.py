@@ -1,14 +1,16 @@
 """`Store`: one SQLite database file, opened explicitly and migrated.
 
 Design notes:
-- WAL, foreign keys, a busy timeout and `synchronous=NORMAL` are set on every
-  connection; readers never block the writer, and a second process waits
-  instead of failing with "database is locked".
+- WAL, a busy timeout and `synchronous=NORMAL` are set on every connection;
+  readers never block the writer, and a second process waits instead of
+  failing with "database is locked". (`foreign_keys` is on, but the tables
+  declare none: parent links are checked by the code that writes them.)
 - peewee connections are per thread. `:memory:` is therefore per thread too;
   code that crosses threads must use a file.
-- Every multi-row write runs inside `Store.atomic()`.
-- Storage stays behind this class, so another backend can slot in without
-  touching `Session`.
+- Every multi-row write runs inside one `Store.write()` (BEGIN IMMEDIATE).
+- Message storage stays behind `SessionProvider`, so another backend can slot
+  in without touching `Session`'s tree logic (loaded-skill bookkeeping still
+  uses this store directly).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ from .records import (
     session_info,
 )
 from .session import CompactionErrorHandler, Session
+from .storage import StoreSessionProvider, insert_messages
 from .tokens import TokenCounter
 from .tools import Tool, session_search_tool
 
@@ -512,13 +513,15 @@ class SessionManager:
                 ),
             )
             self._record_status(new_id, "idle", f"forked from {session_id}", stamp)
-            target = self.get_session(new_id).provider
+            copies: list[tuple[Message, str | None]] = []
             parent: str | None = None
-            for message in path:
+            for message in path:  # a root-to-leaf path: unique ids, parents first
                 copy = Message.from_dict({**message.to_dict(), "id": id_map[message.id]})
                 copy.parent_id = None
-                target.append_message(copy, parent)
+                copies.append((copy, parent))
                 parent = copy.id
+            insert_messages(self.store, new_id, copies)
+            target = StoreSessionProvider(self.store, new_id)
             for c in session.get_compactions():
                 if c.from_message_id in id_map and c.to_message_id in id_map:
                     target.add_compaction(

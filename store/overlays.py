@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .messages import COMPACTION_PREFIX, Message, StoredCompaction, text_part
 
-__all__ = ["apply_compactions", "covered_ids", "summary_message"]
+__all__ = ["apply_compactions", "summary_message"]
 
 
 def summary_message(compaction: StoredCompaction, parent_id: str | None, covered: int) -> Message:
@@ -56,12 +56,3 @@ def apply_compactions(path: list[Message], compactions: list[StoredCompaction]) 
         cursor = end + 1
     result.extend(path[cursor:])
     return result
-
-
-def covered_ids(path: list[Message], compactions: list[StoredCompaction]) -> dict[str, str]:
-    """Each message id hidden by an overlay on this path → that compaction's id."""
-    hidden: dict[str, str] = {}
-    for start, end, c in _ranges(path, compactions):
-        for message in path[start : end + 1]:
-            hidden[message.id] = c.id
-    return hidden

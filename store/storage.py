@@ -33,11 +33,9 @@ from .message_search import (
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
 
-__all__ = ["SessionProvider", "StoreSessionProvider", "index_text", "search_messages"]
+__all__ = ["SessionProvider", "StoreSessionProvider", "insert_messages"]
 
 ParentRef = str | None | Latest
-
-_iso = iso  # the name store.transfer imports; new code uses store.clock.iso
 
 _COLUMNS = "seq, id, parent_id, role, content, created_at"
 
@@ -346,6 +344,7 @@ class StoreSessionProvider:
         if isinstance(message_ids, str):
             message_ids = [message_ids]
         with self.store.write():
+            scope = scope_number(self.store, self.session_id)
             for message_id in message_ids:
                 rows = self.store.query(
                     "SELECT seq, parent_id FROM messages WHERE session_id = ? AND id = ?",
@@ -358,9 +357,10 @@ class StoreSessionProvider:
                     "UPDATE messages SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
                     (parent, self.session_id, message_id),
                 )
-                self.store.execute(
-                    "DELETE FROM messages_fts WHERE rowid = ?", (self._index_rowid(seq),)
-                )
+                if scope is not None:
+                    self.store.execute(
+                        "DELETE FROM messages_fts WHERE rowid = ?", (index_rowid(scope, seq),)
+                    )
                 self.store.execute("DELETE FROM messages WHERE seq = ?", (seq,))
             self._touch(iso(now()))
 
@@ -394,6 +394,7 @@ class StoreSessionProvider:
                 "to_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (compaction.id, self.session_id, summary, from_id, to_id, iso(created)),
             )
+            self._touch(iso(created))  # like every write: refused for a deleted session
         return compaction
 
     def get_compactions(self) -> list[StoredCompaction]:
@@ -411,3 +412,40 @@ class StoreSessionProvider:
 
     def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
         return search_messages(self.store, query, limit, session_id=self.session_id)
+
+
+def insert_messages(
+    store: Store, session_id: str, messages: list[tuple[Message, str | None]]
+) -> None:
+    """Write (message, parent id) rows as `StoreSessionProvider.append_message` would,
+    without its per-message lookups and savepoint (two statements a message).
+
+    For callers that already know the batch is sound — unique new ids, each parent
+    before its children — and hold a write transaction: an import, a fork.
+    """
+    scope = scope_number(store, session_id, create=True)
+    assert scope is not None
+    for message, parent in messages:
+        created = message.created_at = message.created_at or now()
+        message = shrink_to_row_limit(message, store.max_row_bytes)
+        cursor = store.execute(
+            "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
+            "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                message.id,
+                session_id,
+                parent,
+                message.role,
+                message.to_json(),
+                iso(created),
+                message.from_user_id,
+                message.from_agent_id,
+                message.delivered_to_session_id,
+                json.dumps(message.token_usage) if message.token_usage is not None else None,
+            ),
+        )
+        store.execute(
+            "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+            (index_rowid(scope, cursor.lastrowid or 0), index_text(message)),
+        )

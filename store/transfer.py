@@ -29,13 +29,13 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from .clock import iso as _iso
+from .clock import now
 from .db import Store, scope_token
 from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
-from .message_search import index_rowid, scope_number
 from .messages import Message
-from .micro import shrink_to_row_limit
-from .storage import StoreSessionProvider, _iso, index_text, now
+from .storage import StoreSessionProvider, insert_messages
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -631,40 +631,6 @@ def _stored(store: Store, column: str, value: str) -> str | None:
     return rows[0][0] if rows else None
 
 
-def _insert_messages(
-    store: Store, session_id: str, messages: list[tuple[Message, str | None]]
-) -> None:
-    """The rows `StoreSessionProvider.append_message` writes, without its per-message
-    lookups and savepoint: the document was checked (unique ids, parents first) and
-    the caller's transaction covers the lot. Imports run ~4x faster."""
-    scope = scope_number(store, session_id, create=True)
-    assert scope is not None
-    for message, parent in messages:
-        created = message.created_at = message.created_at or now()
-        message = shrink_to_row_limit(message, store.max_row_bytes)
-        cursor = store.execute(
-            "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
-            "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                message.id,
-                session_id,
-                parent,
-                message.role,
-                message.to_json(),
-                _iso(created),
-                message.from_user_id,
-                message.from_agent_id,
-                message.delivered_to_session_id,
-                json.dumps(message.token_usage) if message.token_usage is not None else None,
-            ),
-        )
-        store.execute(
-            "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-            (index_rowid(scope, cursor.lastrowid or 0), index_text(message)),
-        )
-
-
 def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -> None:
     s = c.session
 
@@ -706,7 +672,7 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
         "INSERT INTO status_changes (session_id, status, detail, changed_at) VALUES (?, ?, ?, ?)",
         (target, s["status"], "imported", _iso(now())),
     )
-    _insert_messages(store, target, c.messages)
+    insert_messages(store, target, c.messages)
     for comp in c.compactions:
         cid = comp["id"]
         if (
