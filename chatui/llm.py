@@ -3,8 +3,8 @@
 Design notes:
 - LiteLLM is imported lazily through `llm_env.load_litellm()` (offline, and
   never at module top), so importing this module is cheap.
-- Credentials are passed per call or read by LiteLLM from the environment;
-  no `litellm.*` credential global is ever set.
+- Credentials are read by LiteLLM from the environment; no `litellm.*`
+  credential global is ever set.
 - Everything raised is an `LLMError` (see `llm_errors`): readable, secrets
   removed. Rate limits are retried here, bounded and announced, and only
   while nothing has streamed, so a retry never duplicates text.

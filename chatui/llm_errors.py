@@ -76,7 +76,7 @@ class LLMError(Exception):
 
 _KEY_PATTERNS = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI, Anthropic (sk-ant-…), DeepSeek
-    re.compile(r"\b(?:gsk|xai|hf|pplx|csk|ghp|gho|github_pat)[_-][A-Za-z0-9_\-]{12,}"),
+    re.compile(r"\b(?:pk|rk|gsk|xai|hf|pplx|csk|ghp|gho|ghu|github_pat)[_-][A-Za-z0-9_\-]{12,}"),
     re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),  # Google
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key id
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-~+/=]{8,}"),
@@ -85,7 +85,9 @@ _KEY_PATTERNS = [
         r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"
     ),
 ]
-_SECRET_ENV = re.compile(r"(?:_API_KEY|_KEY|_TOKEN|_SECRET|_SECRET_ACCESS_KEY|_PASSWORD)$")
+_SECRET_ENV = re.compile(
+    r"(?:_API_KEY|_KEY|_TOKEN|_SECRET|_SECRET_ACCESS_KEY|_PASSWORD)$", re.IGNORECASE
+)
 
 
 def redact(text: str) -> str:
@@ -93,8 +95,14 @@ def redact(text: str) -> str:
     environment (`*_API_KEY`, `*_TOKEN`, `*_SECRET` …), replaced by `[redacted]`."""
     if not text:
         return text
-    for name, value in os.environ.items():
-        if _SECRET_ENV.search(name) and len(value) >= 6 and value in text:
+    # Longest first: a secret that begins another must not leave the other's tail.
+    secrets = sorted(
+        (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6),
+        key=len,
+        reverse=True,
+    )
+    for value in secrets:
+        if value in text:
             text = text.replace(value, "[redacted]")
     for pattern in _KEY_PATTERNS:
         if pattern.groups:

@@ -9,34 +9,12 @@ so a provider error quoting a request cannot leak a key into the file.
 from __future__ import annotations
 
 import logging
-import os
-import re
 from pathlib import Path
 
 from . import paths
+from .llm_errors import redact
 
 __all__ = ["redact", "setup_logging"]
-
-_KEY_SHAPES = re.compile(
-    r"\b(?:sk|pk|rk|gsk|xai|hf|ghp|gho|ghu|AIza)[-_A-Za-z0-9]{16,}\b|"
-    r"\bBearer\s+[-._~+/A-Za-z0-9]{12,}=*",
-)
-_SECRET_NAMES = re.compile(r"(_API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
-
-
-def _secret_values() -> list[str]:
-    return sorted(
-        (v for k, v in os.environ.items() if _SECRET_NAMES.search(k) and len(v) >= 8),
-        key=len,
-        reverse=True,
-    )
-
-
-def redact(text: str) -> str:
-    """`text` with environment secrets and key-shaped strings replaced by `[redacted]`."""
-    for value in _secret_values():
-        text = text.replace(value, "[redacted]")
-    return _KEY_SHAPES.sub("[redacted]", text)
 
 
 class _RedactingFilter(logging.Filter):
