@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sqlite3
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from store import (
 
 from . import paths
 from .porting import IMPORTERS, ImportFormatError, load_documents
+from .porting.exports import json_text, markdown_page, slug
 from .porting.markdown import render_markdown
 from .porting.text import json_safe, one_line
 from .porting.tree import outline, path_view
@@ -68,10 +68,6 @@ def _out(text: str = "") -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def _json(value: Any) -> str:
-    return json_safe(json.dumps(value, ensure_ascii=False, indent=2))
-
-
 def _day(info_time: Any) -> str:
     return info_time.strftime("%Y-%m-%d %H:%M") if info_time else "-"
 
@@ -83,6 +79,10 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
     if args.db and not create and not path.exists():
         raise CliError(f"{path}: no database there", DATABASE)
     existed = path.exists()
+    if create and not existed and getattr(args, "dry_run", False):
+        with Store(":memory:") as scratch:  # a dry run into no database writes no file
+            yield scratch
+        return
     if not existed:
         try:
             paths.ensure_private_dir(path.parent)
@@ -176,7 +176,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         )
     if args.json:
         _out(
-            _json(
+            json_text(
                 [
                     {
                         "session_id": h.session_id,
@@ -210,7 +210,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         counts = dict(store.query("SELECT session_id, count(*) FROM messages GROUP BY session_id"))
     if args.json:
         _out(
-            _json(
+            json_text(
                 [
                     {
                         "id": i.id,
@@ -252,7 +252,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         view = path_view(store, info, through)
     if args.json:
         _out(
-            _json(
+            json_text(
                 {
                     "session": _session_json(info),
                     "leaf": view.leaf,
@@ -302,10 +302,6 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     return data
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:50] or "chat"
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     if bool(args.id) == args.all:
         raise CliError("give one chat id, or --all", USAGE)
@@ -326,7 +322,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         elif args.format == "json":
             docs = [export_session(store, sid) for sid in ids]
             with _output(args.output) as fh:
-                fh.write(_json(docs if args.all else docs[0]) + "\n")
+                fh.write(json_text(docs if args.all else docs[0]) + "\n")
         else:
             with _output(args.output) as fh:
                 for sid in ids:  # one chat in memory at a time
@@ -350,7 +346,7 @@ def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> 
         info = manager.get(sid, include_deleted=True)
         assert info is not None
         through = _resolve_message(store, info, args.branch) if args.branch else None
-        return render_markdown(path_view(store, info, through), through=through)
+        return markdown_page(store, info, through)
 
     if not args.all or args.output is None:
         with _output(args.output) as fh:
@@ -368,7 +364,7 @@ def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> 
     for sid in ids:
         info = manager.get(sid, include_deleted=True)
         assert info is not None
-        name = f"{info.created_at:%Y-%m-%d}-{_slug(info.name)}-{sid[:8]}.md"
+        name = f"{info.created_at:%Y-%m-%d}-{slug(info.name)}-{sid[:8]}.md"
         with _output(folder / name) as fh:
             fh.write(page(sid))
 
@@ -395,7 +391,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     done = [o for o in outcomes if o.imported]
     if args.json:
         _out(
-            _json(
+            json_text(
                 {
                     "file": str(path),
                     "from": args.source,

@@ -7,8 +7,6 @@ active branch as Markdown or the whole tree as chatui JSON, written private
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import datetime
 from pathlib import Path
 
@@ -24,8 +22,7 @@ from store import (
 from . import paths
 from .porting import ImportFormatError, load_documents
 from .porting.common import guess_format
-from .porting.markdown import render_markdown
-from .porting.tree import path_view
+from .porting.exports import json_text, markdown_page, slug
 
 __all__ = ["ImportProblem", "default_export_path", "export_chat", "import_file"]
 
@@ -36,9 +33,8 @@ class ImportProblem(Exception):
 
 def default_export_path(name: str, fmt: str, when: datetime | None = None) -> Path:
     """~/chatui-exports/2026-11-22-trip-planning.md"""
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:50] or "chat"
     stamp = (when or datetime.now()).strftime("%Y-%m-%d")
-    return Path.home() / "chatui-exports" / f"{stamp}-{slug}.{fmt}"
+    return Path.home() / "chatui-exports" / f"{stamp}-{slug(name)}.{fmt}"
 
 
 def export_chat(
@@ -53,12 +49,9 @@ def export_chat(
     if info is None:
         raise ValueError(f"no chat {session_id!r}")
     if fmt == "md":
-        text = render_markdown(path_view(manager.store, info, active_leaf), through=active_leaf)
+        text = markdown_page(manager.store, info, active_leaf)
     else:
-        text = (
-            json.dumps(export_session(manager.store, session_id), ensure_ascii=False, indent=2)
-            + "\n"
-        )
+        text = json_text(export_session(manager.store, session_id)) + "\n"
     target = target.expanduser()
     paths.write_private(target, text)
     return target

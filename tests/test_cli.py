@@ -206,7 +206,10 @@ def test_dry_run_writes_nothing(capsys, tmp_path):
     source = write_jsonl(tmp_path / "s.jsonl", pi_session())
     code, out, _ = run(capsys, "import", source, "--from", "pi", "--dry-run")
     assert code == 0 and "would import" in out and "dry run" in out
-    assert count_sessions() == 0
+    assert not paths.default_db().exists()  # not even an empty database file
+    new = tmp_path / "new.db"
+    assert run(capsys, "import", source, "--from", "pi", "--dry-run", "--db", new)[0] == 0
+    assert not new.exists()
 
 
 @pytest.mark.parametrize(

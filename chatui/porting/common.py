@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from store import EXPORT_FORMAT, EXPORT_VERSION
+from store.messages import text_part
 
 __all__ = [
     "ImportFormatError",
@@ -56,10 +57,6 @@ class Node:
     """A chatui message dict without `id`/`parent_id`; None: skip the node, keep its children."""
     order: tuple[Any, ...] = ()
     """Sort key among siblings (the source's order)."""
-
-
-def text_part(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
 
 
 def session_id_for(source: str) -> str:
