@@ -13,6 +13,7 @@ and runs that agent's turn with its own model, memory and tools.
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -107,10 +108,6 @@ class AgentRuntime:
     def agent(self, agent_id: str | None) -> AgentInfo | None:
         return self.manager.get_agent(agent_id) if agent_id else None
 
-    def agent_of(self, session_id: str) -> AgentInfo | None:
-        info = self.manager.get(session_id, include_deleted=True)
-        return self.agent(info.agent_id) if info is not None else None
-
     def names(self) -> dict[str, str]:
         """Agent id → name, archived ones included (for labels)."""
         return {a.id: a.name for a in self.manager.list_agents(include_archived=True)}
@@ -187,12 +184,15 @@ class AgentRuntime:
             PeerError: the turn failed (the caller's tool result says why).
         """
         reply: str | None = None
-        async for event in self.engine_for(session_id).respond(session_id):
-            if isinstance(event, ReplyFinished) and event.status == "complete":
-                reply = event.message.text
-            elif isinstance(event, TurnFailed):
-                detail = f": {event.detail}" if event.detail else ""
-                raise PeerError(f"{event.title}{detail}")
+        # aclosing: raising out of the loop must end the turn now (its status back to
+        # idle), not whenever the abandoned generator is collected.
+        async with aclosing(self.engine_for(session_id).respond(session_id)) as events:
+            async for event in events:
+                if isinstance(event, ReplyFinished) and event.status == "complete":
+                    reply = event.message.text
+                elif isinstance(event, TurnFailed):
+                    detail = f": {event.detail}" if event.detail else ""
+                    raise PeerError(f"{event.title}{detail}")
         if reply is None:
             raise PeerError("the agent finished without a reply")
         return reply

@@ -91,7 +91,8 @@ class ChatApp(PaletteCommands, App[int]):
         self.llm_ready = False
         self._warm = warm_llm
         self._windows: dict[str, int | None] = {}
-        self._warned_models: set[str] = set()
+        self._key_checked: set[str] = set()
+        """Models whose API key was checked (the environment does not change while we run)."""
         for custom in load_themes():
             self.register_theme(custom)
         self._theme_choice = theme or self.ui_state.theme or config.theme or DEFAULT_DARK
@@ -162,9 +163,8 @@ class ChatApp(PaletteCommands, App[int]):
     async def conversation_stats(self, main: MainScreen) -> ConversationStats:
         model = main.model
         window = self.context_window(model)
-        if main.chat is None:
-            blocks = await self.template_blocks(main.draft_agent)
-            tokens = sum(b.tokens for b in blocks)
+        if main.chat is None:  # the sidebar has just drawn the new chat's blocks
+            tokens = sum(b.tokens for b in main.sidebar.blocks)
             return ConversationStats(
                 tokens=tokens, window=window, model=model, compact_at=self.config.compact_at
             )
@@ -191,11 +191,11 @@ class ChatApp(PaletteCommands, App[int]):
         if not self.llm_ready:
             return
         model = main.model
-        if model in self._warned_models:
+        if model in self._key_checked:
             return
+        self._key_checked.add(model)
         problem = llm.key_problem(model, self.config.options_for(model).api_base)
         if problem:
-            self._warned_models.add(model)
             self.call_after_refresh(self._key_notice, main, model, problem)
 
     async def _key_notice(self, main: MainScreen, model: str, problem: str) -> None:
@@ -359,7 +359,6 @@ class ChatApp(PaletteCommands, App[int]):
                 main.draft_model = model
             self.ui_state.remember_model(model)
             save_state(self.ui_state, self.state_path)
-            self._warned_models.discard(model)
             main.update_title()
             await main.refresh_sidebar(blocks=False)
             self.after_chat_drawn(main)

@@ -38,10 +38,6 @@ def _output(value: Any) -> str:
         return str(value)
 
 
-def _text(message: Message) -> str:
-    return "".join(str(p.get("text") or "") for p in message.parts if p.get("type") == "text")
-
-
 def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[str, Any]]:
     """The messages for one model call: the system prompt, then the history.
 
@@ -74,7 +70,7 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
         if message.is_compaction:
             out.append({"role": "assistant", "content": f"{SUMMARY_LABEL}\n\n{message.text}"})
             continue
-        text = _text(message)
+        text = message.text
         if message.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": text or None}
             calls = [

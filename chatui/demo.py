@@ -26,9 +26,10 @@ from typing import Any
 
 from store import estimate_string_tokens
 
+from .llm_env import DEMO_MODEL, DEMO_PROVIDER
+
 __all__ = ["DEMO_DELAY_ENV", "DemoReply", "make_provider", "plan_reply", "register", "stream_reply"]
 
-DEMO_PROVIDER = "chatui-demo"
 DEMO_DELAY_ENV = "CHATUI_DEMO_DELAY"
 """Seconds between streamed words (default 0.02; tests set 0)."""
 DEFAULT_DELAY = 0.02
@@ -354,7 +355,7 @@ def make_provider(litellm: Any, delay: float | None = None) -> Any:
             reply = plan_reply(messages, tools)
             response = kwargs.get("model_response") or litellm.ModelResponse()
             response.choices[0].message.content = reply.text
-            response.model = f"{DEMO_PROVIDER}/demo"
+            response.model = f"{DEMO_PROVIDER}/{DEMO_MODEL}"
             response.usage = litellm.Usage(**_usage(messages, reply))
             return response
 

@@ -7,6 +7,7 @@ keys use; long work (compaction, imports) runs in workers.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -206,8 +207,6 @@ class PaletteCommands:
 
     @work(exclusive=True, group="import", exit_on_error=False)
     async def run_import(self: ChatApp, path: Path) -> None:
-        import asyncio
-
         self.notify(f"Importing {path}…")
         try:
             outcomes = await asyncio.to_thread(import_file, self.store, path)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store import Message, Session, Tool
+from store.messages import tool_call_part, tool_result_part
 
 from .events import ReplyStatus
 
@@ -84,9 +85,7 @@ class ReplyWriter:
             arguments: Any = json.loads(arguments_json) if arguments_json.strip() else {}
         except ValueError:
             arguments = arguments_json  # kept as sent; the tool answers with an Error
-        self.calls.append(
-            {"type": "tool-call", "tool_call_id": call_id, "tool_name": name, "input": arguments}
-        )
+        self.calls.append(tool_call_part(call_id, name, arguments))
         self._dirty = True
 
     def _message(self, metadata: dict[str, Any]) -> Message:
@@ -171,17 +170,9 @@ async def run_tools(
                 log.warning("tool %s raised", name, exc_info=True)
                 output = f"Error: {name} failed: {exc}"
         is_error = output.startswith("Error:")
-        part = {
-            "type": "tool-result",
-            "tool_call_id": call.get("tool_call_id"),
-            "tool_name": name,
-            "output": output,
-        }
-        if is_error:
-            part["is_error"] = True
-        parts.append(part)
+        parts.append(tool_result_part(call.get("tool_call_id"), name, output, is_error))
         arguments = call.get("input")
-        if isinstance(arguments, str):
+        if isinstance(arguments, str):  # a caller may hand over the raw JSON text
             try:
                 arguments = json.loads(arguments)
             except ValueError:

@@ -62,6 +62,7 @@ class ChatListScreen(ModalScreen[str | None]):
         self.rows: list[SessionInfo | None] = []
         """One entry per table row: a chat, or None for a project heading."""
         self.filter_text = ""
+        self._message_counts: dict[str, int] | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chats"):
@@ -84,11 +85,14 @@ class ChatListScreen(ModalScreen[str | None]):
     # -- data -------------------------------------------------------------------
 
     def _counts(self) -> dict[str, int]:
-        return dict(
-            self.manager.store.query(
-                "SELECT session_id, count(*) FROM messages GROUP BY session_id"
+        """Messages per chat, read once per visit (reloads come with every filter key)."""
+        if self._message_counts is None:
+            self._message_counts = dict(
+                self.manager.store.query(
+                    "SELECT session_id, count(*) FROM messages GROUP BY session_id"
+                )
             )
-        )
+        return self._message_counts
 
     def _groups(self, rows: list[SessionInfo]) -> list[tuple[str | None, list[SessionInfo]]]:
         """(project name, its chats) by project name, chats outside any project last;

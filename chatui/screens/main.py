@@ -319,6 +319,7 @@ class MainScreen(Screen[None]):
         if self.chat is not None and not finished:
             await self.redraw()
         else:
+            self.redraw_tree()  # once per turn: the final labels and marks
             await self.refresh_sidebar()
         if failure is not None:  # after the redraw, which would wipe it
             await self.chat_view.notice(failure[0], "error", title=failure[1])
@@ -339,6 +340,7 @@ class MainScreen(Screen[None]):
                 chat.set_active(message.id)
                 if follows:
                     view = await self.chat_view.start_reply(message)
+                    self.redraw_tree()  # the user's message or tool results, and this reply
                 else:
                     await self.redraw()
                     view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
@@ -346,7 +348,6 @@ class MainScreen(Screen[None]):
                     )
                     view.focus(scroll_visible=False)
                 self._streams[message.id] = view
-                self.redraw_tree()
             case ReplyDelta(message_id=mid, text=text, kind="text"):
                 view = self._streams.get(mid)
                 if view is not None:
@@ -354,7 +355,6 @@ class MainScreen(Screen[None]):
             case ReplyFinished(message=message):
                 self._streams.pop(message.id, None)
                 await self.chat_view.finish_reply(message)
-                self.redraw_tree()
             case MemoryChanged(labels=labels):
                 await self.refresh_sidebar()
                 for label in labels:
@@ -389,10 +389,9 @@ class MainScreen(Screen[None]):
             self.chat_input.clear()
             self.update_title()
         if follows:
-            await self.chat_view.add_message(message)
+            await self.chat_view.add_message(message)  # the tree follows with the reply
         else:
             await self.redraw()
-        self.redraw_tree()
 
     # -- cancelling ----------------------------------------------------------------
 
