@@ -2,6 +2,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+APP_STAMP := $(VENV)/.installed-app
 STAMP := $(VENV)/.installed
 
 .PHONY: run test check bench soak fmt clean
@@ -12,14 +13,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# `run` installs what the app needs; `test` adds the test tools on top.
 # compat editable mode puts the checkout on sys.path (no import hook: faster start-up);
 # compileall writes the bytecode even where PYTHONDONTWRITEBYTECODE is set.
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+$(APP_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e . --config-settings editable_mode=compat
 	$(BIN)/python -m compileall -q chatui store widgets themes >/dev/null
+	@touch $(APP_STAMP)
+
+$(STAMP): $(APP_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	@touch $(STAMP)
 
-run: $(STAMP)
+run: $(APP_STAMP)
 	$(BIN)/chatui $(ARGS)
 
 test: $(STAMP)

@@ -101,9 +101,9 @@ def long_chat(store: Store, n: int) -> str:
 
 
 async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[float]]:
-    from chatui.app import ChatApp
     from chatui.config import Config
     from chatui.state import UiState
+    from chatui.tui.app import ChatApp
 
     store = Store(db)
     results: dict[str, list[float]] = {"open 2,000-message chat": [], "switch branch": []}
@@ -135,9 +135,9 @@ async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0) -
     while typing into the input; time the keystrokes and check the stored text."""
     from textual import events
 
-    from chatui.app import ChatApp
     from chatui.config import Config
     from chatui.state import UiState
+    from chatui.tui.app import ChatApp
     from tests.llm_server import LLMServer
     from tests.llm_server import text as scripted_text
     from widgets import ChatInput

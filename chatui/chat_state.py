@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from store import Message, Session, SessionInfo, SessionManager, UnknownMessageError
-from store.overlays import apply_compactions
+from store import (
+    Message,
+    Session,
+    SessionInfo,
+    SessionManager,
+    UnknownMessageError,
+    apply_compactions,
+)
 
 __all__ = ["ChatSnapshot", "ChatState"]
 

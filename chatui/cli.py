@@ -97,41 +97,24 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
 
 def _resolve(store: Store, text: str) -> SessionInfo:
     """A chat by id or unique id prefix (deleted chats included)."""
-    manager = SessionManager(store)
-    info = manager.get(text, include_deleted=True)
-    if info is not None:
-        return info
-    rows = (
-        store.query(
-            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
-            (len(text), text),
-        )
-        if text
-        else []
-    )
-    if not rows:
+    found = SessionManager(store).find(text)
+    if not found:
         raise CliError(f"no chat {one_line(text)!r} (see `chatui list`)", NOT_FOUND)
-    if len(rows) > 1:
-        shown = ", ".join(r[0][:12] for r in rows[:5])
+    if len(found) > 1:
+        shown = ", ".join(info.id[:12] for info in found[:5])
         raise CliError(
             f"{one_line(text)!r} matches several chats ({shown}…); give more of the id", USAGE
         )
-    found = manager.get(rows[0][0], include_deleted=True)
-    assert found is not None
-    return found
+    return found[0]
 
 
 def _resolve_message(store: Store, info: SessionInfo, text: str) -> str:
-    rows = store.query(
-        "SELECT id FROM messages WHERE session_id = ? AND (id = ? OR "
-        "substr(id, 1, ?) = ?) ORDER BY id = ? DESC, seq LIMIT 6",
-        (info.id, text, len(text), text, text),
-    )
-    if not rows or not text:
+    ids = SessionManager(store).find_messages(info.id, text)
+    if not ids:
         raise CliError(f"no message {one_line(text)!r} in chat {info.id[:12]}", NOT_FOUND)
-    if rows[0][0] != text and len(rows) > 1:
+    if ids[0] != text and len(ids) > 1:
         raise CliError(f"{one_line(text)!r} matches several messages; give more of the id", USAGE)
-    return str(rows[0][0])
+    return ids[0]
 
 
 @contextmanager
@@ -167,13 +150,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     with _open(args) as store:
         session_id = _resolve(store, args.session).id if args.session else None
-        hits = SessionManager(store).search(query, args.limit, session_id=session_id)
-        ids = sorted({h.session_id for h in hits})
-        names = dict(
-            store.query(
-                f"SELECT id, name FROM sessions WHERE id IN ({','.join('?' * len(ids))})", ids
-            )
-        )
+        manager = SessionManager(store)
+        hits = manager.search(query, args.limit, session_id=session_id)
+        names = manager.names(h.session_id for h in hits)
     if args.json:
         _out(
             json_text(
@@ -206,8 +185,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        infos = SessionManager(store).list(deleted_only=args.deleted, limit=args.limit)
-        counts = dict(store.query("SELECT session_id, count(*) FROM messages GROUP BY session_id"))
+        manager = SessionManager(store)
+        infos = manager.list(deleted_only=args.deleted, limit=args.limit)
+        counts = manager.message_counts(info.id for info in infos)
     if args.json:
         _out(
             json_text(
@@ -310,10 +290,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _open(args) as store:
         if args.all:
             ids = [
-                r[0]
-                for r in store.query(
-                    "SELECT id FROM sessions WHERE deleted_at IS NULL ORDER BY created_at, rowid"
-                )
+                info.id
+                for info in SessionManager(store).list(oldest_first=True, include_archived=True)
             ]
         else:
             ids = [_resolve(store, args.id).id]
@@ -433,9 +411,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _launch(args: argparse.Namespace) -> int:
     try:
-        from chatui.app import run  # lazy: textual loads only for the app
+        from chatui.tui.app import run  # lazy: textual loads only for the app
     except ModuleNotFoundError as exc:
-        if exc.name != "chatui.app":
+        if exc.name != "chatui.tui.app":
             raise
         raise CliError(
             "the terminal app is not in this build; see `chatui --help` for the commands", NOT_FOUND

@@ -30,6 +30,7 @@ from peewee import DatabaseError as PeeweeDatabaseError
 
 from store import (
     LATEST,
+    Latest,
     Message,
     Session,
     SessionManager,
@@ -39,7 +40,6 @@ from store import (
     create_compact_function,
     estimate_message_tokens,
 )
-from store.messages import Latest
 
 from . import llm
 from .config import Config, ModelOptions

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 
 from . import paths
-from .llm_errors import redact
+from .llm.errors import redact
 
 __all__ = ["redact", "setup_logging"]
 

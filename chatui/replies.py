@@ -16,8 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from store import Message, Session, Tool
-from store.messages import tool_call_part, tool_result_part
+from store import Message, Session, Tool, tool_call_part, tool_result_part
 
 from .events import ReplyStatus
 

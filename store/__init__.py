@@ -31,8 +31,19 @@ from .errors import (
     UnknownSkillError,
 )
 from .manager import SessionInfo, SessionManager, SessionStatus, StatusChange
-from .messages import LATEST, Message, Role, SearchResult, StoredCompaction
+from .messages import (
+    LATEST,
+    Latest,
+    Message,
+    Role,
+    SearchResult,
+    StoredCompaction,
+    text_part,
+    tool_call_part,
+    tool_result_part,
+)
 from .micro import truncate_older_messages
+from .overlays import apply_compactions
 from .peers import PeerHop, PeerRouter, message_agent_tool
 from .projects import ProjectInfo
 from .prompts import PromptCache, StorePromptCache
@@ -63,6 +74,11 @@ from .transfer import (
 __all__ = [
     "BANNER",
     "LATEST",
+    "Latest",
+    "apply_compactions",
+    "text_part",
+    "tool_call_part",
+    "tool_result_part",
     "ContextBlock",
     "ContextConfig",
     "ContextError",

@@ -239,8 +239,9 @@ class SessionManager:
         include_archived: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        oldest_first: bool = False,
     ) -> builtins.list[SessionInfo]:
-        """Sessions, most recently updated first.
+        """Sessions, most recently updated first (`oldest_first`: in creation order).
 
         Args:
             project_id / agent_id: only that project's / agent's sessions.
@@ -268,7 +269,11 @@ class SessionManager:
         sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, rowid DESC"
+        sql += (
+            " ORDER BY created_at, rowid"
+            if oldest_first
+            else " ORDER BY updated_at DESC, rowid DESC"
+        )
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [int(limit), int(offset)]
@@ -460,6 +465,75 @@ class SessionManager:
         return self.store.query(
             "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
         )[0][0]
+
+    def message_counts(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Messages stored per session (every branch), for many sessions in one query.
+
+        Sessions with no messages are absent from the answer; `None` means every session.
+        """
+        if session_ids is None:
+            rows = self.store.query("SELECT session_id, count(*) FROM messages GROUP BY session_id")
+        else:
+            ids = builtins.list(dict.fromkeys(session_ids))
+            if not ids:
+                return {}
+            marks = ",".join("?" * len(ids))
+            rows = self.store.query(
+                f"SELECT session_id, count(*) FROM messages WHERE session_id IN ({marks}) "
+                "GROUP BY session_id",
+                ids,
+            )
+        return {str(sid): int(n) for sid, n in rows}
+
+    def models_used(self, limit: int = 50) -> builtins.list[str]:
+        """Distinct models sessions were set to, most recently updated first."""
+        rows = self.store.query(
+            "SELECT model FROM sessions WHERE model IS NOT NULL "
+            "GROUP BY model ORDER BY max(updated_at) DESC LIMIT ?",
+            (int(limit),),
+        )
+        return [str(r[0]) for r in rows]
+
+    def names(self, session_ids: Iterable[str]) -> dict[str, str]:
+        """Name of each session found (deleted ones included), by id."""
+        ids = builtins.list(dict.fromkeys(session_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.store.query(f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)
+        return {str(i): str(n) for i, n in rows}
+
+    def find(self, id_or_prefix: str, *, limit: int = 6) -> builtins.list[SessionInfo]:
+        """Sessions (deleted ones included) whose id is, or starts with, `id_or_prefix`.
+
+        An exact id comes back alone; otherwise up to `limit` matches in id order, so
+        a caller can tell "none", "one" and "ambiguous" apart.
+        """
+        if not id_or_prefix:
+            return []
+        exact = self.get(id_or_prefix, include_deleted=True)
+        if exact is not None:
+            return [exact]
+        rows = self.store.query(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? "
+            "ORDER BY id LIMIT ?",
+            (len(id_or_prefix), id_or_prefix, int(limit)),
+        )
+        return [session_info(r) for r in rows]
+
+    def find_messages(
+        self, session_id: str, id_or_prefix: str, *, limit: int = 6
+    ) -> builtins.list[str]:
+        """Ids of the session's messages that are, or start with, `id_or_prefix`;
+        an exact match comes first, then the rest in append order."""
+        if not id_or_prefix:
+            return []
+        rows = self.store.query(
+            "SELECT id FROM messages WHERE session_id = ? AND substr(id, 1, ?) = ? "
+            "ORDER BY id = ? DESC, seq LIMIT ?",
+            (session_id, len(id_or_prefix), id_or_prefix, id_or_prefix, int(limit)),
+        )
+        return [str(r[0]) for r in rows]
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
         """`Session.get_history` of that session."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from chatui.app import ChatApp
 from chatui.config import Config
 from chatui.state import UiState
+from chatui.tui.app import ChatApp
 from store import SessionManager, Store
 
 T0 = datetime(2024, 10, 3, 9, 0, tzinfo=UTC)

@@ -36,7 +36,7 @@ CHILD = textwrap.dedent("""
     from pathlib import Path
 
     from chatui import cli
-    from chatui.app import ChatApp
+    from chatui.tui.app import ChatApp
 
     steps = json.loads(sys.argv[1])
     home = Path(os.environ["CHATUI_HOME"])

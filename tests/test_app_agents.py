@@ -8,8 +8,8 @@ import json
 import pytest
 
 from chatui.config import AgentConfig, Config
-from chatui.screens.agent_picker import AgentPicker
-from chatui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.agent_picker import AgentPicker
+from chatui.tui.screens.chat_list import ChatListScreen
 from widgets import MessageTree, MessageView
 
 from .app_helpers import make_app

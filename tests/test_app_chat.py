@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from chatui.config import Config
-from chatui.screens.dialogs import TextPrompt
+from chatui.tui.screens.dialogs import TextPrompt
 from store import StoreContextProvider
 from tests import llm_server as script
 from widgets import ChatInput, ChatNotice, ChatView, ContextSidebar, MessageView
@@ -247,7 +247,7 @@ async def test_ctrl_q_quits(store, config):
 def test_first_frame_does_not_import_litellm(tmp_path):
     code = textwrap.dedent(f"""
         import asyncio, sys
-        from chatui.app import ChatApp
+        from chatui.tui.app import ChatApp
         from chatui.config import Config
         from chatui.state import UiState
         from store import Store

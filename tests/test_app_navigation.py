@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.screens.chat_list import ChatListScreen
-from chatui.screens.help import HelpScreen
-from chatui.screens.main import MainScreen
-from chatui.screens.model_picker import ModelPicker
-from chatui.screens.search import SearchScreen
 from chatui.state import load_state
+from chatui.tui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.help import HelpScreen
+from chatui.tui.screens.main import MainScreen
+from chatui.tui.screens.model_picker import ModelPicker
+from chatui.tui.screens.search import SearchScreen
 from widgets import ChatInput, ChatView, ContextSidebar, MessageTree, MessageView
 
 from .app_helpers import make_app, populate

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from chatui.config import Config
-from chatui.screens.dialogs import TextPrompt
+from chatui.tui.screens.dialogs import TextPrompt
 from widgets import ChatInput
 
 from .app_helpers import make_app, populate

@@ -304,9 +304,9 @@ def test_help_everywhere(capsys):
 
 def test_no_command_launches_the_app(capsys, monkeypatch, tmp_path):
     calls = []
-    app = types.ModuleType("chatui.app")
+    app = types.ModuleType("chatui.tui.app")
     app.run = lambda **kwargs: calls.append(kwargs) or 0
-    monkeypatch.setitem(sys.modules, "chatui.app", app)
+    monkeypatch.setitem(sys.modules, "chatui.tui.app", app)
     assert run(capsys, "--db", tmp_path / "x.db", "--model", "demo", "--theme", "light")[0] == 0
     assert calls == [{"db_path": tmp_path / "x.db", "model": "demo", "theme": "light"}]
     calls.clear()

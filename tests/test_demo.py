@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatui import demo
 from chatui.config import Config
 from chatui.engine import ChatEngine
 from chatui.events import MemoryChanged, ReplyDelta, ReplyFinished, TurnFailed, UsageRecorded
+from chatui.llm import demo
 from chatui.wiring import build_manager
 from store.compaction import build_summary_prompt
 from store.messages import Message

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from textual.binding import Binding
 
-from chatui.app import ChatApp
-from chatui.keys import KEYS
-from chatui.screens.main import MainScreen
+from chatui.tui.app import ChatApp
+from chatui.tui.keys import KEYS
+from chatui.tui.screens.main import MainScreen
 from widgets import ChatInput, MessageTree, MessageView
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")

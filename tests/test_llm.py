@@ -326,7 +326,7 @@ def _run(code: str) -> str:
 def test_importing_llm_engine_and_demo_does_not_import_litellm():
     out = _run("""
         import sys
-        import chatui.llm, chatui.llm_env, chatui.llm_errors, chatui.engine, chatui.demo
+        import chatui.llm, chatui.llm.env, chatui.llm.errors, chatui.engine, chatui.llm.demo
         import chatui.convert, chatui.summaries, chatui.replies
         print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))
     """)

@@ -170,3 +170,25 @@ def test_projects(manager):
         manager.create("x", project_id="nope")
     with pytest.raises(ValueError):
         manager.create_project("  ")
+
+
+async def test_query_helpers_counts_models_names_and_prefixes(manager):
+    a = manager.create("Alpha", model="gpt-x")
+    b = manager.create("Beta", model="claude-y")
+    empty = manager.create("Empty")
+    await manager.append_all(a.id, [msg("a1", "one"), msg("a2", "two", "assistant")])
+    await manager.append(b.id, msg("b1", "three"))
+    assert manager.message_counts() == {a.id: 2, b.id: 1}
+    assert manager.message_counts([b.id, empty.id]) == {b.id: 1}
+    assert manager.message_counts([]) == {}
+    assert manager.models_used() == ["claude-y", "gpt-x"]  # most recently updated first
+    manager.delete(b.id)
+    assert manager.names([a.id, b.id, "missing"]) == {a.id: "Alpha", b.id: "Beta"}
+    # an exact id wins; a prefix finds deleted chats too; "" finds nothing
+    assert [s.id for s in manager.find(a.id)] == [a.id]
+    assert [s.id for s in manager.find(b.id[:10])] == [b.id]
+    assert manager.find("") == [] and manager.find("no-such-id") == []
+    assert manager.find_messages(a.id, "a") == ["a1", "a2"]
+    assert manager.find_messages(a.id, "a2") == ["a2"]
+    assert manager.find_messages(a.id, "b1") == []  # another chat's message
+    assert [s.id for s in manager.list(oldest_first=True)] == [a.id, empty.id]

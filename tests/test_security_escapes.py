@@ -20,7 +20,7 @@ from textual.widgets import Collapsible
 
 from chatui import cli
 from chatui.config import Config
-from chatui.screens.dialogs import TextPrompt
+from chatui.tui.screens.dialogs import TextPrompt
 from store import SessionManager
 from tests import llm_server as script
 from widgets import MessageView

@@ -1,4 +1,4 @@
-"""chatui's bundled theme files (`*.toml`); `chatui.theming` loads and validates them."""
+"""chatui's bundled theme files (`*.toml`); `chatui.tui.theming` loads and validates them."""
 
 from pathlib import Path
 

@@ -22,8 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from store import EXPORT_FORMAT, EXPORT_VERSION
-from store.messages import text_part
+from store import EXPORT_FORMAT, EXPORT_VERSION, text_part
 
 __all__ = [
     "ImportFormatError",

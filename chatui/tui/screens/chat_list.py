@@ -87,11 +87,7 @@ class ChatListScreen(ModalScreen[str | None]):
     def _counts(self) -> dict[str, int]:
         """Messages per chat, read once per visit (reloads come with every filter key)."""
         if self._message_counts is None:
-            self._message_counts = dict(
-                self.manager.store.query(
-                    "SELECT session_id, count(*) FROM messages GROUP BY session_id"
-                )
-            )
+            self._message_counts = self.manager.message_counts()
         return self._message_counts
 
     def _groups(self, rows: list[SessionInfo]) -> list[tuple[str | None, list[SessionInfo]]]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from store import estimate_string_tokens
 
-from .llm_env import DEMO_MODEL, DEMO_PROVIDER
+from .env import DEMO_MODEL, DEMO_PROVIDER
 
 __all__ = ["DEMO_DELAY_ENV", "DemoReply", "make_provider", "plan_reply", "register", "stream_reply"]
 

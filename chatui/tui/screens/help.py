@@ -1,4 +1,4 @@
-"""The help screen (F1): every key, from `chatui.keys.KEYS`."""
+"""The help screen (F1): every key, from `chatui.tui.keys.KEYS`."""
 
 from __future__ import annotations
 

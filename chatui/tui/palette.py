@@ -16,7 +16,7 @@ from textual import work
 from textual.app import SystemCommand
 from textual.screen import Screen
 
-from .transfers import ImportProblem, default_export_path, export_chat, import_file
+from ..transfers import ImportProblem, default_export_path, export_chat, import_file
 
 if TYPE_CHECKING:
     from .app import ChatApp

@@ -35,9 +35,9 @@ from widgets import (
     one_line,
 )
 
-from ..agents import PeerMarks
-from ..chat_state import ChatSnapshot, ChatState
-from ..events import (
+from ...agents import PeerMarks
+from ...chat_state import ChatSnapshot, ChatState
+from ...events import (
     Compacted,
     MemoryChanged,
     MessageStored,

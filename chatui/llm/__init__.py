@@ -1,11 +1,11 @@
 """The LiteLLM boundary: streaming completions and the facts of a model.
 
 Design notes:
-- LiteLLM is imported lazily through `llm_env.load_litellm()` (offline, and
+- LiteLLM is imported lazily through `env.load_litellm()` (offline, and
   never at module top), so importing this module is cheap.
 - Credentials are read by LiteLLM from the environment; no `litellm.*`
   credential global is ever set.
-- Everything raised is an `LLMError` (see `llm_errors`): readable, secrets
+- Everything raised is an `LLMError` (see `errors`): readable, secrets
   removed. Rate limits are retried here, bounded and announced, and only
   while nothing has streamed, so a retry never duplicates text.
 """
@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .llm_env import (
+from .env import (
     DEFAULT_TIMEOUT,
     DEMO_CONTEXT_WINDOW,
     DEMO_MODEL,
@@ -33,10 +33,10 @@ from .llm_env import (
     provider_of,
     warm_up,
 )
-from .llm_errors import ErrorKind, LLMError, map_error, redact
+from .errors import ErrorKind, LLMError, map_error, redact
 
 if TYPE_CHECKING:
-    from .config import ModelOptions
+    from ..config import ModelOptions
 
 __all__ = [
     "DEFAULT_TIMEOUT",

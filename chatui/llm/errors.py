@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal, TypeAlias
 
-from .llm_env import key_env_name, provider_of
+from .env import key_env_name, provider_of
 
 __all__ = ["ErrorKind", "LLMError", "map_error", "redact", "retry_after_of"]
 

@@ -34,18 +34,18 @@ from store import (
 )
 from widgets import ConversationStats, clean
 
-from . import llm, paths
-from .agents import AgentRuntime, agent_blocks, agent_namespace
-from .config import Config, ConfigError, load_config
-from .logs import setup_logging
+from .. import llm, paths
+from ..agents import AgentRuntime, agent_blocks, agent_namespace
+from ..config import Config, ConfigError, load_config
+from ..logs import setup_logging
+from ..state import UiState, load_state, save_state
+from ..wiring import block_provider
 from .palette import PaletteCommands
 from .screens.main import MainScreen
-from .state import UiState, load_state, save_state
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
-from .wiring import block_provider
 
 if TYPE_CHECKING:
-    from .engine import ChatEngine
+    from ..engine import ChatEngine
     from .screens.search import SearchHit
 
 __all__ = ["ChatApp", "run"]
@@ -339,9 +339,7 @@ class ChatApp(PaletteCommands, App[int]):
         for model in self.config.models:
             seen.setdefault(model, "configured")
         seen.setdefault("demo", "offline demo, no key needed")
-        for (model,) in self.store.query(
-            "SELECT DISTINCT model FROM sessions WHERE model IS NOT NULL LIMIT 50"
-        ):
+        for model in SessionManager(self.store).models_used():
             seen.setdefault(model, "used before")
         return list(seen.items())
 
