@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from . import paths
 __all__ = ["UiState", "load_state", "save_state"]
 
 log = logging.getLogger(__name__)
+
+MAX_FOLDED_CHATS = 200
+MAX_FOLDS_PER_CHAT = 500
 
 
 @dataclass
@@ -31,10 +35,25 @@ class UiState:
     recent_models: list[str] = field(default_factory=list)
     show_tree: bool = True
     show_sidebar: bool = True
+    tree_width: int = 36
+    """Columns of the tree pane (changed with < and > in the tree)."""
+    sidebar_width: int = 34
+    """Columns of the context sidebar (changed with < and > in the sidebar)."""
+    tree_unfolded: dict[str, list[str]] = field(default_factory=dict)
+    """Chat id → keys of the folded runs the user opened in its tree (newest chats last)."""
 
     def remember_model(self, model: str) -> None:
         self.model = model
         self.recent_models = [model] + [m for m in self.recent_models if m != model][:9]
+
+    def remember_unfolded(self, session_id: str, keys: Iterable[str]) -> None:
+        """Keep a chat's open folds; the file keeps the newest `MAX_FOLDED_CHATS` chats."""
+        self.tree_unfolded.pop(session_id, None)
+        keys = sorted(keys)[:MAX_FOLDS_PER_CHAT]
+        if keys:
+            self.tree_unfolded[session_id] = keys
+        while len(self.tree_unfolded) > MAX_FOLDED_CHATS:
+            self.tree_unfolded.pop(next(iter(self.tree_unfolded)))
 
 
 def load_state(path: Path | None = None) -> UiState:
@@ -58,7 +77,16 @@ def load_state(path: Path | None = None) -> UiState:
             setattr(state, f.name, value)
         elif f.name == "recent_models" and isinstance(value, list):
             state.recent_models = [v for v in value if isinstance(v, str)][:10]
-        elif not isinstance(default, bool | list) and isinstance(value, str):
+        elif f.name == "tree_unfolded" and isinstance(value, dict):
+            state.tree_unfolded = {
+                k: [key for key in v if isinstance(key, str)][:MAX_FOLDS_PER_CHAT]
+                for k, v in list(value.items())[-MAX_FOLDED_CHATS:]
+                if isinstance(k, str) and isinstance(v, list)
+            }
+        elif isinstance(default, int) and not isinstance(default, bool):
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(state, f.name, value)
+        elif not isinstance(default, bool | list | dict | int) and isinstance(value, str):
             setattr(state, f.name, value)
     return state
 

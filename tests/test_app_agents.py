@@ -91,7 +91,7 @@ async def test_agent_a_asks_agent_b_and_uses_the_answer(store, config, llm_serve
         asked = hops[0].from_message_id
         assert main.marks.labels[asked] == "asked researcher"
         tree = main.query_one(MessageTree)
-        assert tree.node_for(asked).data.hop == "asked researcher"
+        assert tree.entry_for(asked).hop == "asked researcher"
         view = main.chat_view.view_for(asked)
         view.focus()
         await pilot.press("g")

@@ -78,10 +78,10 @@ async def test_selecting_a_tree_node_makes_its_branch_active(store, chats):
         await pilot.pause()
         assert path_ids(app) == ["q1", "a2", "q2", "a3"]
         assert tree.active_leaf == "a3"
-        # left in the tree on q2 goes back to its sibling q2b's branch
+        # ] in the tree on q2 moves to its sibling q2b; enter shows that branch
         tree.select_message("q2")
         await pilot.pause()
-        await pilot.press("right")
+        await pilot.press("right_square_bracket", "enter")
         await pilot.pause()
         assert path_ids(app) == ["q1", "a2", "q2b", "a4"]
 
@@ -181,11 +181,16 @@ async def test_new_chat_help_panes_and_model(store, chats):
         await pilot.press("ctrl+b")
         await pilot.pause()
         assert not main.query_one(ContextSidebar).display
+        await pilot.press("ctrl+t")  # focuses the tree; again: back to the input
+        await pilot.pause()
+        assert main.focused is main.query_one(MessageTree)
         await pilot.press("ctrl+t")
+        assert isinstance(main.focused, ChatInput)
+        await app.run_action("toggle_tree")  # the palette's "Toggle tree" hides it
         await pilot.pause()
         assert not main.query_one(MessageTree).display
         assert load_state().show_sidebar is False and load_state().show_tree is False
-        await pilot.press("ctrl+b", "ctrl+t")
+        await pilot.press("ctrl+b", "ctrl+t")  # ctrl+t on a hidden tree shows it
         await pilot.pause()
         assert main.query_one(ContextSidebar).display and main.query_one(MessageTree).display
         await pilot.press("ctrl+s")

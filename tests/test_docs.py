@@ -10,7 +10,7 @@ from textual.binding import Binding
 from chatui.tui.app import ChatApp
 from chatui.tui.keys import KEYS
 from chatui.tui.screens.main import MainScreen
-from widgets import ChatInput, MessageTree, MessageView
+from widgets import ChatInput, ContextSidebar, MessageTree, MessageView
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 PROSE = re.sub(r"```.*?```", "", README, flags=re.DOTALL)  # code blocks break `pairs`
@@ -18,14 +18,21 @@ DOCUMENTED = set(re.findall(r"`([^`\n]+)`", PROSE))
 
 
 VIM_ALIASES = {"j", "k"}  # quiet aliases of down/up on a focused message
+KEY_NAMES = {
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "less_than_sign": "<",
+    "greater_than_sign": ">",
+}
+"""Textual's names for keys the docs write as the character."""
 
 
 def bindings() -> list[str]:
     keys = []
-    for owner in (ChatApp, MainScreen, MessageView, MessageTree, ChatInput):
+    for owner in (ChatApp, MainScreen, MessageView, MessageTree, ChatInput, ContextSidebar):
         for binding in owner.BINDINGS:
             if isinstance(binding, Binding):
-                keys.extend(k.strip() for k in binding.key.split(","))
+                keys.extend(KEY_NAMES.get(k.strip(), k.strip()) for k in binding.key.split(","))
     return keys
 
 

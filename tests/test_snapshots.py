@@ -29,27 +29,50 @@ async def _settle(pilot) -> None:
 
 
 def test_main_screen(app, snap_compare):
-    """You should see the "Lisbon trip" chat: the tree on the left with the active path
-    (you/ai rows, ‹2/2› marks and ▶ on messages with hidden branches), the chat in the
-    middle ending with "The Gulbenkian is a must.", the input box, and the sidebar on the
-    right with gauges for soul, memory (908/1,100, in the warning colour) and scratchpad,
-    then the context gauge and spend lines; the footer lists the keys."""
+    """You should see the "Lisbon trip" chat: the tree on the left drawn like `git log
+    --graph` — the active path down the left edge (filled ● ◆ glyphs), the old reply
+    "Day one: Alfama…" and the other question "What about food?" forking off with ├─
+    (hollow glyphs, ‹1/2› marks), every branch visible; the chat in the middle ending with
+    "The Gulbenkian is a must.", the input box, and the sidebar on the right with gauges
+    for soul, memory (908/1,100, in the warning colour) and scratchpad, then the context
+    gauge and spend lines; the footer lists the keys."""
     assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
 
 
-def test_tree_with_branches_expanded(app, snap_compare):
-    """You should see the tree with every hidden branch expanded: under "Plan three days"
-    the old reply "Day one: Alfama…" marked ⎇, and under "Start in Belém" the other
-    question "What about food?" (⎇) with its answer inside."""
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+def test_main_screen_at_size(app, snap_compare, size):
+    """You should see the branched "Lisbon trip" chat with the chat pane at least 60
+    columns wide and the input box visible. At 80×24 the tree is a 20-column strip (rows
+    cut with …) and the sidebar is not shown (ctrl+b opens it as a drawer); at 120×40 the
+    tree and the sidebar both sit beside the chat, a little narrower than at 200×60, where
+    they have their full widths (36 and 34)."""
+    assert snap_compare(app, terminal_size=size, run_before=_settle)
 
-    async def expand(pilot) -> None:
+
+def test_tree_focused_on_a_sibling(app, snap_compare):
+    """You should see the tree focused (ctrl+t) with the cursor bar on the old reply
+    "Day one: Alfama…" (‹1/2›), reached with k from the path; the footer shows the tree's
+    keys ([ ] siblings, enter shows the branch, space folds, r e f, z full screen)."""
+
+    async def focus(pilot) -> None:
         await _settle(pilot)
-        tree = pilot.app.main.tree
-        tree.focus()
-        tree.root.expand_all()
-        await pilot.pause()
+        await pilot.press("ctrl+t", "home", "j")
+        await pilot.pause(0.3)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=expand)
+    assert snap_compare(app, terminal_size=SIZE, run_before=focus)
+
+
+def test_sidebar_drawer_at_80_columns(app, snap_compare):
+    """You should see, at 80×24, the context sidebar opened with ctrl+b as a drawer over
+    the right of the chat (an accent border on its left edge), the tree strip still on the
+    left; escape would close it."""
+
+    async def drawer(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("ctrl+b")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=drawer)
 
 
 def test_sidebar_gauges(app, snap_compare):

@@ -36,12 +36,16 @@ class Harness(App[None]):
         super().__init__()
         self.widget = widget
         self.posted: list[object] = []
+        self.folds: list[frozenset[str]] = []
 
     def compose(self) -> ComposeResult:
         yield self.widget
 
     def on_message_tree_branch_selected(self, event) -> None:
         self.posted.append(("branch", event.message_id))
+
+    def on_message_tree_folds_changed(self, event) -> None:
+        self.folds.append(event.unfolded)
 
     def on_message_tree_action_requested(self, event) -> None:
         self.posted.append((event.action, event.message_id))
@@ -116,23 +120,29 @@ def branching_chat() -> list[Message]:
     ]
 
 
-async def test_tree_shows_active_path_flat_and_alternatives_nested():
+def rows_of(tree: MessageTree) -> list[str]:
+    return [tree.row_text(i, 60) for i in range(len(tree.rows))]
+
+
+async def test_tree_draws_forks_in_lanes_with_every_sibling_shown():
     tree = MessageTree()
     app = Harness(tree)
     async with app.run_test() as pilot:
         tree.show(branching_chat(), "a3")
         await pilot.pause()
-        top = [n.data.message_id for n in tree.root.children]
-        assert top == ["q1", "a2", "q2", "a3"]  # the active path, flat
-        q1 = tree.node_for("q1")
-        assert [c.data.message_id for c in q1.children] == ["a1"]  # the old reply
-        assert q1.children[0].data.alternate and not q1.children[0].data.on_path
-        a2 = tree.node_for("a2")
-        assert [c.data.message_id for c in a2.children] == ["q2b"]  # the edited question
-        assert tree.node_for("a2").data.position == (2, 2)
-        assert tree.node_for("q2").data.position == (1, 2)
-        assert not q1.is_expanded  # hidden branches are collapsed but present
+        # The active path runs down lane 0 (filled glyphs); the old reply and the
+        # edited question fork off with ├─ right under their branch point, unfolded.
+        texts = rows_of(tree)
+        assert texts[0] == "● first question"
+        assert texts[1] == "├─◇ ‹1/2› old answer"
+        assert texts[2] == "◆ ‹2/2› new answer"
+        assert texts[3] == "├─○ ‹2/2› edited follow up"
+        assert texts[4] == "● ‹1/2› follow up"
+        assert texts[5] == "◆ final"
+        assert tree.entry_for("a1").alternate and not tree.entry_for("a1").on_path
+        assert tree.entry_for("a2").position == (2, 2)
         assert sorted(tree.message_ids) == sorted(m.id for m in branching_chat())
+        assert tree.cursor_message_id == "a3"  # a new tree puts the cursor on the leaf
 
 
 async def test_tree_follows_another_leaf():
@@ -141,65 +151,114 @@ async def test_tree_follows_another_leaf():
     async with app.run_test() as pilot:
         tree.show(branching_chat(), "a1")
         await pilot.pause()
-        assert [n.data.message_id for n in tree.root.children] == ["q1", "a1"]
-        a2 = tree.node_for("a2")
-        assert a2.data.alternate
-        # inside the alternative: its own alternatives first, then its newest branch
-        assert [c.data.message_id for c in a2.children] == ["q2", "q2b"]
-        assert a2.children[0].data.alternate and not a2.children[1].data.alternate
-        assert [c.data.message_id for c in a2.children[0].children] == ["a3"]
-        assert tree.cursor_node.data.message_id == "a1"
+        texts = rows_of(tree)
+        # a1's branch is lane 0 now; a2 forks off with its own fork inside (lane 2)
+        assert texts[:2] == ["● first question", "├─◇ ‹2/2› new answer"]
+        assert texts[2] == "│ ├─○ ‹1/2› follow up"
+        assert texts[3] == "│ │ ◇ final"
+        assert texts[4] == "│ ○ ‹2/2› edited follow up"
+        assert texts[5] == "◆ ‹1/2› old answer"
+        assert tree.cursor_message_id == "a1"
 
 
-async def test_tree_keys_post_actions_and_selection():
+def long_chat(n: int = 40) -> list[Message]:
+    chat = [msg("m0", "user", "start")]
+    for i in range(1, n):
+        chat.append(msg(f"m{i}", "assistant" if i % 2 else "user", f"text {i}", f"m{i - 1}"))
+    return chat
+
+
+async def test_long_runs_fold_and_unfold_and_the_fold_is_reported():
+    tree = MessageTree()
+    app = Harness(tree)
+    folds = app.folds
+    async with app.run_test() as pilot:
+        tree.show(long_chat(), "m39")
+        tree.focus()
+        await pilot.pause()
+        texts = rows_of(tree)
+        # the first message, one fold, then the messages nearest the leaf
+        assert texts[0] == "● start"
+        assert texts[1] == "┆ … 35 messages"
+        assert [r.message_id for r in tree.rows[2:]] == ["m36", "m37", "m38", "m39"]
+        await pilot.press("home", "down", "enter")  # enter on the fold opens it
+        await pilot.pause()
+        assert len(tree.rows) == 40
+        assert folds[-1] == frozenset({"m1"})
+        assert tree.cursor_message_id == "m1"
+        await pilot.press("down", "down", "space")  # space inside the run folds it again
+        await pilot.pause()
+        assert len(tree.rows) == 6 and folds[-1] == frozenset()
+        # the app hands remembered folds back on the next draw
+        tree.show(long_chat(), "m39", unfolded={"m1"})
+        assert len(tree.rows) == 40
+
+
+async def test_tree_keys_move_and_post_actions():
     tree = MessageTree()
     app = Harness(tree)
     async with app.run_test() as pilot:
         tree.show(branching_chat(), "a3")
         tree.focus()
-        await pilot.pause()
         tree.select_message("q2")
-        await pilot.pause()  # the cursor moves once the tree has laid out
-        for key in ("r", "e", "f", "c", "left", "right"):
+        await pilot.pause()
+        for key in ("r", "e", "f", "c", "g"):
             await pilot.press(key)
-        await pilot.press("enter")
+        await pilot.press("left_square_bracket")  # q2 is the first sibling: stays
+        assert tree.cursor_message_id == "q2"
+        await pilot.press("right_square_bracket")  # to its sibling q2b
+        assert tree.cursor_message_id == "q2b"
+        await pilot.press("h")  # parent
+        assert tree.cursor_message_id == "a2"
+        await pilot.press("l")  # child on the active path
+        assert tree.cursor_message_id == "q2"
+        await pilot.press("k")
+        assert tree.cursor_message_id == "q2b"  # rows in display order
+        await pilot.press("j", "enter")
         await pilot.pause()
         assert app.posted == [
             ("regenerate", "q2"),
             ("edit", "q2"),
             ("fork", "q2"),
             ("copy", "q2"),
-            ("previous", "q2"),
-            ("next", "q2"),
+            ("goto", "q2"),
             ("branch", "q2"),
         ]
 
 
-async def test_tree_handles_deep_chains_and_many_roots_without_recursion():
-    chain = [msg("m0", "user", "start")]
-    for i in range(1, 3000):
-        chain.append(msg(f"m{i}", "assistant" if i % 2 else "user", f"text {i}", f"m{i - 1}"))
+async def test_tree_marks_status_model_and_search_hit():
+    chat = branching_chat()
+    chat[4].metadata.update({"status": "error", "model": "openai/gpt-4o"})
+    chat[2].metadata.update({"status": "streaming", "incomplete": True, "model": "demo"})
+    tree = MessageTree()
+    app = Harness(tree)
+    async with app.run_test() as pilot:
+        tree.show(chat, "a3", chat_model="demo")
+        await pilot.pause()
+        texts = rows_of(tree)
+        assert texts[2] == "◆ ‹2/2› writing… new answer"  # same model as the chat: unnamed
+        assert texts[5] == "◆ error [gpt-4o] final"
+        tree.mark_hit("a1")
+        await pilot.pause()
+        assert tree.hit == "a1" and tree.cursor_message_id == "a1"
+
+
+async def test_tree_of_thousands_draws_only_what_is_on_screen():
+    chain = long_chat(3000)
+    for i in range(0, 3000, 60):  # 50 branch points
+        chain.append(msg(f"b{i}", "assistant", f"alt {i}", f"m{i}"))
     chain.append(msg("r2", "user", "another root"))
     tree = MessageTree()
     app = Harness(tree)
     async with app.run_test() as pilot:
         tree.show(chain, "m2999")
         await pilot.pause()
-        # the newest 300 of the path, flat; the 2,700 before wait under one node
-        children = list(tree.root.children)
-        assert len(children) == 302
-        assert children[0].data is None and "2,700 earlier" in str(children[0].label)
-        assert children[1].data.message_id == "m2700"
-        assert children[-1].data.alternate and children[-1].data.message_id == "r2"
-        assert tree.node_for("m5") is None
-        children[0].expand()  # built on demand
+        assert len(tree.message_ids) == 3051
+        assert tree.cursor_message_id == "m2999"
+        tree.select_message("m10")  # a folded message: its run opens
         await pilot.pause()
-        assert [c.data.message_id for c in children[0].children][:2] == ["m0", "m1"]
-        assert len(children[0].children) == 2700
-        tree.show(chain, "m2999")
-        tree.select_message("m10")  # selecting an earlier message builds it too
-        await pilot.pause()
-        assert tree.cursor_node.data.message_id == "m10"
+        assert tree.cursor_message_id == "m10"
+        assert tree.rows[0].lanes == "├─"  # the other root forks off first
 
 
 # -- TokenGauge / ContextSidebar ---------------------------------------------------

@@ -7,10 +7,11 @@ they never call a model or open a database.
 from .chat_input import ChatInput
 from .chat_view import ChatNotice, ChatView
 from .context_sidebar import ContextSidebar, ConversationStats
-from .message_tree import MessageTree, TreeEntry, preview
+from .message_tree import MessageTree, preview
 from .message_view import MessageView, code_blocks, status_of
 from .sanitize import clean, one_line
 from .token_gauge import TokenGauge, fill_level, format_tokens
+from .tree_layout import TreeEntry, TreeRow, lay_out, status_label
 
 __all__ = [
     "ChatInput",
@@ -22,11 +23,14 @@ __all__ = [
     "MessageView",
     "TokenGauge",
     "TreeEntry",
+    "TreeRow",
     "clean",
     "code_blocks",
     "fill_level",
     "format_tokens",
+    "lay_out",
     "one_line",
     "preview",
+    "status_label",
     "status_of",
 ]

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message as TextualMessage
 from textual.widgets import Static
 
 from store import ContextBlock
@@ -62,6 +64,18 @@ class ContextSidebar(VerticalScroll):
     ContextSidebar > #block-empty { color: $text-muted; text-style: italic; }
     """
 
+    BINDINGS = [
+        Binding("less_than_sign", "resize(-4)", "Narrower", id="sidebar.narrower", show=False),
+        Binding("greater_than_sign", "resize(4)", "Wider", id="sidebar.wider", show=False),
+    ]
+
+    class ResizeRequested(TextualMessage):
+        """Make the sidebar `step` columns wider (negative: narrower)."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
     def __init__(
         self, *, name: str | None = None, id: str | None = None, classes: str | None = None
     ) -> None:
@@ -77,6 +91,9 @@ class ContextSidebar(VerticalScroll):
         yield Static("", id="spend", classes="sidebar--line")
         yield Static("", id="compaction", classes="sidebar--line")
         yield Static("", id="model", classes="sidebar--line", markup=False)  # a typed name
+
+    def action_resize(self, step: int) -> None:
+        self.post_message(self.ResizeRequested(step))
 
     @property
     def blocks(self) -> list[ContextBlock]:

@@ -1,32 +1,45 @@
-"""`MessageTree`: a chat's whole message tree, with the active path marked.
+"""`MessageTree`: a chat's whole message tree, drawn like `git log --graph`.
 
-Layout: the active path reads top to bottom as one flat list (a chain of
-single replies does not indent). Where a message has other children — a
-regenerated reply, an edited question — those alternatives hang under it as
-collapsed nodes marked ⎇, each continuing its own branch inside. Nothing a
-regenerate or edit left behind is out of sight: it is one keypress away.
+The active path is one line of descent down lane 0 (filled glyphs); every
+alternative forks off at its branch point with `├─` and shows at once
+(hollow glyphs). Long linear runs fold to "… N messages" (enter or space
+opens them). Only the lines on screen are drawn (Textual's Line API), so a
+chat of thousands of messages opens and scrolls as fast as a short one.
+The layout itself is `tree_layout.lay_out`.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message as TextualMessage
-from textual.widgets import Tree
-from textual.widgets.tree import TreeNode
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.timer import Timer
 
 from store import Message
 
-from .sanitize import one_line
+from .sanitize import clean, one_line
+from .tree_layout import TreeEntry, TreeLayout, TreeRow, lay_out
 
 __all__ = ["MessageTree", "TreeEntry", "preview"]
 
-ROLE_TAGS = {"user": "you", "assistant": "ai", "tool": "tool", "system": "sys"}
+GLYPHS = {"user": ("●", "○"), "assistant": ("◆", "◇"), "tool": ("▪", "▫"), "system": ("■", "□")}
+"""Role glyph (on the active path, off it)."""
+STATUS_TEXT = {
+    "writing": "writing…",
+    "cancelled": "cancelled",
+    "error": "error",
+    "interrupted": "interrupted",
+}
+HIGHLIGHT_DELAY = 0.12
+"""Seconds the cursor rests on a message before the chat scrolls to it (held keys glide)."""
 
 
 def preview(message: Message, width: int = 60) -> str:
@@ -39,6 +52,8 @@ def preview(message: Message, width: int = 60) -> str:
             text = "called " + ", ".join(str(c) for c in calls)
         elif results:
             text = "; ".join(f"{r.get('tool_name', '?')} → {r.get('output', '')}" for r in results)
+        elif message.metadata.get("status") == "error":
+            text = "(no text)"
         elif message.metadata.get("incomplete"):
             text = "(no text yet)"
         else:
@@ -46,94 +61,42 @@ def preview(message: Message, width: int = 60) -> str:
     return one_line(text, width)
 
 
-@dataclass
-class TreeEntry:
-    """What a tree node stands for."""
-
-    message_id: str
-    role: str
-    on_path: bool
-    """On the active path (root → active leaf)."""
-    alternate: bool
-    """The head of a branch that is not on the active path."""
-    position: tuple[int, int]
-    """(1-based index among siblings, number of siblings)."""
-    incomplete: bool = False
-    hop: str | None = None
-    """A cross-session marker ("from agent B", "to agent B"), if any."""
-
-
-_Work = tuple[str, TreeNode[TreeEntry], str, list[str]]
-
-
-class _Layout:
-    """The shape of one chat's tree: children, the active path, and how to label nodes."""
-
-    def __init__(
-        self, messages: Sequence[Message], active_leaf: str | None, hops: dict[str, str]
-    ) -> None:
-        self.by_id = {m.id: m for m in messages}
-        self.hops = hops
-        self.children: dict[str | None, list[str]] = defaultdict(list)
-        for m in messages:
-            parent = m.parent_id if m.parent_id in self.by_id else None
-            self.children[parent].append(m.id)
-        self.path: set[str] = set()
-        node = active_leaf if active_leaf in self.by_id else None
-        self.active_leaf = node
-        while node is not None:
-            self.path.add(node)
-            parent = self.by_id[node].parent_id
-            node = parent if parent in self.by_id else None
-
-    def continuation(self, kids: list[str]) -> str | None:
-        """The child a branch continues with: the one on the active path, else the newest."""
-        on_path = [k for k in kids if k in self.path]
-        return on_path[0] if on_path else (kids[-1] if kids else None)
-
-    def top_chain(self) -> list[tuple[str, list[str]]]:
-        """(message, its siblings) from the first root along the continuation."""
-        chain = []
-        siblings = self.children[None]
-        current = self.continuation(siblings)
-        while current is not None:
-            chain.append((current, siblings))
-            siblings = self.children[current]
-            current = self.continuation(siblings)
-        return chain
-
-    def entry(self, mid: str, siblings: list[str], alternate: bool) -> TreeEntry:
-        m = self.by_id[mid]
-        return TreeEntry(
-            mid,
-            m.role,
-            mid in self.path,
-            alternate,
-            (siblings.index(mid) + 1, len(siblings)),
-            bool(m.metadata.get("incomplete")),
-            self.hops.get(mid),
-        )
-
-
-class MessageTree(Tree[TreeEntry]):
-    """The message tree of one chat; select a node to make its branch active."""
+class MessageTree(ScrollView, can_focus=True):
+    """The message tree of one chat; enter on a message makes its branch active."""
 
     DEFAULT_CSS = """
     MessageTree {
         width: 36;
         overflow-x: hidden;
+        overflow-y: auto;
+        scrollbar-size-vertical: 1;
         border-right: vkey $foreground 10%;
         background: $surface;
         padding: 0 0 0 1;
     }
+    MessageTree:focus { background-tint: $foreground 4%; }
     MessageTree > .message-tree--user { color: $accent; text-style: bold; }
     MessageTree > .message-tree--assistant { color: $primary; text-style: bold; }
     MessageTree > .message-tree--tool { color: $text-muted; }
     MessageTree > .message-tree--system { color: $text-muted; }
+    MessageTree > .message-tree--lane { color: $foreground 35%; }
+    MessageTree > .message-tree--path { color: $accent; text-style: bold; }
     MessageTree > .message-tree--off-path { color: $text-muted; }
     MessageTree > .message-tree--branch { color: $warning; text-style: bold; }
     MessageTree > .message-tree--leaf { text-style: bold underline; }
     MessageTree > .message-tree--hop { color: $secondary; text-style: italic; }
+    MessageTree > .message-tree--status { color: $error; text-style: italic; }
+    MessageTree > .message-tree--model { color: $text-muted; }
+    MessageTree > .message-tree--fold { color: $text-muted; text-style: italic; }
+    MessageTree > .message-tree--hit { background: $warning 35%; }
+    MessageTree > .message-tree--cursor {
+        background: $foreground 12%;
+    }
+    MessageTree:focus > .message-tree--cursor {
+        color: $block-cursor-foreground;
+        background: $block-cursor-background;
+        text-style: bold;
+    }
     """
 
     COMPONENT_CLASSES = {
@@ -141,20 +104,41 @@ class MessageTree(Tree[TreeEntry]):
         "message-tree--assistant",
         "message-tree--tool",
         "message-tree--system",
+        "message-tree--lane",
+        "message-tree--path",
         "message-tree--off-path",
         "message-tree--branch",
         "message-tree--leaf",
         "message-tree--hop",
+        "message-tree--status",
+        "message-tree--model",
+        "message-tree--fold",
+        "message-tree--hit",
+        "message-tree--cursor",
     }
 
     BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("left,h", "parent", "Parent", id="tree.parent", show=False),
+        Binding("right,l", "child", "Child", id="tree.child", show=False),
+        Binding("left_square_bracket", "sibling(-1)", "‹ Sibling", id="tree.previous"),
+        Binding("right_square_bracket", "sibling(1)", "Sibling ›", id="tree.next"),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("enter", "select", "Show branch", id="tree.select"),
+        Binding("space", "toggle_fold", "Fold", id="tree.fold"),
         Binding("r", "message('regenerate')", "Regenerate", id="tree.regenerate"),
         Binding("e", "message('edit')", "Edit", id="tree.edit"),
         Binding("f", "message('fork')", "Fork", id="tree.fork"),
-        Binding("c", "message('copy')", "Copy", id="tree.copy"),
+        Binding("c", "message('copy')", "Copy", id="tree.copy", show=False),
         Binding("g", "message('goto')", "Go to peer chat", id="tree.goto", show=False),
-        Binding("left", "message('previous')", "Prev branch", id="tree.previous", show=False),
-        Binding("right", "message('next')", "Next branch", id="tree.next", show=False),
+        Binding("z", "zoom", "Full screen", id="tree.zoom"),
+        Binding("less_than_sign", "resize(-4)", "Narrower", id="tree.narrower", show=False),
+        Binding("greater_than_sign", "resize(4)", "Wider", id="tree.wider", show=False),
+        Binding("escape,i", "leave", "Back to input", id="tree.leave", show=False),
     ]
 
     class BranchSelected(TextualMessage):
@@ -165,206 +149,359 @@ class MessageTree(Tree[TreeEntry]):
             self.message_id = message_id
 
     class ActionRequested(TextualMessage):
-        """A key asked for an action on a message (regenerate, edit, fork, copy,
-        previous, next)."""
+        """A key asked for an action on a message (regenerate, edit, fork, copy, goto)."""
 
         def __init__(self, message_id: str, action: str) -> None:
             super().__init__()
             self.message_id = message_id
             self.action = action
 
+    class Highlighted(TextualMessage):
+        """The cursor rested on a message (the chat can scroll to it)."""
+
+        def __init__(self, message_id: str) -> None:
+            super().__init__()
+            self.message_id = message_id
+
+    class FoldsChanged(TextualMessage):
+        """The user opened or closed a fold; `unfolded` is every open run's key."""
+
+        def __init__(self, unfolded: frozenset[str]) -> None:
+            super().__init__()
+            self.unfolded = unfolded
+
+    class ZoomRequested(TextualMessage):
+        """The user asked for the tree full screen."""
+
+    class LeaveRequested(TextualMessage):
+        """The user is done with the tree (escape): focus goes back to the input."""
+
+    class ResizeRequested(TextualMessage):
+        """Make the pane `step` columns wider (negative: narrower)."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
     def __init__(
         self,
         *,
-        window: int = 300,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        super().__init__("chat", name=name, id=id, classes=classes)
-        self.show_root = False
-        self.guide_depth = 2
-        self.active_leaf: str | None = None
-        self.window = window
-        """Most messages of the active branch built at once (earlier ones on demand)."""
-        self._message_nodes: dict[str, TreeNode[TreeEntry]] = {}
-        self._deferred: dict[int, list[tuple[str, list[str]]]] = {}
-        self._layout = _Layout([], None, {})
+        super().__init__(name=name, id=id, classes=classes)
+        self.layout_ = TreeLayout()
+        """The rows drawn now."""
+        self.unfolded: set[str] = set()
+        """Keys of the runs the user opened (the app remembers them per chat)."""
+        self.hit: str | None = None
+        """A search hit: highlighted, and never hidden in a fold."""
+        self.cursor = 0
+        """The row under the cursor."""
+        self._messages: dict[str, Message] = {}
+        self._hops: Mapping[str, str] = {}
+        self._chat_model: str | None = None
+        self._leaf: str | None = None
+        self._highlight_timer: Timer | None = None
 
-    # -- building -------------------------------------------------------------
+    # -- data in ----------------------------------------------------------------------
+
+    @property
+    def active_leaf(self) -> str | None:
+        return self.layout_.active_leaf
 
     def show(
         self,
         messages: Sequence[Message],
         active_leaf: str | None,
-        hops: dict[str, str] | None = None,
+        hops: Mapping[str, str] | None = None,
+        *,
+        chat_model: str | None = None,
+        unfolded: Collection[str] | None = None,
     ) -> None:
-        """Rebuild from every message of the chat (append order) and the active leaf.
+        """Redraw from every message of the chat and the active leaf.
 
-        A very long branch keeps its newest `window` messages in view; the earlier
-        ones wait under one "earlier messages" node, built when it is expanded.
+        The cursor stays on the message it was on; a new tree puts it on the leaf.
         """
-        layout = _Layout(messages, active_leaf, hops or {})
-        self.active_leaf = layout.active_leaf
-        self.clear()
-        self._message_nodes = {}
-        self._deferred = {}
-        self._layout = layout
-        chain = layout.top_chain()
-        start = max(len(chain) - self.window, 0)
-        if start:
-            earlier = self.root.add(
-                Text(f"… {start:,} earlier messages (space to expand)"),
-                data=None,
-                allow_expand=True,
-            )
-            self._deferred[earlier.id] = chain[:start]
-        self._lay_chain(self.root, chain[start:])
-        roots = layout.children[None]
-        first = chain[0][0] if chain else None
-        self._drain([("alt", self.root, r, roots) for r in reversed(roots) if r != first])
-        if self.active_leaf and self.active_leaf in self._message_nodes:
-            self.select_message(self.active_leaf)
+        kept = self.cursor_message_id
+        self._messages = {m.id: m for m in messages}
+        self._hops = dict(hops or {})
+        self._chat_model = chat_model
+        self._leaf = active_leaf
+        if unfolded is not None:
+            self.unfolded = set(unfolded)
+        if self.hit not in self._messages:
+            self.hit = None
+        self._relayout()
+        target = kept if kept in self._messages else self.active_leaf
+        self.cursor = self.layout_.row_of.get(target, 0) if target else 0
+        self._clamp_cursor(scroll=True)
 
-    def _add(
-        self, container: TreeNode[TreeEntry], mid: str, siblings: list[str], alternate: bool
-    ) -> TreeNode[TreeEntry]:
-        tree_node = container.add(
-            Text(preview(self._layout.by_id[mid])),
-            data=self._layout.entry(mid, siblings, alternate),
-            allow_expand=False,
+    def _relayout(self) -> None:
+        self.layout_ = lay_out(
+            list(self._messages.values()),
+            self._leaf,
+            hops=self._hops,
+            unfolded=self.unfolded,
+            pinned={self.hit} if self.hit else (),
+            chat_model=self._chat_model,
         )
-        if container.data is not None:
-            container.allow_expand = True  # a message with branches under it
-        self._message_nodes[mid] = tree_node
-        return tree_node
+        self.virtual_size = Size(1, len(self.layout_.rows))
+        self.refresh()
 
-    def _lay_chain(
-        self, container: TreeNode[TreeEntry], chain: list[tuple[str, list[str]]]
-    ) -> None:
-        """Lay a stretch of the active branch flat into `container`, with its alternatives."""
-        layout = self._layout
-        for mid, siblings in chain:
-            tree_node = self._add(container, mid, siblings, False)
-            kids = layout.children[mid]
-            cont = layout.continuation(kids)
-            self._drain([("alt", tree_node, a, kids) for a in reversed(kids) if a != cont])
+    # -- reading the tree (for the app and tests) ---------------------------------------
 
-    def _drain(self, stack: list[_Work]) -> None:
-        """Build work items last-in first-out: ("chain", container, first id, its siblings)
-        lays a chain flat into the container; ("alt", …) adds an alternative's head node
-        that holds the rest of its branch. No recursion, however deep the tree."""
-        layout = self._layout
-        while stack:
-            kind, container, mid, siblings = stack.pop()
-            if kind == "alt":
-                head = self._add(container, mid, siblings, True)
-                kids = layout.children[mid]
-                cont = layout.continuation(kids)
-                items: list[_Work] = [("alt", head, a, kids) for a in kids if a != cont]
-                if cont is not None:
-                    items.append(("chain", head, cont, kids))
-                stack.extend(reversed(items))
-                continue
-            current: str | None = mid
-            while current is not None:
-                tree_node = self._add(container, current, siblings, False)
-                kids = layout.children[current]
-                cont = layout.continuation(kids)
-                # Alternatives hang under the message they branch from.
-                stack.extend(("alt", tree_node, a, kids) for a in reversed(kids) if a != cont)
-                current, siblings = cont, kids
-
-    def _build_deferred(self, tree_node: TreeNode[TreeEntry]) -> bool:
-        chain = self._deferred.pop(tree_node.id, None)
-        if chain is None:
-            return False
-        self._lay_chain(tree_node, chain)
-        tree_node.set_label(Text(f"… {len(chain):,} earlier messages"))
-        return True
-
-    def on_tree_node_expanded(self, event: Tree.NodeExpanded[TreeEntry]) -> None:
-        self._build_deferred(event.node)
-
-    def select_message(self, message_id: str, *, scroll: bool = True) -> None:
-        """Move the cursor to a message's node, expanding the branches that hide it."""
-        tree_node = self._message_nodes.get(message_id)
-        if tree_node is None and self._deferred:
-            for node_id in list(self._deferred):
-                deferred = next((n for n in self.root.children if n.id == node_id), None)
-                if deferred is not None:
-                    self._build_deferred(deferred)
-            tree_node = self._message_nodes.get(message_id)
-        if tree_node is None:
-            return
-        parent = tree_node.parent
-        while parent is not None:
-            parent.expand()
-            parent = parent.parent
-        # A node gets its line once the tree has laid out the expansion.
-        self.call_after_refresh(self._move_to, tree_node, scroll)
-
-    def _move_to(self, tree_node: TreeNode[TreeEntry], scroll: bool) -> None:
-        self.move_cursor(tree_node, animate=False)
-        if scroll:
-            self.scroll_to_node(tree_node, animate=False)
-
-    def node_for(self, message_id: str) -> TreeNode[TreeEntry] | None:
-        return self._message_nodes.get(message_id)
+    @property
+    def rows(self) -> list[TreeRow]:
+        return self.layout_.rows
 
     @property
     def message_ids(self) -> list[str]:
-        """Every message shown, in display order (expanded or not)."""
-        return list(self._message_nodes)
+        """Every message in the tree, folded or not."""
+        return list(self.layout_.entries)
 
-    # -- rendering ------------------------------------------------------------
+    def entry_for(self, message_id: str) -> TreeEntry | None:
+        return self.layout_.entries.get(message_id)
 
-    def get_label_width(self, node: TreeNode[TreeEntry]) -> int:
-        # Tree renders every label to size its virtual width; previews are cut to the
-        # pane (no horizontal scrolling), so the plain length is enough and far cheaper.
-        return node.label.cell_len + 16
+    @property
+    def cursor_row(self) -> TreeRow | None:
+        rows = self.layout_.rows
+        return rows[self.cursor] if 0 <= self.cursor < len(rows) else None
 
-    def render_label(self, node: TreeNode[TreeEntry], base_style: Style, style: Style) -> Text:
-        data = node.data
-        if data is None:
-            return super().render_label(node, base_style, style)
-        cls = self.get_component_rich_style
-        text = Text(no_wrap=True, overflow="ellipsis")
-        # Every row reserves the expander's two cells so previews line up.
-        text.append(("▼ " if node.is_expanded else "▶ ") if node.allow_expand else "  ", base_style)
-        if data.alternate:
-            text.append("⎇ ", cls("message-tree--branch"))
-        tag = ROLE_TAGS.get(data.role, data.role)
-        text.append(
-            f"{tag:<4}",
-            cls(f"message-tree--{data.role}", partial=True)
-            if data.role in ROLE_TAGS
-            else base_style,
-        )
-        if data.position[1] > 1:
-            text.append(f"‹{data.position[0]}/{data.position[1]}›", cls("message-tree--branch"))
-        text.append(" ")
-        if data.hop:
-            text.append(f"⇄ {data.hop} ", cls("message-tree--hop"))
-        label = node.label.copy()
-        if not data.on_path:
-            label.stylize(cls("message-tree--off-path"))
-        if data.message_id == self.active_leaf:
-            label.stylize(cls("message-tree--leaf"))
-        if data.incomplete:
-            label.append(" …", cls("message-tree--off-path"))
-        text.append_text(label)
-        text.stylize(style)
-        return text
+    @property
+    def cursor_message_id(self) -> str | None:
+        """The message under the cursor (a fold: its first message)."""
+        row = self.cursor_row
+        return row.message_id if row is not None else None
 
-    # -- input ----------------------------------------------------------------
+    def row_text(self, index: int, width: int = 200) -> str:
+        """The plain text of one row (what a screen reader or a test reads)."""
+        return self._row_text(self.layout_.rows[index], width).plain
 
-    def on_tree_node_selected(self, event: Tree.NodeSelected[TreeEntry]) -> None:
-        event.stop()
-        if event.node.data is not None:
-            self.post_message(self.BranchSelected(event.node.data.message_id))
+    # -- moving -------------------------------------------------------------------------
+
+    def select_message(self, message_id: str, *, scroll: bool = True) -> None:
+        """Put the cursor on a message, opening the fold that hides it."""
+        layout = self.layout_
+        row = layout.row_of.get(message_id)
+        if row is None:
+            return
+        if layout.rows[row].kind == "fold":
+            self.unfolded.add(layout.rows[row].message_id)
+            self._relayout()
+            self.post_message(self.FoldsChanged(frozenset(self.unfolded)))
+            row = self.layout_.row_of[message_id]
+        self.cursor = row
+        self._clamp_cursor(scroll=scroll)
+
+    def mark_hit(self, message_id: str | None) -> None:
+        """Highlight a search hit (None clears it); it stays visible whatever is folded."""
+        self.hit = message_id if message_id in self._messages else None
+        self._relayout()
+        if self.hit:
+            self.select_message(self.hit)
+
+    def _clamp_cursor(self, *, scroll: bool = True) -> None:
+        rows = self.layout_.rows
+        self.cursor = max(0, min(self.cursor, len(rows) - 1))
+        if scroll and rows:
+            self._scroll_to_cursor()
+        row = self.cursor_row
+        message = self._messages.get(row.message_id) if row and row.kind == "message" else None
+        self.tooltip = one_line(clean(message.text), 600) if message and message.text else None
+        self.refresh()
+
+    def _scroll_to_cursor(self) -> None:
+        height = max(self.scrollable_content_region.height, 1)
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    def _move(self, row: int) -> None:
+        if not self.layout_.rows:
+            return
+        self.cursor = row
+        self._clamp_cursor()
+        if self._highlight_timer is not None:
+            self._highlight_timer.stop()
+        self._highlight_timer = self.set_timer(HIGHLIGHT_DELAY, self._post_highlight)
+
+    def _post_highlight(self) -> None:
+        row = self.cursor_row
+        if row is not None and row.kind == "message":
+            self.post_message(self.Highlighted(row.message_id))
+
+    def action_cursor(self, step: int) -> None:
+        self._move(self.cursor + step)
+
+    def action_page(self, step: int) -> None:
+        self._move(self.cursor + step * max(self.scrollable_content_region.height - 1, 1))
+
+    def action_jump(self, where: int) -> None:
+        self._move(0 if where == 0 else len(self.layout_.rows) - 1)
+
+    def action_parent(self) -> None:
+        row = self.cursor_row
+        if row is None:
+            return
+        parent = self.layout_.parent.get(row.message_id)
+        if parent is not None:
+            self._move(self.layout_.row_of[parent])
+
+    def action_child(self) -> None:
+        row = self.cursor_row
+        if row is None:
+            return
+        if row.kind == "fold":
+            self._set_fold(row.message_id, open_=True)
+            return
+        kids = self.layout_.children.get(row.message_id, [])
+        if kids:
+            on_path = [k for k in kids if self.layout_.entries[k].on_path]
+            self._move(self.layout_.row_of[(on_path or kids[-1:])[0]])
+
+    def action_sibling(self, step: int) -> None:
+        row = self.cursor_row
+        if row is None:
+            return
+        parent = self.layout_.parent.get(row.message_id)
+        siblings = self.layout_.children.get(parent, [])
+        if row.message_id not in siblings:
+            return
+        index = siblings.index(row.message_id) + step
+        if 0 <= index < len(siblings):
+            self._move(self.layout_.row_of[siblings[index]])
+        else:
+            self.app.bell()
+
+    # -- folding ------------------------------------------------------------------------
+
+    def _set_fold(self, key: str, *, open_: bool) -> None:
+        (self.unfolded.add if open_ else self.unfolded.discard)(key)
+        current = self.cursor_message_id
+        self._relayout()
+        target = key if open_ else current
+        if target in self.layout_.row_of:
+            self.cursor = self.layout_.row_of[target]
+        self._clamp_cursor()
+        self.post_message(self.FoldsChanged(frozenset(self.unfolded)))
+
+    def action_toggle_fold(self) -> None:
+        row = self.cursor_row
+        if row is None:
+            return
+        if row.kind == "fold":
+            self._set_fold(row.message_id, open_=True)
+        elif row.run is not None:
+            self._set_fold(row.run, open_=False)
+
+    # -- acting -------------------------------------------------------------------------
+
+    def action_select(self) -> None:
+        row = self.cursor_row
+        if row is None:
+            return
+        if row.kind == "fold":
+            self._set_fold(row.message_id, open_=True)
+        else:
+            self.post_message(self.BranchSelected(row.message_id))
 
     def action_message(self, action: str) -> None:
-        node = self.cursor_node
-        if node is not None and node.data is not None:
-            self.post_message(self.ActionRequested(node.data.message_id, action))
+        row = self.cursor_row
+        if row is not None and row.kind == "message":
+            self.post_message(self.ActionRequested(row.message_id, action))
+
+    def action_zoom(self) -> None:
+        self.post_message(self.ZoomRequested())
+
+    def action_leave(self) -> None:
+        self.post_message(self.LeaveRequested())
+
+    def action_resize(self, step: int) -> None:
+        self.post_message(self.ResizeRequested(step))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        row = round(self.scroll_y) + offset.y
+        if not 0 <= row < len(self.layout_.rows):
+            return
+        if row == self.cursor or event.chain > 1:
+            self.cursor = row
+            self.action_select()
+        else:
+            self._move(row)
+
+    # -- drawing ------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        index = round(self.scroll_y) + y
+        rows = self.layout_.rows
+        base = self.rich_style
+        if not 0 <= index < len(rows):
+            return Strip.blank(width, base)
+        text = self._row_text(rows[index], width)
+        text.pad_right(width - text.cell_len)  # the cursor bar spans the pane
+        if rows[index].message_id == self.hit and rows[index].kind == "message":
+            text.stylize(self.get_component_rich_style("message-tree--hit"))
+        if index == self.cursor:
+            text.stylize(self.get_component_rich_style("message-tree--cursor"))
+        segments = Segment.apply_style(text.render(self.app.console), base)
+        return Strip(segments).crop_extend(0, width, base).simplify()
+
+    def _row_text(self, row: TreeRow, width: int) -> Text:
+        def style(name: str) -> Style:
+            # Colour and text style only: the row's background is the pane's or the cursor's.
+            full = self.get_component_rich_style(name)
+            return Style(
+                color=full.color,
+                bold=full.bold,
+                italic=full.italic,
+                underline=full.underline,
+            )
+
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for i, char in enumerate(row.lanes):
+            on_lane0 = i == 0 and char in "│├"
+            text.append(char, style("message-tree--path" if on_lane0 else "message-tree--lane"))
+        if row.kind == "fold":
+            glyph_style = style("message-tree--path" if row.on_path else "message-tree--lane")
+            text.append("┆", glyph_style)
+            n = len(row.hidden)
+            text.append(f" … {n:,} message{'s' if n != 1 else ''}", style("message-tree--fold"))
+            text.truncate(width, overflow="ellipsis")
+            return text
+        entry = self.layout_.entries[row.message_id]
+        message = self._messages[row.message_id]
+        on, off = GLYPHS.get(entry.role, ("•", "·"))
+        text.append(
+            on if entry.on_path else off,
+            style(f"message-tree--{entry.role}") if entry.role in GLYPHS else Style(),
+        )
+        text.append(" ")
+        if entry.position[1] > 1:
+            text.append(
+                f"‹{entry.position[0]}/{entry.position[1]}› ", style("message-tree--branch")
+            )
+        if entry.status:
+            text.append(f"{STATUS_TEXT[entry.status]} ", style("message-tree--status"))
+        if entry.hop:
+            text.append(f"⇄ {clean(entry.hop)} ", style("message-tree--hop"))
+        if entry.model:
+            text.append(
+                f"[{one_line(entry.model.rsplit('/', 1)[-1], 16)}] ", style("message-tree--model")
+            )
+        room = max(width - text.cell_len, 1)
+        label = Text(preview(message, room))
+        if not entry.on_path:
+            label.stylize(style("message-tree--off-path"))
+        if entry.message_id == self.active_leaf:
+            label.stylize(style("message-tree--leaf"))
+        text.append_text(label)
+        text.truncate(width, overflow="ellipsis")
+        return text

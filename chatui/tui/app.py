@@ -57,6 +57,9 @@ class ChatApp(PaletteCommands, App[int]):
     """The chatui application."""
 
     TITLE = "chatui"
+    # Textual reads a screen's CSS_PATH when the screen is pushed or a MODES screen,
+    # never for `get_default_screen`'s: the main screen's layout is loaded here.
+    CSS_PATH = "screens/main.tcss"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("ctrl+n", "new_chat", "New chat", id="app.new_chat"),
@@ -64,7 +67,7 @@ class ChatApp(PaletteCommands, App[int]):
         Binding("ctrl+f", "search", "Search", id="app.search"),
         Binding("ctrl+l", "choose_model", "Model", id="app.model"),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
-        Binding("ctrl+t", "toggle_tree", "Tree", id="app.tree"),
+        Binding("ctrl+t", "focus_tree", "Tree", id="app.tree"),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
@@ -132,6 +135,9 @@ class ChatApp(PaletteCommands, App[int]):
 
     def remember_panes(self, tree: bool, sidebar: bool) -> None:
         self.ui_state.show_tree, self.ui_state.show_sidebar = tree, sidebar
+        save_state(self.ui_state, self.state_path)
+
+    def save_ui_state(self) -> None:
         save_state(self.ui_state, self.state_path)
 
     async def template_blocks(self, agent_id: str | None = None) -> list[ContextBlock]:
@@ -326,6 +332,7 @@ class ChatApp(PaletteCommands, App[int]):
         async def chosen(hit: SearchHit | None) -> None:
             if hit is not None:
                 await main.open_chat(hit.session_id, reveal=hit.message_id)
+                main.tree.mark_hit(hit.message_id)
 
         self.push_screen(SearchScreen(self.manager), chosen)
 
@@ -369,6 +376,10 @@ class ChatApp(PaletteCommands, App[int]):
 
     async def action_toggle_tree(self) -> None:
         await self.main.toggle_pane("tree")
+
+    def action_focus_tree(self) -> None:
+        if self.screen is self.main:
+            self.main.focus_tree()
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

@@ -49,6 +49,7 @@ from ...events import (
     TurnFailed,
     UsageRecorded,
 )
+from .main_panes import PanesMixin
 
 if TYPE_CHECKING:
     from ..app import ChatApp
@@ -64,7 +65,7 @@ WELCOME = (
 )
 
 
-class MainScreen(Screen[None]):
+class MainScreen(PanesMixin, Screen[None]):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"
@@ -114,9 +115,7 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        state = self.app.ui_state
-        self.tree.display = state.show_tree
-        self.sidebar.display = state.show_sidebar
+        self.arrange_panes()
         # Paint the frame first, then fill it: start-up does not wait on the chat.
         self.call_after_refresh(self.app.open_first_chat, self)
 
@@ -172,12 +171,12 @@ class MainScreen(Screen[None]):
         focus_id = focused.message_id if isinstance(focused, MessageView) else None
         if self.chat is None:
             self.snapshot = None
-            self.tree.show([], None)
+            self.show_tree()
             await self.chat_view.show([], empty_text=WELCOME)
         else:
             self.snapshot = snap = self.chat.snapshot()
             self.marks = self.app.runtime.peer_marks(snap.info.id)
-            self.tree.show(snap.tree, snap.active_leaf, self.marks.labels)
+            self.show_tree()
             self.chat_view.hops = self.marks.labels
             await self.chat_view.show(
                 snap.history, positions=snap.positions, covered=snap.covered, empty_text=WELCOME
@@ -221,7 +220,7 @@ class MainScreen(Screen[None]):
         snap = self.chat.snapshot()
         self.snapshot = snap
         self.marks = self.app.runtime.peer_marks(snap.info.id)
-        self.tree.show(snap.tree, snap.active_leaf, self.marks.labels)
+        self.show_tree()
 
     async def refresh_sidebar(self, *, blocks: bool = True) -> None:
         if not self.sidebar.display:
@@ -403,7 +402,7 @@ class MainScreen(Screen[None]):
         return True
 
     def action_escape(self) -> None:
-        if not self.cancel_generation():
+        if not self.close_drawer() and not self.cancel_generation():
             self.chat_input.focus()
 
     # -- message actions -----------------------------------------------------------
@@ -571,12 +570,3 @@ class MainScreen(Screen[None]):
         if views:
             views[-1].focus()
             views[-1].scroll_visible(animate=False)
-
-    # -- panes ---------------------------------------------------------------------
-
-    async def toggle_pane(self, which: str) -> None:
-        widget = self.tree if which == "tree" else self.sidebar
-        widget.display = not widget.display
-        if which == "sidebar" and widget.display:
-            await self.refresh_sidebar()
-        self.app.remember_panes(self.tree.display, self.sidebar.display)

@@ -1,0 +1,123 @@
+"""The tree full screen (z in the tree pane): big trees, with the focused message beside."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from store import Message
+from widgets import MessageTree, clean, one_line
+
+__all__ = ["TreeScreen"]
+
+
+class TreeScreen(Screen[tuple[str, str] | None]):
+    """The whole tree of one chat; dismisses with ("select" or an action, message id)."""
+
+    CSS_PATH = "tree.tcss"
+    BINDINGS = [
+        Binding("q,z", "dismiss", "Back", id="tree-screen.close"),
+    ]
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        active_leaf: str | None,
+        hops: Mapping[str, str] | None = None,
+        *,
+        chat_model: str | None = None,
+        unfolded: Collection[str] = (),
+        cursor: str | None = None,
+        title: str = "",
+        remember_folds: Callable[[frozenset[str]], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._messages = list(messages)
+        self._by_id = {m.id: m for m in self._messages}
+        self._leaf = active_leaf
+        self._hops = dict(hops or {})
+        self._chat_model = chat_model
+        self._unfolded = set(unfolded)
+        self._cursor = cursor
+        self._title = title
+        self._remember = remember_folds
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Text(one_line(f"{self._title} · {len(self._messages):,} messages", 200)),
+            id="tree-title",
+        )
+        with Horizontal():
+            yield MessageTree(id="big-tree")
+            with VerticalScroll(id="tree-preview"):
+                yield Static("", id="tree-preview-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        tree = self.query_one(MessageTree)
+        tree.show(
+            self._messages,
+            self._leaf,
+            self._hops,
+            chat_model=self._chat_model,
+            unfolded=self._unfolded,
+        )
+        if self._cursor:
+            tree.select_message(self._cursor)
+        tree.focus()
+        self._preview(tree.cursor_message_id)
+
+    def _preview(self, message_id: str | None) -> None:
+        message = self._by_id.get(message_id or "")
+        body = Text()
+        if message is not None:
+            body.append(f"{message.role}", "bold")
+            model = message.metadata.get("model")
+            if model and message.role == "assistant":
+                body.append(f" · {clean(str(model))}")
+            if message.created_at is not None:
+                body.append(f" · {message.created_at.astimezone():%Y-%m-%d %H:%M}")
+            body.append("\n\n")
+            body.append(clean(message.text) or "(no text)")
+        self.query_one("#tree-preview-text", Static).update(body)
+
+    @on(MessageTree.Highlighted)
+    def highlighted(self, event: MessageTree.Highlighted) -> None:
+        event.stop()
+        self._preview(event.message_id)
+
+    @on(MessageTree.FoldsChanged)
+    def folds_changed(self, event: MessageTree.FoldsChanged) -> None:
+        event.stop()
+        if self._remember is not None:
+            self._remember(event.unfolded)
+
+    @on(MessageTree.BranchSelected)
+    def selected(self, event: MessageTree.BranchSelected) -> None:
+        event.stop()
+        self.dismiss(("select", event.message_id))
+
+    @on(MessageTree.ActionRequested)
+    def action_requested(self, event: MessageTree.ActionRequested) -> None:
+        event.stop()
+        self.dismiss((event.action, event.message_id))
+
+    @on(MessageTree.LeaveRequested)
+    @on(MessageTree.ZoomRequested)
+    def leave(self, event: MessageTree.LeaveRequested | MessageTree.ZoomRequested) -> None:
+        event.stop()
+        self.dismiss(None)
+
+    @on(MessageTree.ResizeRequested)
+    def no_resize(self, event: MessageTree.ResizeRequested) -> None:
+        event.stop()  # the full screen has no pane width to change
+
+    async def action_dismiss(self, result: tuple[str, str] | None = None) -> None:
+        self.dismiss(result)

@@ -1,0 +1,184 @@
+"""The tree pane in the app: its key, drawers at small sizes, widths, folds, full screen."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatui.state import UiState, load_state, save_state
+from chatui.tui.panes import CHAT_MIN, plan_panes
+from chatui.tui.screens.tree import TreeScreen
+from store import SessionManager
+from widgets import ChatInput, ChatView, ContextSidebar, MessageTree
+
+from .app_helpers import make_app, populate, text
+
+
+@pytest.fixture
+def chats(store):
+    return populate(store)
+
+
+async def long_chat(store, n: int = 40) -> str:
+    """A chat of `n` messages in one line (newest chat: it opens first)."""
+    manager = SessionManager(store)
+    info = manager.create("Long talk", id="chat-long", model="demo")
+    rows = [
+        text(f"m{i}", "user" if i % 2 == 0 else "assistant", f"line {i}", 40 + i) for i in range(n)
+    ]
+    await manager.append_all(info.id, rows)
+    return info.id
+
+
+def test_pane_plan_keeps_the_chat_readable_at_every_width():
+    for width in range(40, 260, 7):
+        plan = plan_panes(width)
+        beside = (plan.tree_width if plan.tree == "beside" else 0) + (
+            plan.sidebar_width if plan.sidebar == "beside" else 0
+        )
+        assert width - beside >= min(CHAT_MIN, width), width
+    assert plan_panes(80).tree == "beside" and plan_panes(80).sidebar == "drawer"
+    assert plan_panes(60).tree == "drawer"
+    big = plan_panes(200, tree_width=50, sidebar_width=40)
+    assert (big.tree, big.tree_width, big.sidebar_width) == ("beside", 50, 40)
+    assert plan_panes(200, tree_width=10_000).tree_width == 90  # a hand-edited width is capped
+
+
+async def test_at_80_columns_the_chat_keeps_60_and_the_sidebar_is_a_drawer(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        main = app.main
+        chat = main.query_one(ChatView)
+        assert chat.region.width >= 58  # 60 for the centre column, its padding inside
+        assert main.query_one("#center").region.width >= CHAT_MIN
+        assert main.query_one(ChatInput).region.bottom <= 23  # above the footer
+        assert main.tree.display and not main.sidebar.display
+        await pilot.press("ctrl+b")  # the sidebar opens over the chat ...
+        await pilot.pause()
+        assert main.sidebar.display and main.sidebar.has_class("-drawer")
+        assert main.query_one("#center").region.width >= CHAT_MIN  # ... not beside it
+        await pilot.press("escape")  # and escape closes it
+        await pilot.pause()
+        assert not main.sidebar.display
+
+
+async def test_at_60_columns_the_tree_is_a_drawer_its_key_opens(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        main = app.main
+        assert not main.tree.display and main.query_one(ChatInput).region.height > 0
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert main.tree.display and main.focused is main.tree
+        assert main.query_one("#center").region.width == 60  # the tree floats over it
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not main.tree.display and isinstance(main.focused, ChatInput)
+
+
+async def test_tree_key_focuses_and_escape_returns(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        main = app.main
+        await pilot.press("ctrl+t")
+        assert main.focused is main.tree
+        assert main.tree.cursor_message_id == "a4"  # the cursor starts on the active leaf
+        await pilot.press("escape")
+        assert isinstance(main.focused, ChatInput)
+
+
+async def test_pane_widths_change_from_the_keyboard_and_are_remembered(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        main = app.main
+        await pilot.press("ctrl+t", "greater_than_sign", "greater_than_sign")
+        await pilot.pause()
+        assert main.tree.region.width == 44
+        main.sidebar.focus()
+        await pilot.press("less_than_sign")
+        await pilot.pause()
+        assert main.sidebar.region.width == 30
+    state = load_state()
+    assert (state.tree_width, state.sidebar_width) == (44, 30)
+    again = make_app(store, ui_state=state)
+    async with again.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        assert again.main.tree.region.width == 44
+
+
+async def test_folds_survive_redraws_branch_switches_and_restarts(store, chats):
+    sid = await long_chat(store)
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        main = app.main
+        assert main.session_id == sid
+        tree = main.tree
+        assert tree.rows[1].kind == "fold" and len(tree.rows[1].hidden) == 35
+        await pilot.press("ctrl+t", "home", "down", "enter")
+        await pilot.pause()
+        assert len(tree.rows) == 40
+        await main.redraw()
+        assert len(tree.rows) == 40
+    assert load_state().tree_unfolded == {sid: ["m1"]}
+    again = make_app(store, ui_state=load_state())
+    async with again.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert len(again.main.tree.rows) == 40
+
+
+async def test_search_hit_is_highlighted_in_the_tree(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+f", *"pastéis")
+        await pilot.pause(0.4)
+        await pilot.press("enter")
+        await pilot.pause()
+        tree = app.main.tree
+        assert tree.hit == "a3" and tree.cursor_message_id == "a3"
+
+
+async def test_full_screen_tree_opens_previews_and_selects(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        main = app.main
+        await pilot.press("ctrl+t", "z")
+        await pilot.pause()
+        assert isinstance(app.screen, TreeScreen)
+        big = app.screen.query_one(MessageTree)
+        assert big.cursor_message_id == "a4"
+        await pilot.press("home", "down")  # the old reply a1
+        await pilot.pause(0.3)
+        preview = str(app.screen.query_one("#tree-preview-text").render())
+        assert "Day one: Alfama and the castle." in preview
+        await pilot.press("enter")  # shows that branch on the main screen
+        await pilot.pause()
+        assert app.screen is main
+        assert main.chat_view.shown_ids == ["q1", "a1"]
+
+
+def test_state_file_keeps_widths_and_folds(tmp_path):
+    path = tmp_path / "state.json"
+    state = UiState(tree_width=50)
+    state.remember_unfolded("chat-1", ["m9", "m1"])
+    save_state(state, path)
+    back = load_state(path)
+    assert back.tree_width == 50 and back.tree_unfolded == {"chat-1": ["m1", "m9"]}
+    path.write_text('{"tree_width": "wide", "tree_unfolded": {"x": "nope", "y": [1, "m"]}}')
+    bad = load_state(path)
+    assert bad.tree_width == 36 and bad.tree_unfolded == {"y": ["m"]}
+
+
+async def test_sidebar_focus_does_not_lose_the_input(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        main = app.main
+        main.query_one(ContextSidebar).focus()
+        await pilot.press("escape")
+        assert isinstance(main.focused, ChatInput)
