@@ -56,6 +56,7 @@ async def test_at_80_columns_the_chat_keeps_60_and_the_sidebar_is_a_drawer(store
         await pilot.press("ctrl+b")  # the sidebar opens over the chat ...
         await pilot.pause()
         assert main.sidebar.display and main.sidebar.has_class("-drawer")
+        assert main.focused is main.sidebar.gauge("soul")  # ready for enter on a gauge
         assert main.query_one("#center").region.width >= CHAT_MIN  # ... not beside it
         await pilot.press("escape")  # and escape closes it
         await pilot.pause()

@@ -105,3 +105,34 @@ def test_chat_list(app, snap_compare):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=chats)
+
+
+def test_memory_inspector(app, snap_compare):
+    """You should see the memory inspector over the chat: "memory · writable ·
+    908/1,100 tokens", that it belongs to every chat (global) with its description,
+    the block's text ("Prefers walking tours. Vegetarian. Travels in October." repeated)
+    in an editor, and the hint that ctrl+s saves."""
+
+    async def inspect(pilot) -> None:
+        await _settle(pilot)
+        pilot.app.main.sidebar.gauge("memory").focus()
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        for area in pilot.app.screen.query("TextArea"):
+            area.cursor_blink = False
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=inspect)
+
+
+def test_prompt_screen(app, snap_compare):
+    """You should see the next request's panel: the model (demo), the system prompt's and
+    the tools' token counts in the title, the prompt itself (SOUL, MEMORY with its
+    budget, SCRATCHPAD banners) and, below, one collapsed line per tool with its count."""
+
+    async def prompt(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("f2")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=prompt)

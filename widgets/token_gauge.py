@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.message import Message as TextualMessage
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -35,7 +38,7 @@ def fill_level(used: int, limit: int | None) -> str:
     return "-warn" if share >= WARN_AT else "-ok"
 
 
-class TokenGauge(Widget):
+class TokenGauge(Widget, can_focus=True):
     """A label, a kind tag, `used/limit` and a bar coloured by how full it is.
 
     The fill state shows as one of the CSS classes `-ok`, `-warn`, `-over`,
@@ -56,7 +59,22 @@ class TokenGauge(Widget):
     TokenGauge.-over > .token-gauge--bar { color: $error; }
     TokenGauge.-unbounded > .token-gauge--bar { color: $primary 60%; }
     TokenGauge > .token-gauge--empty { color: $foreground 15%; }
+    TokenGauge:focus { background: $foreground 8%; }
+    TokenGauge:focus > .token-gauge--label { color: $accent; text-style: bold underline; }
     """
+
+    BINDINGS = [Binding("enter", "open", "Open", id="gauge.open")]
+
+    class Opened(TextualMessage):
+        """The user asked to see what the gauge measures (enter or a click)."""
+
+        def __init__(self, gauge: TokenGauge) -> None:
+            super().__init__()
+            self.gauge = gauge
+
+        @property
+        def label(self) -> str:
+            return self.gauge.label
 
     COMPONENT_CLASSES = {
         "token-gauge--label",
@@ -96,6 +114,12 @@ class TokenGauge(Widget):
 
     def on_mount(self) -> None:
         self._update_level()
+
+    def action_open(self) -> None:
+        self.post_message(self.Opened(self))
+
+    def on_click(self, event: events.Click) -> None:
+        self.action_open()
 
     def watch_used(self) -> None:
         self._update_level()

@@ -27,6 +27,7 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("ctrl+l", "choose the model"),
     KeyHelp("ctrl+p", "command palette: compact now, rename, export, import, theme, …"),
     KeyHelp("f1", "this help"),
+    KeyHelp("f2", "the next request: the exact system prompt and tools, with token counts"),
     KeyHelp("ctrl+q", "quit"),
     KeyHelp("r", "regenerate: a new reply beside the old one (kept)", "message or tree"),
     KeyHelp("e", "edit your message: a new branch, then a new reply", "message or tree"),
@@ -47,4 +48,8 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("z", "the tree full screen, the message under the cursor beside it", "tree"),
     KeyHelp("< / >", "make the pane narrower / wider (remembered)", "tree or sidebar"),
     KeyHelp("escape, i", "back to the input (a pane over the chat closes)", "tree"),
+    KeyHelp(
+        "enter", "open the block: its whole content, owner, budget; edit a writable one", "gauge"
+    ),
+    KeyHelp("ctrl+s", "save the block (refused over its budget or when read-only)", "block editor"),
 )

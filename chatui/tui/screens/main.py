@@ -49,6 +49,7 @@ from ...events import (
     TurnFailed,
     UsageRecorded,
 )
+from .main_memory import MemoryMixin
 from .main_panes import PanesMixin
 
 if TYPE_CHECKING:
@@ -65,13 +66,14 @@ WELCOME = (
 )
 
 
-class MainScreen(PanesMixin, Screen[None]):
+class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#input"
     BINDINGS = [
         Binding("escape", "escape", "Cancel reply", id="main.cancel"),
+        Binding("f2", "show_prompt", "Prompt", id="main.prompt", show=False),
     ]
 
     if TYPE_CHECKING:  # the app module imports this one; type it without a cycle

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from textual import events
 
-from widgets import ContextSidebar, MessageTree
+from widgets import ContextSidebar, MessageTree, TokenGauge
 
 from ..panes import SIDEBAR_WIDTHS, TREE_WIDTHS, PanePlan, clamp_width, plan_panes
 
@@ -89,6 +89,11 @@ class PanesMixin:
         self.arrange_panes()
         if which == "sidebar" and self.sidebar.display:
             await self.refresh_sidebar()
+        if mode == "drawer" and self._drawer == which:
+            # A drawer is opened to be used: the keys go to it (enter on a gauge, < >).
+            target = self.tree if which == "tree" else self.sidebar
+            gauges = list(self.sidebar.query(TokenGauge)) if which == "sidebar" else []
+            (gauges[0] if gauges else target).focus()
         self.app.remember_panes(state.show_tree, state.show_sidebar)
 
     def focus_tree(self: MainScreen) -> None:

@@ -1,0 +1,122 @@
+"""What the model carries, for people to read: a block's details and the next request.
+
+Headless: the memory inspector and the prompt screen draw what these return.
+The next request is built the way `ChatEngine._reply_loop` builds it — the
+session's blocks rendered fresh (a turn refreshes the prompt before calling
+the model) and the session's, the manager's and the engine's extra tools —
+without writing anything (no prompt cache update).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from store import (
+    ContextBlock,
+    Session,
+    estimate_string_tokens,
+    render_system_prompt,
+)
+
+from .config import BlockConfig
+
+if TYPE_CHECKING:
+    from store import AgentInfo
+
+    from .engine import ChatEngine
+
+__all__ = ["BlockDetails", "NextRequest", "ToolLine", "block_details", "next_request"]
+
+
+@dataclass(frozen=True)
+class BlockDetails:
+    """One context block as the inspector shows it."""
+
+    block: ContextBlock
+    owner: str
+    """Whose content it is: this chat, every chat, an agent, the config."""
+    editable: bool
+    """A plain writable block: the inspector can replace its content."""
+    note: str = ""
+    """Why it cannot be edited here, when it cannot."""
+
+
+def block_details(
+    block: ContextBlock,
+    config: BlockConfig | None,
+    *,
+    chat_name: str | None,
+    agent: AgentInfo | None,
+) -> BlockDetails:
+    """Who a block belongs to and whether a person may edit it here.
+
+    Args:
+        config: the block's configuration (None for one added at runtime).
+        chat_name: the open chat (None: a new chat, not stored yet).
+        agent: the agent running the chat, if any.
+    """
+    who = f"agent {agent.name}" if agent else None
+    if config is not None and config.kind == "static":
+        owner = (
+            f"{who}'s soul (its configuration)"
+            if who and block.label == "soul"
+            else "the config file"
+        )
+    elif config is not None and config.scope == "global":
+        owner = f"every chat {who} runs" if who else "every chat (global)"
+    elif chat_name is not None:
+        owner = f"this chat ({chat_name})"
+    else:
+        owner = "the new chat (stored with its first message)"
+    if block.kind != "writable":
+        note = {
+            "readonly": "Read-only: the model cannot change it, nor can you here.",
+            "searchable": "Keyed entries: the model adds them with set_context and searches them.",
+            "loadable": "Skills: documents the model loads on demand (files in the skills folder).",
+        }[block.kind]
+        return BlockDetails(block, owner, False, note)
+    if chat_name is None:
+        return BlockDetails(
+            block, owner, False, "This chat is not stored yet: send a first message, then edit."
+        )
+    return BlockDetails(block, owner, True)
+
+
+@dataclass(frozen=True)
+class ToolLine:
+    name: str
+    description: str
+    tokens: int
+    """Estimated tokens of the tool's schema in the request."""
+    schema: str
+    """The schema as sent (JSON)."""
+
+
+@dataclass(frozen=True)
+class NextRequest:
+    """The system prompt and tools the next turn of a chat will send."""
+
+    model: str
+    system_prompt: str
+    prompt_tokens: int
+    tools: list[ToolLine]
+
+    @property
+    def tool_tokens(self) -> int:
+        return sum(t.tokens for t in self.tools)
+
+
+async def next_request(engine: ChatEngine, session: Session, model: str) -> NextRequest:
+    """The prompt and tools the engine would send now for `session` (nothing written)."""
+    prompt = render_system_prompt(await session.load_context())
+    tools = dict(await session.tools())
+    tools.update(engine.manager.tools())
+    if engine.extra_tools is not None:
+        tools.update(engine.extra_tools(session.session_id))
+    lines = []
+    for tool in tools.values():
+        schema = json.dumps(tool.to_openai(), ensure_ascii=False, indent=2)
+        lines.append(ToolLine(tool.name, tool.description, estimate_string_tokens(schema), schema))
+    return NextRequest(model, prompt, estimate_string_tokens(prompt), lines)

@@ -1,0 +1,96 @@
+"""The main screen's memory views: enter on a gauge, F2 for the next request.
+
+A mixin of `MainScreen`. Everything it reads about the open chat (its
+session, agent, block configuration, engine) goes through `_memory_source`,
+the one place to reroute when screens get their data from a service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from store import AgentInfo, ContextBlock, Session
+from widgets import TokenGauge
+
+from ...agents import agent_blocks
+from ...config import BlockConfig
+from ...inspection import block_details, next_request
+
+if TYPE_CHECKING:
+    from ...engine import ChatEngine
+    from .main import MainScreen
+
+__all__ = ["MemoryMixin"]
+
+
+@dataclass
+class _Source:
+    session: Session | None
+    chat_name: str | None
+    agent: AgentInfo | None
+    blocks: tuple[BlockConfig, ...]
+    engine: ChatEngine | None
+
+
+class MemoryMixin:
+    """Memory inspector and prompt screen for `MainScreen` (handlers by naming convention:
+    `@on` does not register in a mixin)."""
+
+    def _memory_source(self: MainScreen) -> _Source:
+        runtime = self.app.runtime
+        if self.chat is None:
+            agent = runtime.agent(self.draft_agent)
+            session, name, engine = None, None, None
+        else:
+            info = self.chat.info
+            agent = runtime.agent(info.agent_id)
+            session, name = self.chat.session, info.name
+            engine = self.app.engine_for(info.id)
+        blocks = agent_blocks(agent, self.app.config) if agent else self.app.config.blocks
+        return _Source(session, name, agent, blocks, engine)
+
+    async def on_token_gauge_opened(self: MainScreen, event: TokenGauge.Opened) -> None:
+        event.stop()
+        if event.gauge.id == "conversation-gauge":
+            await self.action_show_prompt()
+        else:
+            await self.open_block(event.label)
+
+    async def open_block(self: MainScreen, label: str) -> None:
+        """The memory inspector for one block, read fresh from its provider."""
+        from .memory import BlockScreen
+
+        source = self._memory_source()
+        blocks: list[ContextBlock] = (
+            await source.session.load_context() if source.session else self.sidebar.blocks
+        )
+        block = next((b for b in blocks if b.label == label), None)
+        if block is None:
+            self.notify(f"No block {label!r} in this chat.", severity="warning")
+            return
+        config = next((b for b in source.blocks if b.label == label), None)
+        details = block_details(block, config, chat_name=source.chat_name, agent=source.agent)
+        session = source.session
+
+        async def save(label: str, content: str) -> object:
+            assert session is not None  # only stored chats are editable
+            return await session.replace_context_block(label, content)
+
+        async def closed(saved: bool | None) -> None:
+            if saved:
+                await self.refresh_sidebar()
+                self.notify(f"Saved {label}: the next reply's prompt carries it.")
+
+        self.app.push_screen(BlockScreen(details, save if session else None), closed)
+
+    async def action_show_prompt(self: MainScreen) -> None:
+        """The exact system prompt and tools the next request of this chat carries."""
+        from .prompt import PromptScreen
+
+        source = self._memory_source()
+        if source.session is None or source.engine is None:
+            self.notify("A new chat has no request yet: send a first message.", timeout=4)
+            return
+        request = await next_request(source.engine, source.session, self.model)
+        self.app.push_screen(PromptScreen(request))

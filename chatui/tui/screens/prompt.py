@@ -1,0 +1,61 @@
+"""The next request, as the model will get it: the system prompt and the tools, counted."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Collapsible, Label, Static
+
+from widgets import clean, format_tokens
+
+from ...inspection import NextRequest
+
+__all__ = ["PromptScreen"]
+
+
+class PromptScreen(ModalScreen[None]):
+    """The system prompt (whole) and each tool with its schema and token count."""
+
+    CSS_PATH = "prompt.tcss"
+    BINDINGS = [Binding("escape,q,f2", "dismiss", "Close", id="prompt.close")]
+
+    def __init__(self, request: NextRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        r = self.request
+        total = r.prompt_tokens + r.tool_tokens
+        with Vertical(id="prompt"):
+            yield Label(
+                Text(
+                    f"Next request to {r.model} · system prompt {r.prompt_tokens:,} tokens · "
+                    f"{len(r.tools)} tools {r.tool_tokens:,} tokens · {format_tokens(total)} "
+                    "before the messages"
+                ),
+                id="prompt-title",
+            )
+            with VerticalScroll(id="prompt-body"):
+                yield Static(Text("SYSTEM PROMPT", style="bold"), classes="prompt--heading")
+                yield Static(Text(clean(r.system_prompt) or "(empty)"), id="prompt-text")
+                yield Static(Text("TOOLS", style="bold"), classes="prompt--heading")
+                if not r.tools:
+                    yield Static("(none)")
+                for tool in r.tools:
+                    with Collapsible(
+                        title=f"{tool.name} · {tool.tokens:,} tokens — {clean(tool.description)}"[
+                            :200
+                        ],
+                        collapsed=True,
+                    ):
+                        yield Static(Text(tool.schema))
+            yield Static("escape closes · the counts are estimates", id="prompt-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt-body").focus()
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(None)

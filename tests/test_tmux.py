@@ -1,0 +1,84 @@
+"""The real app in a real terminal (tmux): what a user at 80×24 sees."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+CHATUI = Path(sys.executable).parent / "chatui"
+
+
+class Terminal:
+    """One tmux session running `chatui` at a fixed size."""
+
+    def __init__(self, home: Path, width: int, height: int, *argv: str) -> None:
+        self.name = f"chatui-test-{uuid.uuid4().hex[:8]}"
+        command = f"CHATUI_HOME={home} {CHATUI} {' '.join(argv)}"
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height)]
+            + [command],
+            check=True,
+            env={**os.environ, "TERM": "xterm-256color"},
+        )
+
+    def screen(self) -> list[str]:
+        out = subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        )
+        return out.stdout.splitlines()
+
+    def send(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def wait_for(self, words: str, timeout: float = 30) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = self.screen()
+            if any(words in line for line in lines):
+                return lines
+            time.sleep(0.2)
+        raise AssertionError(f"{words!r} never showed:\n" + "\n".join(self.screen()))
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def terminal(tmp_path):
+    opened: list[Terminal] = []
+
+    def start(width: int, height: int, *argv: str) -> Terminal:
+        term = Terminal(tmp_path, width, height, *argv)
+        opened.append(term)
+        return term
+
+    yield start
+    for term in opened:
+        term.close()
+
+
+def test_at_80x24_a_reply_reads_across_at_least_60_columns(terminal):
+    term = terminal(80, 24, "--model", "demo")
+    term.wait_for("Message · enter sends")
+    term.send("Tell me how branching works in this app please", "Enter")
+    lines = term.wait_for("summarise", timeout=40)
+    # The tree strip ends at its border; the chat pane is everything right of it.
+    title = next(line for line in lines if "Tell me how branching" in line and "▕" in line)
+    border = title.index("▕")
+    assert 80 - border - 1 >= 60, title
+    # The reply wraps at the pane's width, not in a sliver: its lines are long.
+    reply = [line[border + 1 :].strip(" ▌") for line in lines if "summarise" in line]
+    body = [line[border + 1 :] for line in lines]
+    longest = max(len(line.rstrip()) for line in body if "echo" in line or "summarise" in line)
+    assert longest >= 50, "\n".join(lines)
+    assert reply and any("ctrl+p" in line or "⏎" in line for line in lines[-1:])  # footer
+    assert any("Message · enter sends" in line for line in lines)  # the input stays
