@@ -154,7 +154,7 @@ def test_the_file_is_not_modified(tmp_path):
         (lambda p: p.write_text("not a database"), "not a SQLite file"),
         (
             lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
-            "no 'responses' table",
+            "no 'responses' or 'threads' table",
         ),
         (
             lambda p: (

@@ -25,6 +25,7 @@ from .common import (
     preview_name,
     text_part,
 )
+from .llm_threads import NEW_TABLES, Thread, read_threads
 
 __all__ = ["load_llm"]
 
@@ -66,8 +67,26 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 def _read(conn: sqlite3.Connection, path: Path) -> list[dict[str, Any]]:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "responses" not in tables:
-        raise ImportFormatError(f"{path}: not an llm logs database (no 'responses' table)")
+    new_layout = NEW_TABLES <= tables
+    if "responses" not in tables and not new_layout:
+        raise ImportFormatError(
+            f"{path}: not an llm logs database (no 'responses' or 'threads' table)"
+        )
+    old = _read_responses(conn, path, tables) if "responses" in tables else []
+    if not new_layout:
+        return old
+    by_id = {doc["session"]["metadata"]["llm"]["conversation_id"]: doc for doc in old}
+    for thread in read_threads(conn, tables, str(path)):
+        if thread.id in by_id:
+            _continue(by_id[thread.id], thread)
+        elif thread.messages:
+            doc = _thread_document(thread)
+            by_id[thread.id] = doc
+            old.append(doc)
+    return old
+
+
+def _read_responses(conn: sqlite3.Connection, path: Path, tables: set[str]) -> list[dict[str, Any]]:
     have = _columns(conn, "responses")
     missing = _NEEDED - have
     if missing:
@@ -199,3 +218,61 @@ def _conversation(
         active_leaf=messages[-1]["id"] if messages else None,
         metadata={"llm": meta},
     )
+
+
+def _text(message: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in message["parts"] if p.get("type") == "text")
+
+
+def _thread_document(thread: Thread) -> dict[str, Any]:
+    times = [m["created_at"] for m in thread.messages if m["created_at"]]
+    first_prompt = next((_text(m) for m in thread.messages if m["role"] == "user"), "")
+    meta: dict[str, Any] = {"conversation_id": thread.id, "thread_id": thread.id}
+    if thread.model:
+        meta["model"] = thread.model
+    name = str(thread.name or "").strip()
+    return make_document(
+        source=f"llm:{thread.id}",
+        name=name or preview_name(first_prompt, "llm conversation"),
+        created_at=min(times) if times else None,
+        updated_at=max(times) if times else None,
+        messages=thread.messages,
+        active_leaf=thread.active_leaf,
+        metadata={"llm": meta},
+    )
+
+
+def _continue(doc: dict[str, Any], thread: Thread) -> None:
+    """Add a 0.32+ thread to the chat of the old conversation it continues.
+
+    The thread's chain replays the old conversation's messages (llm rebuilds
+    them from `responses`), so a new message that matches the old chain at its
+    depth by role and text is that old message; the rest hang below the last
+    match.
+    """
+    old = doc["messages"]
+    chain = [m for m in old]  # the old layout is one chain, in order
+    mapped: dict[str, int] = {}  # new id -> index in `chain`
+    added: list[dict[str, Any]] = []
+    renamed: dict[str, str] = {}
+    for m in thread.messages:
+        parent = m["parent_id"]
+        at = 0 if parent is None else (mapped[parent] + 1 if parent in mapped else None)
+        if (
+            at is not None
+            and at < len(chain)
+            and chain[at]["role"] == m["role"]
+            and _text(chain[at]) == _text(m)
+        ):
+            mapped[m["id"]] = at
+            renamed[m["id"]] = chain[at]["id"]
+            continue
+        added.append({**m, "parent_id": renamed.get(parent, parent) if parent else None})
+    old.extend(added)
+    session = doc["session"]
+    if thread.active_leaf is not None:
+        session["metadata"]["active_leaf"] = renamed.get(thread.active_leaf, thread.active_leaf)
+    session["metadata"]["llm"]["thread_id"] = thread.id
+    times = [m["created_at"] for m in added if m["created_at"]]
+    if times:
+        session["updated_at"] = max([*times, session["updated_at"] or times[0]])
