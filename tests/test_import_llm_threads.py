@@ -213,4 +213,3 @@ def test_damaged_message_chain_is_refused(tmp_path):
     with pytest.raises(ImportFormatError, match="cycle"):
         load_documents(path, "llm")
     assert path.read_bytes() == before
-
