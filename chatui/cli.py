@@ -10,137 +10,41 @@ with `--json`, plain JSON. Exit codes are part of the interface (see
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sqlite3
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from store import (
     DatabaseFileError,
     SchemaVersionError,
     SessionInfo,
     SessionManager,
-    Store,
-    TransferError,
-    document_entries,
-    export_session,
-    import_sessions,
 )
 
-from . import paths
-from .porting import IMPORTERS, ImportFormatError, load_documents
-from .porting.exports import json_text, markdown_page, slug
+from .cli_base import (
+    DATABASE,
+    EPILOG,
+    EXIT_CODES,
+    NOT_FOUND,
+    OK,
+    USAGE,
+    CliError,
+    _day,
+    _open,
+    _out,
+    _resolve,
+    _resolve_message,
+)
+from .cli_transfer import add_transfer_commands
+from .porting.exports import json_text
 from .porting.markdown import render_markdown
-from .porting.text import json_safe, one_line
+from .porting.text import one_line
 from .porting.tree import outline, path_view
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
-
-OK, NOT_FOUND, USAGE, BAD_INPUT, DATABASE, OUTPUT = 0, 1, 2, 3, 4, 5
-EXIT_CODES = {
-    OK: "success (also an import whose chats were all there already)",
-    NOT_FOUND: "not found: no chat or message with that id, or a search without results",
-    USAGE: "usage error: a bad option or argument, or an ambiguous id prefix",
-    BAD_INPUT: "bad input file: unreadable, another format, a broken tree (nothing imported)",
-    DATABASE: "database error: not a chatui database, written by a newer chatui, locked",
-    OUTPUT: "the output file or folder cannot be written",
-}
-EPILOG = "exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
-
-
-class CliError(Exception):
-    """A failure to report in one line, with the exit code it maps to."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-# -- small helpers --------------------------------------------------------------
-
-
-def _out(text: str = "") -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _day(info_time: Any) -> str:
-    return info_time.strftime("%Y-%m-%d %H:%M") if info_time else "-"
-
-
-@contextmanager
-def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
-    """The database of `--db` (default: the user's), with errors mapped to exit codes."""
-    path = Path(args.db).expanduser() if args.db else paths.default_db()
-    if args.db and not create and not path.exists():
-        raise CliError(f"{path}: no database there", DATABASE)
-    existed = path.exists()
-    if create and not existed and getattr(args, "dry_run", False):
-        with Store(":memory:") as scratch:  # a dry run into no database writes no file
-            yield scratch
-        return
-    if not existed:
-        try:
-            paths.ensure_private_dir(path.parent)
-            paths.create_private_file(path)  # before SQLite: its -wal/-shm copy this mode
-        except OSError as exc:
-            raise CliError(f"{path}: cannot create the database: {exc.strerror}", DATABASE) from exc
-    with Store(path) as store:
-        if not existed:
-            paths.make_private(path)
-        yield store
-
-
-def _resolve(store: Store, text: str) -> SessionInfo:
-    """A chat by id or unique id prefix (deleted chats included)."""
-    found = SessionManager(store).find(text)
-    if not found:
-        raise CliError(f"no chat {one_line(text)!r} (see `chatui list`)", NOT_FOUND)
-    if len(found) > 1:
-        shown = ", ".join(info.id[:12] for info in found[:5])
-        raise CliError(
-            f"{one_line(text)!r} matches several chats ({shown}…); give more of the id", USAGE
-        )
-    return found[0]
-
-
-def _resolve_message(store: Store, info: SessionInfo, text: str) -> str:
-    ids = SessionManager(store).find_messages(info.id, text)
-    if not ids:
-        raise CliError(f"no message {one_line(text)!r} in chat {info.id[:12]}", NOT_FOUND)
-    if ids[0] != text and len(ids) > 1:
-        raise CliError(f"{one_line(text)!r} matches several messages; give more of the id", USAGE)
-    return ids[0]
-
-
-@contextmanager
-def _output(target: Path | None) -> Iterator[IO[str]]:
-    """stdout, or a private file written whole or not at all."""
-    if target is None:
-        yield sys.stdout
-        return
-    target = target.expanduser()
-    if target.is_dir():
-        raise CliError(f"{target}: is a folder (give a file name)", OUTPUT)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".chatui-export-", dir=target.parent)
-    except OSError as exc:
-        raise CliError(f"{target}: cannot write: {exc.strerror or exc}", OUTPUT) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
-        os.chmod(tmp, 0o600)  # chats are personal
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise CliError(f"{target}: cannot write: {exc.strerror or exc}", OUTPUT) from exc
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 # -- commands ---------------------------------------------------------------------
@@ -282,133 +186,6 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     return data
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    if bool(args.id) == args.all:
-        raise CliError("give one chat id, or --all", USAGE)
-    if args.branch and args.all:
-        raise CliError("--branch goes with one chat id, not --all", USAGE)
-    with _open(args) as store:
-        if args.all:
-            ids = [
-                info.id
-                for info in SessionManager(store).list(oldest_first=True, include_archived=True)
-            ]
-        else:
-            ids = [_resolve(store, args.id).id]
-        if args.format == "md":
-            _export_markdown(store, args, ids)
-        elif args.format == "json":
-            docs = [export_session(store, sid) for sid in ids]
-            with _output(args.output) as fh:
-                fh.write(json_text(docs if args.all else docs[0]) + "\n")
-        else:
-            with _output(args.output) as fh:
-                for sid in ids:  # one chat in memory at a time
-                    for entry in document_entries(export_session(store, sid)):
-                        fh.write(
-                            json_safe(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
-                            + "\n"
-                        )
-    if args.output is not None:
-        print(
-            f"Exported {len(ids)} chat{'s' if len(ids) != 1 else ''} to {args.output}",
-            file=sys.stderr,
-        )
-    return OK
-
-
-def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> None:
-    manager = SessionManager(store)
-
-    def page(sid: str) -> str:
-        info = manager.get(sid, include_deleted=True)
-        assert info is not None
-        through = _resolve_message(store, info, args.branch) if args.branch else None
-        return markdown_page(store, info, through)
-
-    if not args.all or args.output is None:
-        with _output(args.output) as fh:
-            fh.write("\n---\n\n".join(page(sid) for sid in ids))
-        return
-    folder = args.output.expanduser()
-    if folder.exists() and not folder.is_dir():
-        raise CliError(
-            f"{folder}: is a file; --all --format md writes one file per chat into a folder", OUTPUT
-        )
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as exc:
-        raise CliError(f"{folder}: cannot create: {exc.strerror or exc}", OUTPUT) from exc
-    for sid in ids:
-        info = manager.get(sid, include_deleted=True)
-        assert info is not None
-        name = f"{info.created_at:%Y-%m-%d}-{slug(info.name)}-{sid[:8]}.md"
-        with _output(folder / name) as fh:
-            fh.write(page(sid))
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    path = Path(args.file).expanduser()
-    if not path.exists():
-        raise CliError(f"{path}: no such file", BAD_INPUT)
-    try:
-        docs = load_documents(path, args.source)
-    except ImportFormatError as exc:
-        raise CliError(str(exc), BAD_INPUT) from exc
-    with _open(args, create=True) as store:
-        try:
-            outcomes = import_sessions(
-                store,
-                docs,
-                new_ids=args.new_ids,
-                dry_run=args.dry_run,
-                match_source=args.source != "chatui" and not args.new_ids,
-            )
-        except TransferError as exc:
-            raise CliError(f"{path}: {exc}", BAD_INPUT) from exc
-    done = [o for o in outcomes if o.imported]
-    if args.json:
-        _out(
-            json_text(
-                {
-                    "file": str(path),
-                    "from": args.source,
-                    "dry_run": args.dry_run,
-                    "imported": len(done),
-                    "skipped": len(outcomes) - len(done),
-                    "chats": [
-                        {
-                            "session_id": o.session_id,
-                            "original_id": o.original_id,
-                            "name": o.name,
-                            "source": o.source,
-                            "messages": o.messages,
-                            "status": "imported" if o.imported else "skipped",
-                            "reason": o.reason,
-                        }
-                        for o in outcomes
-                    ],
-                }
-            )
-        )
-        return OK
-    verb = "would import" if args.dry_run else "imported"
-    for o in outcomes:
-        what = f"({o.messages} messages)" if o.imported else f"— {o.reason}"
-        _out(
-            f"{verb if o.imported else 'skipped':<13}{o.session_id[:8]}  "
-            f"{one_line(o.name, 60)} {what}"
-        )
-    messages = sum(o.messages for o in done)
-    _out(
-        f"{len(outcomes)} chat{'s' if len(outcomes) != 1 else ''} in {path.name}: {len(done)} "
-        f"{verb} ({messages} messages), {len(outcomes) - len(done)} already there"
-        + (" (dry run: nothing written)" if args.dry_run else "")
-        + "."
-    )
-    return OK
-
-
 def _launch(args: argparse.Namespace) -> int:
     try:
         from chatui.tui.app import run  # lazy: textual loads only for the app
@@ -510,52 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tree", action="store_true", help="print the whole tree as an outline")
     p.add_argument("--json", action="store_true", help="print JSON")
-
-    p = command(
-        "export",
-        cmd_export,
-        "Export chats: Markdown (one branch), JSON or JSONL (the whole tree).",
-        "chatui export --all --format jsonl -o backup.jsonl",
-    )
-    p.add_argument("id", nargs="?", metavar="ID", help="chat id or unique prefix")
-    p.add_argument("--all", action="store_true", help="every chat (not deleted ones)")
-    p.add_argument(
-        "--format",
-        choices=("md", "json", "jsonl"),
-        default="json",
-        help="md: the active branch; json/jsonl: everything (default json)",
-    )
-    p.add_argument("--branch", metavar="MESSAGE", help="md: the branch through this message")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        metavar="PATH",
-        help="write here instead of stdout (with --all --format md: a folder)",
-    )
-
-    p = command(
-        "import",
-        cmd_import,
-        "Import chats from a file, keeping every branch.",
-        "chatui import conversations.json --from chatgpt",
-    )
-    p.add_argument("file", metavar="FILE", help="the file (Pi: a session file or folder)")
-    p.add_argument(
-        "--from",
-        dest="source",
-        required=True,
-        choices=tuple(IMPORTERS),
-        help="chatgpt: conversations.json or the export zip; chatui: a chatui "
-        "export; pi: Pi session JSONL; llm: llm's logs.db",
-    )
-    p.add_argument(
-        "--new-ids",
-        action="store_true",
-        help="import as copies with new chat ids (default: skip chats already here)",
-    )
-    p.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_transfer_commands(command)
     return parser
 
 

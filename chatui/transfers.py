@@ -2,7 +2,8 @@
 
 The same code paths as `chatui export` / `chatui import`: an export is the
 active branch as Markdown or the whole tree as chatui JSON, written private
-(0600) and whole; an import checks everything first and writes all or nothing.
+(0600) and whole; an import merges into chats already here and imports the readable
+conversations of a file with a damaged one (`chatui.porting.importing`).
 """
 
 from __future__ import annotations
@@ -10,21 +11,20 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from store import (
-    ImportOutcome,
-    SessionManager,
-    Store,
-    TransferError,
-    export_session,
-    import_sessions,
-)
+from store import SessionManager, Store, export_session
 
 from . import paths
-from .porting import ImportFormatError, load_documents
-from .porting.common import guess_format
+from .porting import ImportFormatError
 from .porting.exports import json_text, markdown_page, slug
+from .porting.importing import ImportReport, import_path
 
-__all__ = ["ImportProblem", "default_export_path", "export_chat", "import_file"]
+__all__ = [
+    "ImportProblem",
+    "ImportReport",
+    "default_export_path",
+    "export_chat",
+    "import_file",
+]
 
 
 class ImportProblem(Exception):
@@ -57,23 +57,26 @@ def export_chat(
     return target
 
 
-def import_file(store: Store, path: Path, source: str | None = None) -> list[ImportOutcome]:
+def import_file(
+    store: Store,
+    path: Path,
+    source: str | None = None,
+    *,
+    new_ids: bool = False,
+    dry_run: bool = False,
+    strict: bool = False,
+) -> ImportReport:
     """Import a ChatGPT, chatui, Pi or llm file (format guessed when not given).
 
+    The one import path: `chatui import` calls it too. Chats already here are
+    merged (new messages added); a bad conversation is listed in the report's
+    `rejected` while the others are imported, unless `strict`.
+
     Raises:
-        ImportProblem: the file cannot be read as chats; nothing was imported.
+        ImportProblem: the file cannot be read as chats, or nothing in it can be
+            imported (or, `strict`, one conversation is bad); nothing was imported.
     """
-    path = path.expanduser()
-    if not path.exists():
-        raise ImportProblem(f"{path}: no such file")
-    source = source or guess_format(path)
-    if source is None:
-        raise ImportProblem(
-            f"{path}: not a ChatGPT, chatui, Pi or llm file that chatui "
-            "recognises (try `chatui import FILE --from …`)"
-        )
     try:
-        documents = load_documents(path, source)
-        return import_sessions(store, documents, match_source=source != "chatui")
-    except (ImportFormatError, TransferError) as exc:
+        return import_path(store, path, source, new_ids=new_ids, dry_run=dry_run, strict=strict)
+    except ImportFormatError as exc:
         raise ImportProblem(str(exc)) from exc

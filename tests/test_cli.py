@@ -192,7 +192,7 @@ def test_import_chatui_round_trip_and_new_ids(capsys, tmp_path):
     assert run(capsys, "export", "--all", "-o", backup)[0] == 0
     other = tmp_path / "other.db"
     code, out, _ = run(capsys, "import", backup, "--from", "chatui", "--db", other)
-    assert code == 0 and "1 imported" in out
+    assert code == 0 and "1 chat imported, 9 messages added" in out
     again = tmp_path / "again.json"
     assert run(capsys, "--db", other, "export", "--all", "-o", again)[0] == 0
     assert json.loads(again.read_text()) == json.loads(backup.read_text())
@@ -299,7 +299,7 @@ def test_help_everywhere(capsys):
     for command in ("search", "list", "show", "export", "import"):
         code, out, _ = run(capsys, command, "--help")
         assert code == 0 and "example:" in out and "exit codes:" in out
-    assert set(EXIT_CODES) == {0, 1, 2, 3, 4, 5}
+    assert set(EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6}
 
 
 def test_no_command_launches_the_app(capsys, monkeypatch, tmp_path):

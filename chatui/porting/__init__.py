@@ -13,9 +13,9 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from .common import ImportFormatError
+from .common import ImportFormatError, Rejected
 
-__all__ = ["IMPORTERS", "ImportFormatError", "load_documents"]
+__all__ = ["IMPORTERS", "ImportFormatError", "Rejected", "load_documents"]
 
 IMPORTERS: dict[str, tuple[str, str]] = {
     "chatgpt": ("chatui.porting.chatgpt", "load_chatgpt"),
@@ -26,13 +26,22 @@ IMPORTERS: dict[str, tuple[str, str]] = {
 """`--from` name → (module, function) turning a file into export documents."""
 
 
-def load_documents(path: Path, source: str) -> list[dict[str, Any]]:
+def load_documents(
+    path: Path, source: str, rejected: list[Rejected] | None = None
+) -> list[dict[str, Any]]:
     """Read `path` as a `source` file and return chatui export documents.
+
+    Args:
+        rejected: when given, conversations that cannot be read are listed here
+            (each with its reason) and the rest returned: a partial import.
 
     Raises:
         ImportFormatError: the file cannot be read as that format (one line,
-            naming the file and the problem).
+            naming the file and the problem); without `rejected`, also one bad
+            conversation.
     """
     module, name = IMPORTERS[source]
-    loader: Callable[[Path], list[dict[str, Any]]] = getattr(import_module(module), name)
-    return loader(path)
+    loader: Callable[..., list[dict[str, Any]]] = getattr(import_module(module), name)
+    if source == "chatui":  # documents are checked one by one when imported
+        return loader(path)
+    return loader(path, rejected)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 from .common import (
     ImportFormatError,
     Node,
+    Rejected,
     build_tree,
+    collect,
     epoch_time,
     guess_format,
     hint,
@@ -33,7 +36,21 @@ ROLES = {"user", "assistant", "system", "tool"}
 HIDDEN_CONTENT = {"user_editable_context", "model_editable_context"}
 
 
+def _looks_zipped(path: Path) -> bool:
+    """Starts like a zip (a truncated download keeps the start, loses the index)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    except OSError:
+        return False
+
+
 def _read(path: Path) -> Any:
+    if not path.is_dir() and _looks_zipped(path) and not zipfile.is_zipfile(path):
+        raise ImportFormatError(
+            f"{path}: a damaged zip (its directory at the end is missing: a cut-off "
+            "download?); download the export again"
+        )
     if zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as archive:
@@ -47,8 +64,11 @@ def _read(path: Path) -> Any:
                         f"{path}: the zip holds no conversations.json (is this ChatGPT's export?)"
                     )
                 texts = [(f"{path}:{n}", archive.read(n).decode("utf-8-sig")) for n in names]
-        except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
-            raise ImportFormatError(f"{path}: cannot read the zip: {exc}") from exc
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, UnicodeDecodeError) as exc:
+            raise ImportFormatError(
+                f"{path}: a damaged zip (cannot read {getattr(exc, 'filename', None) or 'it'}: "
+                f"{exc}); download the export again"
+            ) from exc
     else:
         texts = [(str(path), read_text(path, "ChatGPT export"))]
     data: list[Any] = []
@@ -78,17 +98,22 @@ def _read(path: Path) -> Any:
     return data
 
 
-def load_chatgpt(path: Path) -> list[dict[str, Any]]:
+def load_chatgpt(path: Path, rejected: list[Rejected] | None = None) -> list[dict[str, Any]]:
     """Every conversation of a ChatGPT export as a chatui export document.
 
+    Args:
+        rejected: when given, a broken conversation is noted here and skipped.
+
     Raises:
-        ImportFormatError: not JSON, not a list of conversations, or a conversation
-            whose tree is broken (missing parent, cycle, unknown current node).
+        ImportFormatError: not JSON, not a list of conversations, a damaged zip, or
+            (without `rejected`) a conversation whose tree is broken (missing
+            parent, cycle, unknown current node).
     """
-    return [
-        _conversation(conv, f"{path}: conversation {i + 1}", path)
-        for i, conv in enumerate(_read(path))
-    ]
+    return collect(
+        ((conv, f"{path}: conversation {i + 1}") for i, conv in enumerate(_read(path))),
+        lambda conv, where: _conversation(conv, where, path),
+        rejected,
+    )
 
 
 def _conversation(conv: Any, where: str, path: Path) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from store import EXPORT_FORMAT, EXPORT_VERSION, text_part
 
 __all__ = [
     "ImportFormatError",
+    "Rejected",
+    "collect",
     "Node",
     "build_tree",
     "epoch_time",
@@ -44,6 +46,34 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 class ImportFormatError(ValueError):
     """A file cannot be imported as the format asked for; one line naming the file."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """One conversation of a file that could not be imported, and why (one line)."""
+
+    reason: str
+
+
+def collect(
+    items: Iterable[tuple[Any, str]],
+    convert: Any,
+    rejected: list[Rejected] | None,
+) -> list[dict[str, Any]]:
+    """`convert(item, where)` for each item; a bad one raises, or is noted in `rejected`.
+
+    With `rejected` given (a partial import), one damaged conversation no longer
+    costs the rest of the file.
+    """
+    documents: list[dict[str, Any]] = []
+    for item, where in items:
+        try:
+            documents.append(convert(item, where))
+        except ImportFormatError as exc:
+            if rejected is None:
+                raise
+            rejected.append(Rejected(str(exc)))
+    return documents
 
 
 @dataclass

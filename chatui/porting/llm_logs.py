@@ -18,6 +18,7 @@ from typing import Any
 
 from .common import (
     ImportFormatError,
+    Rejected,
     guess_format,
     hint,
     iso_time,
@@ -33,8 +34,12 @@ _NEEDED = {"id", "prompt", "response", "conversation_id", "datetime_utc"}
 _OPTIONAL = ("model", "system", "input_tokens", "output_tokens", "duration_ms")
 
 
-def load_llm(path: Path) -> list[dict[str, Any]]:
+def load_llm(path: Path, rejected: list[Rejected] | None = None) -> list[dict[str, Any]]:
     """Every conversation in an llm logs database as a chatui export document.
+
+    Args:
+        rejected: when given, a thread whose message chain is broken is noted
+            here and skipped.
 
     Raises:
         ImportFormatError: missing, not SQLite, or without llm's tables.
@@ -54,7 +59,7 @@ def load_llm(path: Path) -> list[dict[str, Any]]:
     except sqlite3.Error as exc:
         raise ImportFormatError(f"{path}: cannot open: {exc}") from exc
     try:
-        return _read(conn, path)
+        return _read(conn, path, rejected)
     except sqlite3.DatabaseError as exc:
         raise ImportFormatError(f"{path}: cannot read as an llm logs database: {exc}") from exc
     finally:
@@ -65,7 +70,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _read(conn: sqlite3.Connection, path: Path) -> list[dict[str, Any]]:
+def _read(
+    conn: sqlite3.Connection, path: Path, rejected: list[Rejected] | None
+) -> list[dict[str, Any]]:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     new_layout = NEW_TABLES <= tables
     if "responses" not in tables and not new_layout:
@@ -76,7 +83,7 @@ def _read(conn: sqlite3.Connection, path: Path) -> list[dict[str, Any]]:
     if not new_layout:
         return old
     by_id = {doc["session"]["metadata"]["llm"]["conversation_id"]: doc for doc in old}
-    for thread in read_threads(conn, tables, str(path)):
+    for thread in read_threads(conn, tables, str(path), rejected):
         if thread.id in by_id:
             _continue(by_id[thread.id], thread)
         elif thread.messages:

@@ -31,7 +31,7 @@ import json
 import sqlite3
 from typing import Any
 
-from .common import ImportFormatError, Node, build_tree, iso_time
+from .common import ImportFormatError, Node, Rejected, build_tree, iso_time
 
 __all__ = ["NEW_TABLES", "Thread", "read_threads"]
 
@@ -158,8 +158,13 @@ def _chain(parents: dict[str, str | None], tip: str | None, where: str) -> list[
     return chain
 
 
-def read_threads(conn: sqlite3.Connection, tables: set[str], where: str) -> list[Thread]:
-    """Every thread family of a 0.32+ logs database as one chat each."""
+def read_threads(
+    conn: sqlite3.Connection, tables: set[str], where: str, rejected: list[Rejected] | None = None
+) -> list[Thread]:
+    """Every thread family of a 0.32+ logs database as one chat each.
+
+    A family whose chain is broken raises, or (with `rejected`) is noted and skipped.
+    """
     parents: dict[str, str | None] = {}
     roles: dict[str, str] = {}
     order: dict[str, int] = {}
@@ -203,12 +208,17 @@ def read_threads(conn: sqlite3.Connection, tables: set[str], where: str) -> list
 
     chats: list[Thread] = []
     for root, members in families.items():
-        chats.append(
-            _family(
-                root, members, threads, turns, parents, roles, order,
-                part_rows, fragments, attachments, where,
-            )
-        )  # fmt: skip
+        try:
+            chats.append(
+                _family(
+                    root, members, threads, turns, parents, roles, order,
+                    part_rows, fragments, attachments, where,
+                )
+            )  # fmt: skip
+        except ImportFormatError as exc:
+            if rejected is None:
+                raise
+            rejected.append(Rejected(str(exc)))
     return chats
 
 

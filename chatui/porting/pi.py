@@ -22,7 +22,9 @@ from typing import Any
 from .common import (
     ImportFormatError,
     Node,
+    Rejected,
     build_tree,
+    collect,
     epoch_time,
     guess_format,
     hint,
@@ -36,8 +38,12 @@ from .common import (
 __all__ = ["load_pi"]
 
 
-def load_pi(path: Path) -> list[dict[str, Any]]:
+def load_pi(path: Path, rejected: list[Rejected] | None = None) -> list[dict[str, Any]]:
     """A Pi session file, or every `*.jsonl` session under a folder, as documents.
+
+    Args:
+        rejected: when given, a broken session file of a folder is noted here and
+            skipped (a single file is all there is: it still raises).
 
     Raises:
         ImportFormatError: not JSONL, no session header, or a broken tree.
@@ -46,7 +52,7 @@ def load_pi(path: Path) -> list[dict[str, Any]]:
         files = sorted(path.rglob("*.jsonl"))
         if not files:
             raise ImportFormatError(f"{path}: no Pi session files (*.jsonl) in this folder")
-        return [_session(f) for f in files]
+        return collect(((f, str(f)) for f in files), lambda f, _where: _session(f), rejected)
     return [_session(path)]
 
 

@@ -209,7 +209,7 @@ class PaletteCommands:
     async def run_import(self: ChatApp, path: Path) -> None:
         self.notify(f"Importing {path}…")
         try:
-            outcomes = await asyncio.to_thread(import_file, self.store, path)
+            report = await asyncio.to_thread(import_file, self.store, path)
         except ImportProblem as exc:
             self.notify(f"Nothing imported: {exc}", severity="error", timeout=10)
             return
@@ -217,9 +217,12 @@ class PaletteCommands:
             self.log_error(exc)
             self.notify(f"Nothing imported: {exc}", severity="error", timeout=10)
             return
-        done = [o for o in outcomes if o.imported]
-        skipped = len(outcomes) - len(done)
-        note = f" ({skipped} already here)" if skipped else ""
-        self.notify(f"Imported {len(done)} chat{'s' if len(done) != 1 else ''}{note}.")
+        rejected = "".join(f"\n{r.reason}" for r in report.rejected[:3])
+        self.notify(
+            f"{report.summary()}.{rejected}",
+            severity="warning" if report.partial else "information",
+            timeout=10 if report.partial else 5,
+        )
+        done = [c for c in report.chats if c.status != "unchanged"]
         if done:
             await self.main.open_chat(done[0].session_id)

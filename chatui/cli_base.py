@@ -1,0 +1,138 @@
+"""What every `chatui` command shares: exit codes, the one-line error, the database, output.
+
+Kept apart from `chatui.cli` so command groups in their own modules
+(`chatui.cli_transfer`) use them without an import cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from store import SessionInfo, SessionManager, Store
+
+from . import paths
+from .porting.text import one_line
+
+__all__ = [
+    "BAD_INPUT",
+    "DATABASE",
+    "EPILOG",
+    "EXIT_CODES",
+    "NOT_FOUND",
+    "OK",
+    "OUTPUT",
+    "PARTIAL",
+    "USAGE",
+    "CliError",
+]
+
+OK, NOT_FOUND, USAGE, BAD_INPUT, DATABASE, OUTPUT, PARTIAL = 0, 1, 2, 3, 4, 5, 6
+EXIT_CODES = {
+    OK: "success (also an import whose chats were all there already)",
+    NOT_FOUND: "not found: no chat or message with that id, or a search without results",
+    USAGE: "usage error: a bad option or argument, or an ambiguous id prefix",
+    BAD_INPUT: "bad input file: unreadable, another format, a damaged zip, no readable chat "
+    "(nothing imported)",
+    DATABASE: "database error: not a chatui database, written by a newer chatui, locked",
+    OUTPUT: "the output file or folder cannot be written",
+    PARTIAL: "partly imported: the readable chats were imported, the others are listed "
+    "with their reasons (--strict: all or nothing)",
+}
+EPILOG = "exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
+
+
+class CliError(Exception):
+    """A failure to report in one line, with the exit code it maps to."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- small helpers --------------------------------------------------------------
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _day(info_time: Any) -> str:
+    return info_time.strftime("%Y-%m-%d %H:%M") if info_time else "-"
+
+
+@contextmanager
+def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
+    """The database of `--db` (default: the user's), with errors mapped to exit codes."""
+    path = Path(args.db).expanduser() if args.db else paths.default_db()
+    if args.db and not create and not path.exists():
+        raise CliError(f"{path}: no database there", DATABASE)
+    existed = path.exists()
+    if create and not existed and getattr(args, "dry_run", False):
+        with Store(":memory:") as scratch:  # a dry run into no database writes no file
+            yield scratch
+        return
+    if not existed:
+        try:
+            paths.ensure_private_dir(path.parent)
+            paths.create_private_file(path)  # before SQLite: its -wal/-shm copy this mode
+        except OSError as exc:
+            raise CliError(f"{path}: cannot create the database: {exc.strerror}", DATABASE) from exc
+    with Store(path) as store:
+        if not existed:
+            paths.make_private(path)
+        yield store
+
+
+def _resolve(store: Store, text: str) -> SessionInfo:
+    """A chat by id or unique id prefix (deleted chats included)."""
+    found = SessionManager(store).find(text)
+    if not found:
+        raise CliError(f"no chat {one_line(text)!r} (see `chatui list`)", NOT_FOUND)
+    if len(found) > 1:
+        shown = ", ".join(info.id[:12] for info in found[:5])
+        raise CliError(
+            f"{one_line(text)!r} matches several chats ({shown}…); give more of the id", USAGE
+        )
+    return found[0]
+
+
+def _resolve_message(store: Store, info: SessionInfo, text: str) -> str:
+    ids = SessionManager(store).find_messages(info.id, text)
+    if not ids:
+        raise CliError(f"no message {one_line(text)!r} in chat {info.id[:12]}", NOT_FOUND)
+    if ids[0] != text and len(ids) > 1:
+        raise CliError(f"{one_line(text)!r} matches several messages; give more of the id", USAGE)
+    return ids[0]
+
+
+@contextmanager
+def _output(target: Path | None) -> Iterator[IO[str]]:
+    """stdout, or a private file written whole or not at all."""
+    if target is None:
+        yield sys.stdout
+        return
+    target = target.expanduser()
+    if target.is_dir():
+        raise CliError(f"{target}: is a folder (give a file name)", OUTPUT)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".chatui-export-", dir=target.parent)
+    except OSError as exc:
+        raise CliError(f"{target}: cannot write: {exc.strerror or exc}", OUTPUT) from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+        os.chmod(tmp, 0o600)  # chats are personal
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise CliError(f"{target}: cannot write: {exc.strerror or exc}", OUTPUT) from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

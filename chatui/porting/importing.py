@@ -1,0 +1,213 @@
+"""One import path for the command line and the app: read, check, write or merge.
+
+`import_path` reads a file with its format's importer, then:
+
+- chats not in the database are written as new chats (one bulk transaction,
+  `store.import_sessions`);
+- chats already there (same chat id, or for other apps' files the same
+  source id such as `chatgpt:<conversation id>`) are *merged*: messages are
+  recognised by their ids (the source's own ids: ChatGPT node ids, Pi entry
+  ids, llm response ids or message hashes), those not yet stored are added
+  under their parents, nothing is duplicated, and the chat's active branch
+  follows the newer file's;
+- with `new_ids` every chat is written as a copy instead (no merging);
+- a conversation that cannot be read or checked is rejected with its reason
+  while the others are imported (a *partial* import), unless `strict` asks for
+  all or nothing.
+
+Everything is written in one transaction, so a failure midway leaves the
+database as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store import (
+    Message,
+    SessionManager,
+    Store,
+    StoreSessionProvider,
+    TransferError,
+    import_sessions,
+)
+
+from . import load_documents
+from .common import ImportFormatError, Rejected, guess_format
+
+__all__ = ["ChatResult", "ImportReport", "import_path"]
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """What an import did to one chat."""
+
+    session_id: str
+    name: str
+    source: str | None
+    status: str
+    """"imported" (a new chat), "updated" (messages added), "unchanged"."""
+    messages: int
+    """Messages written: the whole chat when imported, the new ones when updated."""
+
+
+@dataclass
+class ImportReport:
+    """The outcome of importing one file."""
+
+    path: Path
+    source: str
+    dry_run: bool = False
+    chats: list[ChatResult] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for c in self.chats if c.status == status)
+
+    @property
+    def added(self) -> int:
+        """Messages written (new chats' and merged ones')."""
+        return sum(c.messages for c in self.chats)
+
+    @property
+    def partial(self) -> bool:
+        """Some conversations were rejected while others were imported or already there."""
+        return bool(self.rejected)
+
+    def summary(self) -> str:
+        """ "3 chats imported, 2 chats updated, 12 messages added, 1 unchanged, 1 rejected"."""
+
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'' if count == 1 else 's'}"
+
+        bits = [
+            n(self.count(status), "chat") + f" {status}"
+            for status in ("imported", "updated")
+            if self.count(status)
+        ]
+        if self.added or not bits:
+            bits.append(n(self.added, "message") + " added")
+        if self.count("unchanged"):
+            bits.append(f"{self.count('unchanged')} already there")
+        if self.rejected:
+            bits.append(f"{len(self.rejected)} rejected")
+        return ", ".join(bits) + (" (dry run: nothing written)" if self.dry_run else "")
+
+
+def import_path(
+    store: Store,
+    path: Path,
+    source: str | None = None,
+    *,
+    new_ids: bool = False,
+    dry_run: bool = False,
+    strict: bool = False,
+) -> ImportReport:
+    """Import a ChatGPT, chatui, Pi or llm file into `store` (format guessed if not given).
+
+    Raises:
+        ImportFormatError: the file cannot be read at all, nothing in it could be
+            imported, or (with `strict`) any conversation is bad; nothing written.
+    """
+    path = path.expanduser()
+    if not path.exists():
+        raise ImportFormatError(f"{path}: no such file")
+    source = source or guess_format(path)
+    if source is None:
+        raise ImportFormatError(
+            f"{path}: not a ChatGPT, chatui, Pi or llm file that chatui "
+            "recognises (try `chatui import FILE --from …`)"
+        )
+    report = ImportReport(path=path, source=source, dry_run=dry_run)
+    documents = load_documents(path, source, report.rejected)
+    match_source = source != "chatui" and not new_ids
+    documents = _checked(store, path, documents, report.rejected, new_ids, match_source)
+    if report.rejected and (strict or not documents):
+        reasons = "; ".join(r.reason for r in report.rejected[:5])
+        more = len(report.rejected) - 5
+        raise ImportFormatError(
+            f"{reasons}{f' (and {more} more)' if more > 0 else ''}"
+            + ("" if documents else " — nothing imported")
+        )
+    with store.write():
+        outcomes = import_sessions(
+            store, documents, new_ids=new_ids, match_source=match_source, dry_run=dry_run
+        )
+        for outcome, doc in zip(outcomes, documents, strict=True):
+            if outcome.imported:
+                report.chats.append(
+                    ChatResult(
+                        outcome.session_id, outcome.name, outcome.source, "imported",
+                        outcome.messages,
+                    )
+                )  # fmt: skip
+                continue
+            added = _merge(store, outcome.session_id, doc, dry_run)
+            report.chats.append(
+                ChatResult(
+                    outcome.session_id, outcome.name, outcome.source,
+                    "updated" if added else "unchanged", added,
+                )
+            )  # fmt: skip
+    return report
+
+
+def _checked(
+    store: Store,
+    path: Path,
+    documents: list[dict[str, Any]],
+    rejected: list[Rejected],
+    new_ids: bool,
+    match_source: bool,
+) -> list[dict[str, Any]]:
+    """The documents the store accepts; the others go to `rejected` with the store's reason.
+
+    One dry run checks them all (the usual case: all good); only when it fails
+    is each checked alone, to name the bad ones.
+    """
+    try:
+        import_sessions(store, documents, new_ids=new_ids, match_source=match_source, dry_run=True)
+        return documents
+    except TransferError:
+        pass
+    good = []
+    for doc in documents:
+        try:
+            import_sessions(store, [doc], new_ids=new_ids, match_source=match_source, dry_run=True)
+        except TransferError as exc:
+            session = doc.get("session") if isinstance(doc, dict) else None
+            name = session.get("name") if isinstance(session, dict) else None
+            rejected.append(Rejected(f"{path}: {f'{name!r}: ' if name else ''}{exc}"))
+            continue
+        good.append(doc)
+    return good
+
+
+def _merge(store: Store, session_id: str, doc: dict[str, Any], dry_run: bool) -> int:
+    """Add the document's messages that `session_id` lacks; the count added.
+
+    Messages arrive parents first (every importer and export orders them so),
+    so each new one's parent is stored, or added just before it. A message
+    whose parent is in neither place (the chat was edited here in a way the
+    file does not know) is kept as a root rather than lost.
+    """
+    provider = StoreSessionProvider(store, session_id)
+    stored = {m.id for m in provider.get_tree()}
+    new = [m for m in doc.get("messages", []) if m.get("id") not in stored]
+    if not new:
+        return 0
+    if dry_run:
+        return len(new)
+    known = set(stored)
+    for raw in new:
+        message = Message.from_dict({k: v for k, v in raw.items() if k != "parent_id"})
+        parent = raw.get("parent_id")
+        provider.append_message(message, parent if parent in known else None)
+        known.add(message.id)
+    leaf = doc.get("session", {}).get("metadata", {}).get("active_leaf")
+    if isinstance(leaf, str) and leaf in known:
+        # The newer file's current branch is the one the user was last on.
+        SessionManager(store).update_metadata(session_id, active_leaf=leaf)
+    return len(new)
