@@ -245,7 +245,15 @@ def _message(
     role = author.get("role")
     content = raw.get("content") if isinstance(raw.get("content"), dict) else {}
     parts = _parts(content)
-    if not parts:
+    finish = meta.get("finish_details")
+    finish_type = finish.get("type") if isinstance(finish, dict) else None
+    # A reply that never finished (stopped, cut off, still running when exported)
+    # keeps that state, even empty: it is a real branch, and dropping it would
+    # fold its siblings together.
+    unfinished = role == "assistant" and (
+        raw.get("status") == "in_progress" or finish_type == "interrupted"
+    )
+    if not parts and not unfinished:
         return None
     extra: dict[str, Any] = {}
     if role not in ROLES:
@@ -286,6 +294,13 @@ def _message(
         "parts": parts,
         "created_at": epoch_time(raw.get("create_time")) or fallback_time,
     }
+    if unfinished:
+        extra["status"] = raw.get("status")
+        if finish_type:
+            extra["finish"] = finish_type
     if extra:
         message["metadata"] = {"chatgpt": extra}
+    if unfinished:
+        # What the app leaves on a reply cut off mid-stream: shown "interrupted".
+        message["metadata"]["incomplete"] = True
     return message

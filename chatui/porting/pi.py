@@ -100,6 +100,8 @@ def _session(path: Path) -> dict[str, Any]:
         where = f"{path}: line {n}"
         if version < 2:  # v1: no ids, one chain in file order
             entry = {**entry, "id": f"line-{n}", "parentId": previous}
+            if entry["type"] == "compaction":
+                entry = _v1_compaction(entry, lines)
         eid, parent = entry.get("id"), entry.get("parentId")
         if not isinstance(eid, str) or not eid:
             raise ImportFormatError(f"{where}: the entry has no id")
@@ -172,6 +174,24 @@ def _session(path: Path) -> dict[str, Any]:
         metadata={"pi": pi_meta},
         compactions=_compactions(compactions, parents, kept),
     )
+
+
+def _v1_compaction(
+    entry: dict[str, Any], lines: list[tuple[int, dict[str, Any]]]
+) -> dict[str, Any]:
+    """A v1 compaction's `firstKeptEntryIndex` as the `firstKeptEntryId` v2 would give it.
+
+    Pi's own v1→v2 migration (`migrateV1ToV2`) indexes the file's entries with
+    the session header at 0 and blank lines left out — the list `_lines`
+    returns — and drops an index that names the header or nothing.
+    """
+    index = entry.get("firstKeptEntryIndex")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 < index < len(lines):
+        return entry
+    target_line, target = lines[index]
+    if target.get("type") == "session":
+        return entry
+    return {**entry, "firstKeptEntryId": f"line-{target_line}"}
 
 
 def _compactions(
@@ -261,6 +281,25 @@ def _custom(message: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _reply_status(m: dict[str, Any]) -> dict[str, Any]:
+    """Pi's stop reason as the metadata the app writes on a reply that did not finish.
+
+    `aborted` (the user pressed escape) is the app's `cancelled`; `error` its
+    `error`, with the message; both are `incomplete`, so the app shows them so.
+    """
+    stop = m.get("stopReason")
+    if stop == "aborted":
+        return {"status": "cancelled", "incomplete": True}
+    if stop == "error":
+        return {
+            "status": "error",
+            "incomplete": True,
+            "error": str(m.get("errorMessage") or "the provider reported an error"),
+            "error_kind": "unknown",
+        }
+    return {}
+
+
 def _message(m: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     role = m.get("role")
     created = _when(m, entry)
@@ -276,7 +315,7 @@ def _message(m: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
             "role": "assistant",
             "parts": _content_parts(m.get("content")),
             "created_at": created,
-            "metadata": {"pi": pi},
+            "metadata": {"pi": pi, **_reply_status(m)},
         }
         usage = m.get("usage")
         if isinstance(usage, dict):
