@@ -70,9 +70,10 @@ async def test_the_other_branch_on_request(manager):
     assert "Ryanair is cheaper.\\x1b]52;c;cHduZWQ=\\x07" in md
     assert "<details><summary>Reasoning</summary>" in md
     assert (
-        '> **Tool call** `set_context`: {"label": "memory", "content": "likes cheap flights"}' in md
+        '**Tool call** `set_context`\n\n```json\n{\n  "label": "memory",\n'
+        '  "content": "likes cheap flights"\n}\n```' in md
     )
-    assert "> **Tool result** `set_context`: Saved." in md
+    assert "**Tool result** `set_context`\n\n```text\nSaved.\n```" in md
     assert "TAP" not in md
 
 
@@ -99,3 +100,15 @@ async def test_message_ids_only_when_asked(manager):
     shown = render_markdown(view, show_ids=True)
     assert "## 1 · User · " in shown and "· `q1`" in shown
     assert "*Other branches here: `a2`*" in shown
+
+
+def test_code_and_tool_calls_are_whole_fenced_blocks():
+    """Code-interpreter code is kept whole in a fence (not one line cut at 300)."""
+    from chatui.porting.markdown import fenced
+
+    code = "\n".join(f"print({i})  # " + "x" * 50 for i in range(40))
+    block = fenced(code, "python")
+    assert block.startswith("```python\n") and code in block and block.endswith("\n```")
+    tricky = fenced("a ``` inside\n````", "")
+    assert tricky.startswith("`````\n") and tricky.endswith("\n`````")
+    assert fenced({"q": 1}) == '```json\n{\n  "q": 1\n}\n```'

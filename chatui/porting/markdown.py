@@ -9,6 +9,7 @@ a Markdown file is as likely to be `cat`-ed as opened in an editor.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from store import Message
 from .text import neutralise, one_line
 from .tree import PathView
 
-__all__ = ["render_markdown", "when"]
+__all__ = ["fenced", "render_markdown", "when"]
 
 ROLE_NAMES = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 
@@ -31,6 +32,26 @@ def _short(value: Any, width: int = 300) -> str:
     return one_line(text, width)
 
 
+# Tools whose input is code in that language (ChatGPT's code interpreter is "python").
+_LANGUAGES = {"python": "python", "bash": "bash", "shell": "bash", "sql": "sql"}
+
+
+def fenced(value: Any, language: str = "") -> str:
+    """`value` whole in a fenced block: text as it is, anything else as indented JSON.
+
+    The fence is longer than any backtick run inside, so code holding ``` stays
+    one block; nothing is cut (JSON is the format for scripts, but a reader
+    of the Markdown should still see the code that ran).
+    """
+    if isinstance(value, str):
+        body = value
+    else:
+        body, language = json.dumps(value, ensure_ascii=False, indent=2), "json"
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{body.rstrip(chr(10))}\n{fence}"
+
+
 def _body(message: Message) -> str:
     chunks = []
     for part in message.parts:
@@ -42,14 +63,16 @@ def _body(message: Message) -> str:
                 f"<details><summary>Reasoning</summary>\n\n{part.get('text', '')}\n\n</details>"
             )
         elif kind == "tool-call":
+            name = str(part.get("tool_name") or "")
             chunks.append(
-                f"> **Tool call** `{_short(part.get('tool_name'), 60)}`: "
-                f"{_short(part.get('input'))}"
+                f"**Tool call** `{_short(name, 60)}`\n\n"
+                + fenced(part.get("input"), _LANGUAGES.get(name.lower(), ""))
             )
         elif kind == "tool-result":
             label = "Tool error" if part.get("is_error") else "Tool result"
             chunks.append(
-                f"> **{label}** `{_short(part.get('tool_name'), 60)}`: {_short(part.get('output'))}"
+                f"**{label}** `{_short(part.get('tool_name'), 60)}`\n\n"
+                + fenced(part.get("output"), "text")
             )
         elif kind == "file":
             chunks.append(f"*[file: {_short(part.get('filename') or part.get('media_type'))}]*")
