@@ -123,18 +123,18 @@ def import_path(
     report = ImportReport(path=path, source=source, dry_run=dry_run)
     documents = load_documents(path, source, report.rejected)
     match_source = source != "chatui" and not new_ids
-    documents = _checked(store, path, documents, report.rejected, new_ids, match_source)
-    if report.rejected and (strict or not documents):
-        reasons = "; ".join(r.reason for r in report.rejected[:5])
-        more = len(report.rejected) - 5
-        raise ImportFormatError(
-            f"{reasons}{f' (and {more} more)' if more > 0 else ''}"
-            + ("" if documents else " — nothing imported")
-        )
+    _refuse(report, documents, strict)
     with store.write():
-        outcomes = import_sessions(
-            store, documents, new_ids=new_ids, match_source=match_source, dry_run=dry_run
-        )
+        try:  # the usual case, every document good: checked once, by the write itself
+            outcomes = import_sessions(
+                store, documents, new_ids=new_ids, match_source=match_source, dry_run=dry_run
+            )
+        except TransferError:  # nothing was written; find and set aside the bad ones
+            documents = _checked(store, path, documents, report.rejected, new_ids, match_source)
+            _refuse(report, documents, strict)
+            outcomes = import_sessions(
+                store, documents, new_ids=new_ids, match_source=match_source, dry_run=dry_run
+            )
         for outcome, doc in zip(outcomes, documents, strict=True):
             if outcome.imported:
                 report.chats.append(
@@ -152,6 +152,17 @@ def import_path(
                 )
             )  # fmt: skip
     return report
+
+
+def _refuse(report: ImportReport, documents: list[dict[str, Any]], strict: bool) -> None:
+    """Raise when rejections mean no import: `strict`, or nothing left to import."""
+    if report.rejected and (strict or not documents):
+        reasons = "; ".join(r.reason for r in report.rejected[:5])
+        more = len(report.rejected) - 5
+        raise ImportFormatError(
+            f"{reasons}{f' (and {more} more)' if more > 0 else ''}"
+            + ("" if documents else " — nothing imported")
+        )
 
 
 def _checked(
