@@ -58,8 +58,9 @@ class ChatApp(PaletteCommands, App[int]):
 
     TITLE = "chatui"
     # Textual reads a screen's CSS_PATH when the screen is pushed or a MODES screen,
-    # never for `get_default_screen`'s: the main screen's layout is loaded here.
-    CSS_PATH = "screens/main.tcss"
+    # never for `get_default_screen`'s: the main screen's layout is loaded here. The
+    # tree screen's too: parsing it on first push restyles every widget (~150 ms).
+    CSS_PATH = ["screens/main.tcss", "screens/tree.tcss"]
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("ctrl+n", "new_chat", "New chat", id="app.new_chat"),
