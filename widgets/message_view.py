@@ -139,6 +139,7 @@ class MessageView(Vertical, can_focus=True):
         covered: Sequence[Message] = (),
         streaming: bool = False,
         hop: str | None = None,
+        sender: str | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -149,6 +150,8 @@ class MessageView(Vertical, can_focus=True):
         self.tool_results: list[Message] = list(tool_results)
         self.covered = list(covered)
         self.hop = hop
+        self.sender = sender
+        """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
         self._stream: MarkdownStream | None = None
@@ -180,11 +183,13 @@ class MessageView(Vertical, can_focus=True):
             covered = m.metadata.get("compaction", {}).get("covered", len(self.covered))
             text.append(f"Summary of {covered} earlier messages", "bold")
             return text
-        text.append(ROLE_NAMES.get(m.role, m.role), "bold")
+        if m.role == "user" and m.from_agent_id:
+            # Another agent wrote it, not the person at the keyboard: name the agent.
+            text.append(clean(self.sender) if self.sender else "Another agent", "bold")
+        else:
+            text.append(ROLE_NAMES.get(m.role, m.role), "bold")
         if self.hop:
             text.append(f" · ⇄ {clean(self.hop)} (g opens that chat)", "italic")
-        elif m.from_agent_id:
-            text.append(f" · from agent {clean(m.from_agent_id)}")
         model = m.metadata.get("model")
         if model and m.role == "assistant":
             text.append(f" · {model}")
