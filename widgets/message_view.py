@@ -112,6 +112,7 @@ class MessageView(Vertical, can_focus=True):
         Binding("up,k", "move(-1)", "Previous message", show=False),
         Binding("down,j", "move(1)", "Next message", show=False),
         Binding("i", "to_input", "Back to input", show=False),
+        Binding("enter", "act('originals')", "Originals", id="message.originals", show=False),
     ]
 
     class ActionRequested(TextualMessage):

@@ -341,7 +341,7 @@ class ChatApp(PaletteCommands, App[int]):
         async def chosen(hit: SearchHit | None) -> None:
             if hit is not None:
                 await main.open_chat(hit.session_id, reveal=hit.message_id)
-                main.tree.mark_hit(hit.message_id)
+                await main.show_search_hit(hit.message_id)
 
         self.push_screen(SearchScreen(self.manager), chosen)
 

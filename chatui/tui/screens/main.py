@@ -428,7 +428,9 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
         if chat is None:
             return
         if message_id.startswith("compaction_"):
-            self.notify("That is a summary; expand it to reach the messages it covers.")
+            if action == "originals" and self.show_originals(message_id):
+                return
+            self.notify("That is a summary: enter opens the messages it covers.")
             return
         message = chat.session.get_message(message_id)
         if message is None:
