@@ -7,6 +7,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 from chatui.tui.screens.chat_list import ChatListScreen
+from store import SessionManager
 
 from .app_helpers import make_app, populate
 
@@ -92,3 +93,22 @@ def test_the_title_names_the_agent_waited_for_not_its_session_id(store):
     manager.set_status(info.id, "awaiting_peer", f"waiting for agent 'researcher' (session {peer})")
     line = AgentRuntime(store, Config()).status_line(info.id)
     assert line == "waiting for agent 'researcher'"
+
+
+def test_show_tree_draws_clean_connectors(store, chats):
+    from chatui.porting.tree import outline_lines, path_view
+
+    info = SessionManager(store).get("chat-lisbon")
+    lines = [
+        f"{prefix}{'*' if shown else ' '} {m.id}"
+        for prefix, shown, m in outline_lines(path_view(store, info))
+    ]
+    assert lines == [
+        "* q1",
+        "├─   a1",
+        "└─ * a2",
+        "   ├─   q2",
+        "   │    a3",
+        "   └─ * q2b",
+        "      * a4",
+    ]
