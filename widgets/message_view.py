@@ -23,6 +23,7 @@ from textual.widgets import Collapsible, Static
 from store import Message
 
 from .sanitize import clean, one_line
+from .tree_layout import status_of
 
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
     from textual.widgets import Markdown
@@ -46,17 +47,6 @@ def looks_like_markdown(text: str) -> bool:
 def code_blocks(text: str) -> list[str]:
     """The contents of the fenced code blocks in Markdown text, in order."""
     return [m.group(2).rstrip("\n") for m in _FENCE.finditer(text)]
-
-
-def status_of(message: Message) -> str | None:
-    """ "streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
-    meta = message.metadata
-    status = meta.get("status")
-    if status in ("cancelled", "error"):
-        return str(status)
-    if meta.get("incomplete"):
-        return "streaming" if status == "streaming" else "interrupted"
-    return None
 
 
 def _as_text(value: Any) -> str:
