@@ -12,7 +12,8 @@ Prints three figures (no assertions; run on demand):
   JSON and as Markdown, for the code under `--code` (default: this tree), so
   an older tree can be measured the same way: `--code /path/to/old/checkout`.
 
-Usage: python bench/import_bench.py [--chats 10000] [--code PATH] [--skip-import DB]
+Usage: python bench/import_bench.py [--chats 10000] [--code PATH] [--keep DIR]
+(`--keep DIR` leaves the database there; `--db DB` measures only the exports of DB)
 """
 
 from __future__ import annotations
@@ -105,9 +106,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chats", type=int, default=10_000)
     parser.add_argument("--code", type=Path, default=ROOT, help="the chatui tree to measure")
+    parser.add_argument("--keep", type=Path, help="build the database in this folder and keep it")
+    parser.add_argument("--db", type=Path, help="measure only the exports of this database")
     args = parser.parse_args()
+    if args.db is not None:
+        exports(args.code, args.db.parent, args.db)
+        return
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+        folder = args.keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         source = folder / "conversations.json"
         source.write_text(json.dumps([conversation(i) for i in range(args.chats)]))
         db = folder / "chats.db"
@@ -121,11 +128,15 @@ def main() -> None:
             args.code, folder, "import", str(source), "--from", "chatgpt", "--db", str(db)
         )
         print(f"re-import (none new): {seconds:6.1f} s   (peak {peak} MiB)")
-        for fmt in ("json", "md"):
-            seconds, peak = run_cli(  # to stdout: the case that joined every chat
-                args.code, folder, "--db", str(db), "export", "--all", "--format", fmt
-            )
-            print(f"export --all {fmt:<4}: {seconds:6.1f} s   peak {peak} MiB")
+        exports(args.code, folder, db)
+
+
+def exports(code: Path, folder: Path, db: Path) -> None:
+    for fmt in ("json", "md"):
+        seconds, peak = run_cli(  # to stdout: the case that joined every chat
+            code, folder, "--db", str(db), "export", "--all", "--format", fmt
+        )
+        print(f"export --all {fmt:<4}: {seconds:6.1f} s   peak {peak} MiB ({code})")
 
 
 if __name__ == "__main__":
