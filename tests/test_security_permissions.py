@@ -100,12 +100,13 @@ def test_commands_create_a_private_database_and_private_exports(
     tmp_path, monkeypatch, umask_022, capsys
 ):
     source = tmp_path / "conversations.json"
+    from chatui.porting import importing
     from tests.test_import_chatgpt import branching_conversation
 
     source.write_text(json.dumps([branching_conversation()]))
     db = tmp_path / "new" / "chats.db"
     seen: dict[str, int] = {}
-    real = cli.import_sessions
+    real = importing.import_sessions  # the one import path the CLI goes through
 
     def watching(store, *args, **kwargs):
         # Mid-command, with the database open: what would a reader on this machine see?
@@ -115,7 +116,7 @@ def test_commands_create_a_private_database_and_private_exports(
                 seen[suffix or "db"] = mode(side)
         return real(store, *args, **kwargs)
 
-    monkeypatch.setattr(cli, "import_sessions", watching)
+    monkeypatch.setattr(importing, "import_sessions", watching)
     assert cli.main(["import", str(source), "--from", "chatgpt", "--db", str(db)]) == 0
     assert seen and all(m == PRIVATE_FILE for m in seen.values()), {
         k: oct(v) for k, v in seen.items()
