@@ -151,7 +151,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as store:
         session_id = _resolve(store, args.session).id if args.session else None
         manager = SessionManager(store)
-        hits = manager.search(query, args.limit, session_id=session_id)
+        hits = manager.search(query, args.limit, session_id=session_id, include_deleted=False)
         names = manager.names(h.session_id for h in hits)
     if args.json:
         _out(
@@ -177,7 +177,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 f"{one_line(names.get(h.session_id, '?'), 50)}  {_day(h.created_at)}  "
                 f"{h.role}  {h.session_id[:8]}/{one_line(h.id, 40)}"
             )
-            _out(f"    {one_line(h.snippet or h.content, 200)}")
+            _out(f"    {one_line(h.marked_snippet() or h.content, 200)}")
         if not hits:
             print(f"No messages match {one_line(query)!r}.", file=sys.stderr)
     return OK if hits else NOT_FOUND

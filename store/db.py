@@ -117,6 +117,21 @@ class Store:
         """Run one statement and return all its rows."""
         return self.connection().execute(sql, params).fetchall()
 
+    def run(self, query: Any) -> Any:
+        """Run one query built on `store.schema`'s models on this store.
+
+        The models are unbound (several stores may be open at once); this binds
+        the query to this store for this call only. Returns what peewee returns:
+        the new row's id for an insert, the row count for an update or delete.
+        """
+        self.connection()
+        return query.execute(self.db)
+
+    def rows(self, query: Any) -> list[tuple[Any, ...]]:
+        """Run a select built on `store.schema`'s models; its rows as plain tuples."""
+        self.connection()
+        return list(query.tuples().execute(self.db))
+
     def atomic(self) -> Any:
         """A transaction (or savepoint when nested) for multi-row writes."""
         self.connection()

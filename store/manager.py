@@ -674,9 +674,13 @@ class SessionManager:
         limit: int = 20,
         *,
         session_id: str | None = None,
-        include_deleted: bool = False,
+        include_deleted: bool = True,
     ) -> builtins.list[SearchResult]:
-        """FTS5 across every session (or one), best first; never raises on query syntax."""
+        """FTS5 across every session (or one), best first; never raises on query syntax.
+
+        Soft-deleted chats' messages are found (SPEC §5) with `deleted=True` on
+        the result; `include_deleted=False` leaves them out.
+        """
         return search_messages(
             self.store, query, limit, session_id=session_id, include_deleted=include_deleted
         )
