@@ -30,6 +30,7 @@ from store import (
     document_entries,
     export_session,
     import_sessions,
+    is_url,
 )
 
 from . import paths
@@ -75,6 +76,10 @@ def _day(info_time: Any) -> str:
 @contextmanager
 def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
     """The database of `--db` (default: the user's), with errors mapped to exit codes."""
+    if args.db and is_url(args.db):  # a server: no file to look for or create
+        with Store(args.db) as store:
+            yield store
+        return
     path = Path(args.db).expanduser() if args.db else paths.default_db()
     if args.db and not create and not path.exists():
         raise CliError(f"{path}: no database there", DATABASE)
@@ -418,7 +423,7 @@ def _launch(args: argparse.Namespace) -> int:
         raise CliError(
             "the terminal app is not in this build; see `chatui --help` for the commands", NOT_FOUND
         ) from exc
-    db = Path(args.db).expanduser() if args.db else None
+    db = (args.db if is_url(args.db) else Path(args.db).expanduser()) if args.db else None
     return int(run(db_path=db, model=args.model, theme=args.theme) or 0)
 
 

@@ -70,8 +70,11 @@ from .transfer import (
     import_sessions,
     load_export,
 )
+from .urls import is_url, redact_url
 
 __all__ = [
+    "is_url",
+    "redact_url",
     "BANNER",
     "LATEST",
     "Latest",
