@@ -34,6 +34,7 @@ from store import (
 )
 
 from . import paths
+from .db_commands import add_db_commands
 from .porting import IMPORTERS, ImportFormatError, load_documents
 from .porting.exports import json_text, markdown_page, slug
 from .porting.markdown import render_markdown
@@ -538,6 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write here instead of stdout (with --all --format md: a folder)",
     )
+
+    add_db_commands(command, _open)
 
     p = command(
         "import",

@@ -10,6 +10,7 @@ from .agents import UNSET, AgentInfo, AgentSpec
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
+from .db_info import DatabaseInfo, database_info
 from .errors import (
     ContextError,
     ContextLimitError,
@@ -73,6 +74,8 @@ from .transfer import (
 from .urls import is_url, redact_url
 
 __all__ = [
+    "DatabaseInfo",
+    "database_info",
     "is_url",
     "redact_url",
     "BANNER",
