@@ -9,6 +9,7 @@ needs no server (SQLite through peewee) and imports no UI or LLM client.
 from .agents import UNSET, AgentInfo, AgentSpec
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
+from .changes import ChangeWatcher
 from .db import Store
 from .db_info import DatabaseInfo, database_info
 from .errors import (
@@ -74,6 +75,7 @@ from .transfer import (
 from .urls import is_url, redact_url
 
 __all__ = [
+    "ChangeWatcher",
     "DatabaseInfo",
     "database_info",
     "is_url",
