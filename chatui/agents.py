@@ -13,6 +13,7 @@ and runs that agent's turn with its own model, memory and tools.
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -31,6 +32,8 @@ from store import (
 from .config import AgentConfig, BlockConfig, Config, parse_blocks
 from .events import ReplyFinished, TurnFailed
 from .wiring import GLOBAL_NAMESPACE, build_manager
+
+_SESSION_NOTE = re.compile(r"\s*\(session [^)]*\)")
 
 if TYPE_CHECKING:
     from .engine import ChatEngine
@@ -223,4 +226,6 @@ class AgentRuntime:
         info = self.manager.get(session_id, include_deleted=True)
         if info is None or info.status != "awaiting_peer":
             return ""
-        return info.status_detail or "waiting for a peer"
+        # The store's detail ends with the peer's session id: names read, ids do not.
+        detail = _SESSION_NOTE.sub("", info.status_detail or "")
+        return detail or "waiting for a peer"

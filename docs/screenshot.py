@@ -79,9 +79,31 @@ async def main() -> None:
             ),
             "m6",
         ),
+        # Another question asked instead of m6, and a second reply to m6 by another
+        # model, cut short: the tree shows every branch, its model and its state.
+        (msg("m8", "user", "What about a day trip to Sintra?"), "m5"),
+        (
+            msg(
+                "m9",
+                "assistant",
+                "Take the train from Rossio (40 minutes); start at Pena before 10:00.",
+                metadata={"model": "gpt-4o-mini"},
+            ),
+            "m8",
+        ),
+        (
+            msg(
+                "m10",
+                "assistant",
+                "On a rainy day, the tile museum",
+                metadata={"model": "claude-3-5-haiku", "status": "cancelled"},
+            ),
+            "m6",
+        ),
     ]
     for message, parent in steps:
         await manager.append(chat.id, message, parent)
+    manager.update_metadata(chat.id, active_leaf="m7")
     manager.add_usage(chat.id, 3120, 410, 0.0011)
     await StoreContextProvider(store, "global", "memory").set(
         "Vegetarian; prefers walking tours.\nTravels in October.\n" + "Likes museums. " * 40
@@ -94,7 +116,8 @@ async def main() -> None:
         await pilot.pause()
         for box in app.query(ChatInput):
             box.cursor_blink = False
-        await pilot.pause()
+        await pilot.press("ctrl+t", "k")  # the tree focused, its cursor on a row
+        await pilot.pause(0.3)
         app.save_screenshot(str(ROOT / "docs" / "screenshot.svg"))
     store.close()
 

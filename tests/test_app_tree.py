@@ -183,3 +183,19 @@ async def test_sidebar_focus_does_not_lose_the_input(store, chats):
         main.query_one(ContextSidebar).focus()
         await pilot.press("escape")
         assert isinstance(main.focused, ChatInput)
+
+
+async def test_the_chat_follows_the_tree_cursor(store, chats):
+    sid = await long_chat(store, 80)
+    app = make_app(store)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause()
+        main = app.main
+        assert main.session_id == sid
+        await pilot.press("ctrl+t", "home")  # the first message, far above the chat's view
+        await pilot.pause(0.4)  # the cursor rests: the chat scrolls to it
+        view = main.chat_view.view_for("m0")
+        assert view is not None
+        top = main.chat_view.scroll_offset.y
+        assert view.virtual_region.y - 2 <= top <= view.virtual_region.y + 2
+        assert main.focused is main.tree  # the preview does not steal the focus

@@ -80,5 +80,30 @@ def test_at_80x24_a_reply_reads_across_at_least_60_columns(terminal):
     body = [line[border + 1 :] for line in lines]
     longest = max(len(line.rstrip()) for line in body if "echo" in line or "summarise" in line)
     assert longest >= 50, "\n".join(lines)
-    assert reply and any("ctrl+p" in line or "⏎" in line for line in lines[-1:])  # footer
+    assert reply and "palette" in lines[-1]  # the footer, whole
     assert any("Message · enter sends" in line for line in lines)  # the input stays
+
+
+def test_agents_offline_the_demo_model_asks_another_agent(terminal, tmp_path):
+    config = tmp_path / "config"
+    config.mkdir(mode=0o700)
+    (config / "config.toml").write_text(
+        'model = "demo"\n\n'
+        '[[agents]]\nname = "planner"\nmodel = "demo"\ndescription = "Plans trips"\n'
+        'peers = ["researcher"]\n\n'
+        '[[agents]]\nname = "researcher"\nmodel = "demo"\ndescription = "Finds facts"\n'
+    )
+    term = terminal(170, 40)
+    term.wait_for("Message · enter sends")
+    term.send("C-n")
+    term.wait_for("Default assistant")
+    term.send("Down", "Enter")  # planner
+    time.sleep(0.5)
+    term.send("Ask the researcher when the Gulbenkian opens", "Enter")
+    lines = term.wait_for("I asked researcher", timeout=40)
+    screen = "\n".join(lines)
+    assert "asked researcher" in screen  # the tree marks the hop (⇄ asked researcher)
+    assert "agent planner" in screen  # the title names the agent
+    # The researcher's own chat holds the delivered question, labelled with its sender.
+    term.send("C-s")
+    term.wait_for("researcher ←")

@@ -426,3 +426,22 @@ async def test_incomplete_and_cancelled_replies_are_marked():
     app = Harness(interrupted)
     async with app.run_test():
         assert "interrupted" in interrupted.header().plain
+
+
+async def test_an_open_fold_stays_open_when_its_branch_becomes_the_active_one():
+    chat = long_chat(20)  # m0 … m19
+    chat.append(msg("x1", "assistant", "another first reply", "m0"))
+    for i in range(2, 20):  # a long branch under it
+        chat.append(msg(f"x{i}", "user" if i % 2 == 0 else "assistant", f"alt {i}", f"x{i - 1}"))
+    tree = MessageTree()
+    app = Harness(tree)
+    async with app.run_test() as pilot:
+        tree.show(chat, "m19")
+        await pilot.pause()
+        key = next(r for r in tree.rows if r.kind == "fold" and r.message_id.startswith("x"))
+        tree.select_message(key.hidden[3])  # opens the off-path branch's fold
+        await pilot.pause()
+        assert key.message_id in tree.unfolded
+        tree.show(chat, "x19")  # that branch is the active one now
+        await pilot.pause()
+        assert key.hidden[3] in {r.message_id for r in tree.rows if r.kind == "message"}

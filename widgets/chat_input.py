@@ -31,8 +31,8 @@ class ChatInput(TextArea):
     """
 
     BINDINGS = [
-        Binding("enter", "submit", "Send", id="input.send"),
-        Binding("shift+enter,ctrl+j", "newline", "Newline", id="input.newline"),
+        Binding("enter", "submit", "Send", id="input.send", show=False),
+        Binding("shift+enter,ctrl+j", "newline", "Newline", id="input.newline", show=False),
     ]
 
     class Submitted(TextualMessage):

@@ -83,6 +83,8 @@ class ChatView(VerticalScroll, can_focus=False):
         self._positions: Mapping[str, tuple[int, int]] = {}
         self._covered: Mapping[str, Sequence[Message]] = {}
         self.hops: Mapping[str, str] = {}
+        self.senders: Mapping[str, str] = {}
+        """Agent id → name: a message another agent sent is labelled with its name."""
         """Message id → where it crossed to another chat ("from B", "asked B")."""
 
     # -- whole path -------------------------------------------------------------
@@ -109,6 +111,7 @@ class ChatView(VerticalScroll, can_focus=False):
             tool_results=item.tool_results,
             covered=self._covered.get(item.message.id, ()),
             hop=self.hops.get(item.message.id),
+            sender=self.senders.get(item.message.from_agent_id or ""),
         )
 
     async def show(
@@ -236,7 +239,12 @@ class ChatView(VerticalScroll, can_focus=False):
             return views[-1]
         item = _Item(message)
         self._items.append(item)
-        view = MessageView(message, position=position, streaming=streaming)
+        view = MessageView(
+            message,
+            position=position,
+            streaming=streaming,
+            sender=self.senders.get(message.from_agent_id or ""),
+        )
         await self.mount(view)
         self.scroll_end(animate=False)
         return view

@@ -23,6 +23,7 @@ from textual.widgets import Collapsible, Static
 from store import Message
 
 from .sanitize import clean, one_line
+from .tree_layout import status_of
 
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
     from textual.widgets import Markdown
@@ -46,17 +47,6 @@ def looks_like_markdown(text: str) -> bool:
 def code_blocks(text: str) -> list[str]:
     """The contents of the fenced code blocks in Markdown text, in order."""
     return [m.group(2).rstrip("\n") for m in _FENCE.finditer(text)]
-
-
-def status_of(message: Message) -> str | None:
-    """ "streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
-    meta = message.metadata
-    status = meta.get("status")
-    if status in ("cancelled", "error"):
-        return str(status)
-    if meta.get("incomplete"):
-        return "streaming" if status == "streaming" else "interrupted"
-    return None
 
 
 def _as_text(value: Any) -> str:
@@ -112,6 +102,7 @@ class MessageView(Vertical, can_focus=True):
         Binding("up,k", "move(-1)", "Previous message", show=False),
         Binding("down,j", "move(1)", "Next message", show=False),
         Binding("i", "to_input", "Back to input", show=False),
+        Binding("enter", "act('originals')", "Originals", id="message.originals", show=False),
     ]
 
     class ActionRequested(TextualMessage):
@@ -139,6 +130,7 @@ class MessageView(Vertical, can_focus=True):
         covered: Sequence[Message] = (),
         streaming: bool = False,
         hop: str | None = None,
+        sender: str | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -149,6 +141,8 @@ class MessageView(Vertical, can_focus=True):
         self.tool_results: list[Message] = list(tool_results)
         self.covered = list(covered)
         self.hop = hop
+        self.sender = sender
+        """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
         self._stream: MarkdownStream | None = None
@@ -180,11 +174,13 @@ class MessageView(Vertical, can_focus=True):
             covered = m.metadata.get("compaction", {}).get("covered", len(self.covered))
             text.append(f"Summary of {covered} earlier messages", "bold")
             return text
-        text.append(ROLE_NAMES.get(m.role, m.role), "bold")
+        if m.role == "user" and m.from_agent_id:
+            # Another agent wrote it, not the person at the keyboard: name the agent.
+            text.append(clean(self.sender) if self.sender else "Another agent", "bold")
+        else:
+            text.append(ROLE_NAMES.get(m.role, m.role), "bold")
         if self.hop:
             text.append(f" · ⇄ {clean(self.hop)} (g opens that chat)", "italic")
-        elif m.from_agent_id:
-            text.append(f" · from agent {clean(m.from_agent_id)}")
         model = m.metadata.get("model")
         if model and m.role == "assistant":
             text.append(f" · {model}")

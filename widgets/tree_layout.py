@@ -22,7 +22,15 @@ from typing import Literal
 
 from store import Message
 
-__all__ = ["FOLD_MIN", "TreeEntry", "TreeLayout", "TreeRow", "lay_out", "status_label"]
+__all__ = [
+    "FOLD_MIN",
+    "TreeEntry",
+    "TreeLayout",
+    "TreeRow",
+    "lay_out",
+    "status_label",
+    "status_of",
+]
 
 FOLD_MIN = 5
 """Shortest linear run that folds (shorter ones are cheaper to show than to hide)."""
@@ -30,15 +38,21 @@ KEEP_NEAR_LEAF = 3
 """Messages just above the active leaf that never fold: where the user is reading."""
 
 
-def status_label(message: Message) -> str | None:
-    """The reply's state in the tree's words: writing, cancelled, error, interrupted."""
+def status_of(message: Message) -> str | None:
+    """ "streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
     meta = message.metadata
     status = meta.get("status")
     if status in ("cancelled", "error"):
         return str(status)
     if meta.get("incomplete"):
-        return "writing" if status == "streaming" else "interrupted"
+        return "streaming" if status == "streaming" else "interrupted"
     return None
+
+
+def status_label(message: Message) -> str | None:
+    """The reply's state in the tree's words: writing, cancelled, error, interrupted."""
+    status = status_of(message)
+    return "writing" if status == "streaming" else status
 
 
 @dataclass

@@ -5,6 +5,7 @@ It runs through LiteLLM's real streaming path (`acompletion(stream=True)` →
 is with a real model. Its answers are rule-based but useful enough to try
 every feature: it streams word by word, saves facts with `set_context` when
 asked to remember something, searches past chats with `session_search`,
+asks another agent with `message_agent` ("ask the researcher …"),
 writes Markdown with code when asked for code, and answers compaction
 prompts with the four summary sections.
 
@@ -88,6 +89,11 @@ _LANGUAGES = {
     "sql": "SELECT name, count(*) AS messages\nFROM chats\nGROUP BY name\nORDER BY messages DESC;",
 }
 _SUMMARY_MARK = "<conversation>"
+_ASK = re.compile(
+    r"\b(?:ask|message|tell)\s+(?:the\s+)?(?P<agent>[\w-]+)(?:\s+agent)?\s*[,:]?\s*"
+    r"(?:(?:to|about|whether|if|for)\s+)?(?P<q>.+)",
+    re.I | re.S,
+)
 
 
 def _text(content: Any) -> str:
@@ -106,6 +112,12 @@ def _tool_names(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]
         if isinstance(function, dict) and function.get("name"):
             names[str(function["name"])] = function
     return names
+
+
+def _agent_names(message_agent: dict[str, Any]) -> list[str]:
+    """The agents `message_agent` may reach (its `agent` enum)."""
+    props = (message_agent.get("parameters") or {}).get("properties") or {}
+    return [str(n) for n in (props.get("agent") or {}).get("enum") or []]
 
 
 def _memory_label(set_context: dict[str, Any]) -> str | None:
@@ -200,6 +212,11 @@ def plan_reply(
                 f"block:\n\n> {args.get('content', '')}\n\nIt is in my system "
                 "prompt from your next message on."
             )
+        if name == "message_agent":
+            args = json.loads((calls.get(last.get("tool_call_id")) or {}).get("arguments") or "{}")
+            return DemoReply(
+                f"I asked **{args.get('agent', 'the other agent')}**. It says:\n\n> {result}"
+            )
         if name == "session_search":
             if result.startswith("No past messages"):
                 return DemoReply(f"I searched your past chats: {result}")
@@ -231,6 +248,16 @@ def plan_reply(
                     tool_name="set_context",
                     arguments={"label": label, "content": fact, "action": "append"},
                 )
+    if "message_agent" in available:
+        # "ask the researcher when the museum opens": a hop to another agent, offline.
+        match = _ASK.search(said)
+        names = {n.lower(): n for n in _agent_names(available["message_agent"])}
+        if match and match.group("agent").lower() in names:
+            question = match.group("q").strip()
+            return DemoReply(
+                tool_name="message_agent",
+                arguments={"agent": names[match.group("agent").lower()], "text": question[:1000]},
+            )
     if "session_search" in available:
         for pattern in _SEARCH:
             match = pattern.search(said)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from store import Message, SessionInfo, Store, StoredCompaction, StoreSessionProvider
 
-__all__ = ["Fork", "PathView", "outline", "path_view"]
+__all__ = ["Fork", "PathView", "outline", "outline_lines", "path_view"]
 
 
 @dataclass(frozen=True)
@@ -128,4 +128,38 @@ def outline(view: PathView) -> list[tuple[int, bool, bool, Message]]:
             stack.append((kids[0], depth, False))
         else:
             stack.extend((k, depth + 1, True) for k in reversed(kids))
+    return rows
+
+
+def outline_lines(view: PathView) -> list[tuple[str, bool, Message]]:
+    """(connector prefix, on the shown path, message) for every message, file-tree style.
+
+    A chain keeps its prefix; at a fork each child gets `├─ ` (the last `└─ `) and
+    the lines under it continue with `│  ` (under the last, spaces), so every
+    branch can be followed to its fork by eye. No recursion, however deep.
+    """
+    by_id = {m.id: m for m in view.tree}
+    on_path = {m.id for m in view.path}
+    rows: list[tuple[str, bool, Message]] = []
+    roots = view.children.get(None, [])
+    # (message, prefix of its own line, prefix of the lines below it)
+    stack: list[tuple[str, str, str]] = []
+    if len(roots) == 1:
+        stack.append((roots[0], "", ""))
+    else:
+        for i, root in reversed(list(enumerate(roots))):
+            last = i == len(roots) - 1
+            stack.append((root, "└─ " if last else "├─ ", "   " if last else "│  "))
+    while stack:
+        node, head, rest = stack.pop()
+        rows.append((head, node in on_path, by_id[node]))
+        kids = view.children.get(node, [])
+        if len(kids) == 1:
+            stack.append((kids[0], rest, rest))
+            continue
+        for i, kid in reversed(list(enumerate(kids))):
+            last = i == len(kids) - 1
+            stack.append(
+                (kid, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "))
+            )
     return rows

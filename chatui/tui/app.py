@@ -59,8 +59,9 @@ class ChatApp(PaletteCommands, App[int]):
 
     TITLE = "chatui"
     # Textual reads a screen's CSS_PATH when the screen is pushed or a MODES screen,
-    # never for `get_default_screen`'s: the main screen's layout is loaded here.
-    CSS_PATH = "screens/main.tcss"
+    # never for `get_default_screen`'s: the main screen's layout is loaded here. The
+    # tree screen's too: parsing it on first push restyles every widget (~150 ms).
+    CSS_PATH = ["screens/main.tcss", "screens/tree.tcss"]
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("ctrl+n", "new_chat", "New chat", id="app.new_chat"),
@@ -69,7 +70,7 @@ class ChatApp(PaletteCommands, App[int]):
         Binding("ctrl+l", "choose_model", "Model", id="app.model"),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
         Binding("ctrl+t", "focus_tree", "Tree", id="app.tree"),
-        Binding("f1", "help", "Help", id="app.help"),
+        Binding("f1", "help", "Help", id="app.help", show=False),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -299,13 +300,21 @@ class ChatApp(PaletteCommands, App[int]):
 
         async def chosen(choice: str | None) -> None:
             if choice is not None:
-                await self.start_new_chat(choice or None)
+                # "Default assistant" promises the config's model, not the open chat's.
+                await self.start_new_chat(choice or None, keep_model=False)
 
         self.push_screen(AgentPicker(agents), chosen)
 
-    async def start_new_chat(self, agent_id: str | None) -> None:
+    async def start_new_chat(self, agent_id: str | None, *, keep_model: bool = True) -> None:
+        """A new chat running `agent_id`; with no agent, the open chat's model (`keep_model`)
+        or the default one (--model, else the config's)."""
         main = self.main
-        model = None if agent_id else (main.model if main.chat else None)
+        if agent_id:
+            model = None
+        elif keep_model and main.chat is not None:
+            model = main.model
+        else:
+            model = self.launch_model or self.config.model
         await main.open_chat(None, model=model, agent_id=agent_id)
         self.notify("New chat — it is saved when you send the first message.", timeout=3)
 
@@ -333,7 +342,7 @@ class ChatApp(PaletteCommands, App[int]):
         async def chosen(hit: SearchHit | None) -> None:
             if hit is not None:
                 await main.open_chat(hit.session_id, reveal=hit.message_id)
-                main.tree.mark_hit(hit.message_id)
+                await main.show_search_hit(hit.message_id)
 
         self.push_screen(SearchScreen(self.manager), chosen)
 
@@ -390,7 +399,9 @@ class ChatApp(PaletteCommands, App[int]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from self.chat_commands(screen)
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title != "Keys":  # ours (F1) lists every key; one "Keys" only
+                yield command
 
     async def action_quit(self) -> None:
         self.main.cancel_generation()

@@ -39,6 +39,7 @@ KEYS: tuple[KeyHelp, ...] = (
     ),
     KeyHelp("up / down", "previous / next message", "message"),
     KeyHelp("i", "back to the input", "message"),
+    KeyHelp("enter", "on a compaction summary: read the messages it covers", "message"),
     KeyHelp("up / down, k / j", "move the cursor (the chat scrolls to it)", "tree"),
     KeyHelp("left / right, h / l", "parent / child on the branch (right opens a fold)", "tree"),
     KeyHelp("[ / ]", "previous / next sibling", "tree"),

@@ -74,7 +74,9 @@ class PaletteCommands:
             self.action_toggle_sidebar,
         )
         yield SystemCommand(
-            "Toggle tree", "Show or hide the message tree (ctrl+t)", self.action_toggle_tree
+            "Toggle tree",
+            "Show or hide the message tree (ctrl+t focuses it)",
+            self.action_toggle_tree,
         )
         yield SystemCommand("Keys", "Every key chatui answers to (F1)", self.action_help)
 

@@ -127,7 +127,8 @@ class ChatListScreen(ModalScreen[str | None]):
             for info in infos:
                 table.add_row(*self._cells(info, names, agents, counts), key=info.id)
                 self.rows.append(info)
-        kind = "deleted chats (enter restores)" if self.show_deleted else "chats"
+        chats = "chat" if len(rows) == 1 else "chats"
+        kind = f"deleted {chats} (enter restores)" if self.show_deleted else chats
         hint = "enter open · r rename · d delete · u undo · t deleted · / filter"
         self.query_one("#chats-status", Label).update(f"{len(rows)} {kind} · {hint}")
         target = keep or (self.current if not self.show_deleted else None)

@@ -72,7 +72,9 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
     CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#input"
     BINDINGS = [
-        Binding("escape", "escape", "Cancel reply", id="main.cancel"),
+        # Not in the footer (the title says "escape cancels" while a reply is written):
+        # the footer's keys fit 80 columns.
+        Binding("escape", "escape", "Cancel reply", id="main.cancel", show=False),
         Binding("f2", "show_prompt", "Prompt", id="main.prompt", show=False),
     ]
 
@@ -114,7 +116,7 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
                     id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys"
                 )
             yield ContextSidebar(id="sidebar")
-        yield Footer()
+        yield Footer(compact=True)  # compact: the keys fit 80 columns
 
     def on_mount(self) -> None:
         self.arrange_panes()
@@ -180,6 +182,7 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
             self.marks = self.app.runtime.peer_marks(snap.info.id)
             self.show_tree()
             self.chat_view.hops = self.marks.labels
+            self.chat_view.senders = self.app.runtime.names()
             await self.chat_view.show(
                 snap.history, positions=snap.positions, covered=snap.covered, empty_text=WELCOME
             )
@@ -425,7 +428,9 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
         if chat is None:
             return
         if message_id.startswith("compaction_"):
-            self.notify("That is a summary; expand it to reach the messages it covers.")
+            if action == "originals" and self.show_originals(message_id):
+                return
+            self.notify("That is a summary: enter opens the messages it covers.")
             return
         message = chat.session.get_message(message_id)
         if message is None:

@@ -1,4 +1,5 @@
-"""The main screen's memory views: enter on a gauge, F2 for the next request.
+"""The main screen's memory views: enter on a gauge, F2 for the next request, and the
+originals behind a compaction summary (enter on it, or a search hit inside it).
 
 A mixin of `MainScreen`. Everything it reads about the open chat (its
 session, agent, block configuration, engine) goes through `_memory_source`,
@@ -94,3 +95,26 @@ class MemoryMixin:
             return
         request = await next_request(source.engine, source.session, self.model)
         self.app.push_screen(PromptScreen(request))
+
+    # -- compaction originals ----------------------------------------------------------
+
+    def show_originals(self: MainScreen, summary_id: str, hit: str | None = None) -> bool:
+        """Open the messages a summary covers (at `hit`); False when it covers none."""
+        from .originals import OriginalsScreen
+
+        covered = self.snapshot.covered.get(summary_id) if self.snapshot else None
+        if not covered:
+            return False
+        self.app.push_screen(OriginalsScreen(covered, hit=hit))
+        return True
+
+    async def show_search_hit(self: MainScreen, message_id: str) -> None:
+        """After a search opened this chat at a hit: mark it in the tree, and when a
+        summary hides it, open the originals at it."""
+        self.tree.mark_hit(message_id)
+        if self.snapshot is None or self.chat_view.view_for(message_id) is not None:
+            return
+        for summary_id, covered in self.snapshot.covered.items():
+            if any(m.id == message_id for m in covered):
+                self.show_originals(summary_id, hit=message_id)
+                return
