@@ -7,9 +7,9 @@ needs no server (SQLite through peewee) and imports no UI or LLM client.
 """
 
 from .agents import UNSET, AgentInfo, AgentSpec
+from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
-from .changes import ChangeWatcher
 from .db import Store
 from .db_info import DatabaseInfo, database_info
 from .errors import (
