@@ -97,6 +97,22 @@ _ROOTS = Prepared(
     )
 )
 _ALL = Prepared(lambda sid: M.select(*_COLUMNS).where(M.session_id == sid).order_by(M.seq))
+# Every history read asks for the overlays too, so this one is prepared as well.
+_COMPACTIONS = Prepared(
+    lambda sid: (
+        Compaction.select(
+            Compaction.id,
+            Compaction.session_id,
+            Compaction.summary,
+            Compaction.from_message_id,
+            Compaction.to_message_id,
+            Compaction.created_at,
+        )
+        .where(Compaction.session_id == sid)
+        # SQLite's implicit rowid breaks created_at ties in insertion order.
+        .order_by(Compaction.created_at, SQL("rowid"))
+    )
+)
 _EXISTS = Prepared(lambda sid, mid: M.select(SQL("1")).where(M.session_id == sid, M.id == mid))
 _COUNT = Prepared(lambda sid: M.select(fn.COUNT(SQL("*"))).where(M.session_id == sid))
 _TOUCH = Prepared(
@@ -437,15 +453,7 @@ class StoreSessionProvider:
         return compaction
 
     def get_compactions(self) -> list[StoredCompaction]:
-        c = Compaction
-        rows = self.store.rows(
-            c.select(
-                c.id, c.session_id, c.summary, c.from_message_id, c.to_message_id, c.created_at
-            )
-            .where(c.session_id == self.session_id)
-            # SQLite's implicit rowid breaks created_at ties in insertion order.
-            .order_by(c.created_at, SQL("rowid"))
-        )
+        rows = _COMPACTIONS.rows(self.store, self.session_id)
         return [
             StoredCompaction(r[0], r[1], r[2], r[3], r[4], datetime.fromisoformat(r[5]))
             for r in rows
