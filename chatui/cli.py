@@ -22,6 +22,7 @@ from store import (
     SchemaVersionError,
     SessionInfo,
     SessionManager,
+    is_url,
 )
 
 from .cli_base import (
@@ -39,6 +40,7 @@ from .cli_base import (
     _resolve_message,
 )
 from .cli_transfer import add_transfer_commands
+from .db_commands import add_db_commands
 from .porting.exports import json_text
 from .porting.markdown import render_markdown
 from .porting.text import one_line
@@ -55,7 +57,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as store:
         session_id = _resolve(store, args.session).id if args.session else None
         manager = SessionManager(store)
-        hits = manager.search(query, args.limit, session_id=session_id)
+        hits = manager.search(query, args.limit, session_id=session_id, include_deleted=False)
         names = manager.names(h.session_id for h in hits)
     if args.json:
         _out(
@@ -81,7 +83,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 f"{one_line(names.get(h.session_id, '?'), 50)}  {_day(h.created_at)}  "
                 f"{h.role}  {h.session_id[:8]}/{one_line(h.id, 40)}"
             )
-            _out(f"    {one_line(h.snippet or h.content, 200)}")
+            _out(f"    {one_line(h.marked_snippet() or h.content, 200)}")
         if not hits:
             print(f"No messages match {one_line(query)!r}.", file=sys.stderr)
     return OK if hits else NOT_FOUND
@@ -195,7 +197,7 @@ def _launch(args: argparse.Namespace) -> int:
         raise CliError(
             "the terminal app is not in this build; see `chatui --help` for the commands", NOT_FOUND
         ) from exc
-    db = Path(args.db).expanduser() if args.db else None
+    db = (args.db if is_url(args.db) else Path(args.db).expanduser()) if args.db else None
     return int(run(db_path=db, model=args.model, theme=args.theme) or 0)
 
 
@@ -287,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tree", action="store_true", help="print the whole tree as an outline")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_db_commands(command, _open)
     add_transfer_commands(command)
     return parser
 

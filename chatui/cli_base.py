@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from store import SessionInfo, SessionManager, Store
+from store import SessionInfo, SessionManager, Store, is_url
 
 from . import paths
 from .porting.text import one_line
@@ -70,6 +70,10 @@ def _day(info_time: Any) -> str:
 @contextmanager
 def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
     """The database of `--db` (default: the user's), with errors mapped to exit codes."""
+    if args.db and is_url(args.db):  # a server: no file to look for or create
+        with Store(args.db) as store:
+            yield store
+        return
     path = Path(args.db).expanduser() if args.db else paths.default_db()
     if args.db and not create and not path.exists():
         raise CliError(f"{path}: no database there", DATABASE)

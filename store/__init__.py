@@ -7,9 +7,11 @@ needs no server (SQLite through peewee) and imports no UI or LLM client.
 """
 
 from .agents import UNSET, AgentInfo, AgentSpec
+from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
+from .db_info import DatabaseInfo, database_info
 from .errors import (
     ContextError,
     ContextLimitError,
@@ -70,8 +72,14 @@ from .transfer import (
     import_sessions,
     load_export,
 )
+from .urls import is_url, redact_url
 
 __all__ = [
+    "ChangeWatcher",
+    "DatabaseInfo",
+    "database_info",
+    "is_url",
+    "redact_url",
     "BANNER",
     "LATEST",
     "Latest",

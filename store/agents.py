@@ -17,20 +17,32 @@ Design notes:
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from peewee import IntegrityError, fn
+
 from .clock import iso, now
 from .db import Store
 from .errors import DuplicateAgentError, UnknownAgentError
+from .schema import Agent
 
 __all__ = ["AgentInfo", "AgentSpec", "UNSET"]
 
-_COLUMNS = "id, name, model, soul, description, config, created_at, updated_at, archived_at"
+_COLUMNS = (
+    Agent.id,
+    Agent.name,
+    Agent.model,
+    Agent.soul,
+    Agent.description,
+    Agent.config,
+    Agent.created_at,
+    Agent.updated_at,
+    Agent.archived_at,
+)
 MAX_NAME = 64
 
 
@@ -135,7 +147,7 @@ def _config_json(value: object) -> str:
 
 def get_agent(store: Store, agent_id: str) -> AgentInfo | None:
     """The agent (archived or not), or None."""
-    rows = store.query(f"SELECT {_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
+    rows = store.rows(Agent.select(*_COLUMNS).where(Agent.id == agent_id))
     return _agent(rows[0]) if rows else None
 
 
@@ -143,9 +155,9 @@ def get_agent_by_name(store: Store, name: str) -> AgentInfo | None:
     """The agent with that name, ignoring case and surrounding spaces, or None."""
     if not isinstance(name, str):
         return None
-    rows = store.query(
-        f"SELECT {_COLUMNS} FROM agents WHERE name = ? COLLATE NOCASE", (name.strip(),)
-    )
+    # lower() on both sides: ASCII case folding, as SQLite's NOCASE (the unique
+    # index agents_name_nocase) does, and the same on PostgreSQL.
+    rows = store.rows(Agent.select(*_COLUMNS).where(fn.lower(Agent.name) == fn.lower(name.strip())))
     return _agent(rows[0]) if rows else None
 
 
@@ -161,10 +173,10 @@ def require_agent(store: Store, agent_id: str, *, live: bool = False) -> AgentIn
 
 def list_agents(store: Store, include_archived: bool = False) -> list[AgentInfo]:
     """Agents ordered by name (case-insensitive); live ones unless `include_archived`."""
-    sql = f"SELECT {_COLUMNS} FROM agents"
+    query = Agent.select(*_COLUMNS)
     if not include_archived:
-        sql += " WHERE archived_at IS NULL"
-    return [_agent(r) for r in store.query(sql + " ORDER BY name COLLATE NOCASE, id")]
+        query = query.where(Agent.archived_at.is_null())
+    return [_agent(r) for r in store.rows(query.order_by(fn.lower(Agent.name), Agent.id))]
 
 
 def _check_free(store: Store, name: str, agent_id: str | None) -> None:
@@ -195,12 +207,20 @@ def create_agent(
     with store.write():
         _check_free(store, name, None)
         try:
-            store.execute(
-                "INSERT INTO agents (id, name, model, soul, description, config, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (agent_id, name, *values, stamp, stamp),
+            model_, soul_, description_, config_ = values
+            store.run(
+                Agent.insert(
+                    id=agent_id,
+                    name=name,
+                    model=model_,
+                    soul=soul_,
+                    description=description_,
+                    config=config_,
+                    created_at=stamp,
+                    updated_at=stamp,
+                )
             )
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             raise DuplicateAgentError(f"an agent with id {agent_id!r} already exists") from exc
     return require_agent(store, agent_id)
 
@@ -233,11 +253,8 @@ def update_agent(
     with store.write():
         if "name" in changes:
             _check_free(store, changes["name"], agent_id)
-        assignments = ", ".join(f"{column} = ?" for column in changes)
-        store.execute(
-            f"UPDATE agents SET {assignments}, updated_at = ? WHERE id = ?",
-            (*changes.values(), iso(now()), agent_id),
-        )
+        changes["updated_at"] = iso(now())
+        store.run(Agent.update(changes).where(Agent.id == agent_id))
     return require_agent(store, agent_id)
 
 
@@ -246,12 +263,10 @@ def set_archived(store: Store, agent_id: str, archived: bool) -> AgentInfo:
     require_agent(store, agent_id)
     with store.write():
         if archived:  # archiving twice keeps the first date
-            store.execute(
-                "UPDATE agents SET archived_at = COALESCE(archived_at, ?) WHERE id = ?",
-                (iso(now()), agent_id),
-            )
+            stamp = fn.COALESCE(Agent.archived_at, iso(now()))
+            store.run(Agent.update(archived_at=stamp).where(Agent.id == agent_id))
         else:
-            store.execute("UPDATE agents SET archived_at = NULL WHERE id = ?", (agent_id,))
+            store.run(Agent.update(archived_at=None).where(Agent.id == agent_id))
     return require_agent(store, agent_id)
 
 
@@ -315,16 +330,21 @@ def sync_agents(
             )
             if wanted == now_is and current.archived_at is None:
                 continue  # unchanged: keep updated_at meaningful
-            store.execute(
-                "UPDATE agents SET name = ?, model = ?, soul = ?, description = ?, config = ?, "
-                "archived_at = NULL, updated_at = ? WHERE id = ?",
-                (*wanted[:4], _config_json(wanted[4]), stamp, current.id),
+            store.run(
+                Agent.update(
+                    name=wanted[0],
+                    model=wanted[1],
+                    soul=wanted[2],
+                    description=wanted[3],
+                    config=_config_json(wanted[4]),
+                    archived_at=None,
+                    updated_at=stamp,
+                ).where(Agent.id == current.id)
             )
         if archive_missing:
-            marks = ",".join("?" * len(ids))
-            store.execute(
-                f"UPDATE agents SET archived_at = ? WHERE archived_at IS NULL "
-                f"AND id NOT IN ({marks})",
-                (stamp, *ids),
+            store.run(
+                Agent.update(archived_at=stamp).where(
+                    Agent.archived_at.is_null(), Agent.id.not_in(ids)
+                )
             )
     return [require_agent(store, agent_id) for agent_id in ids]

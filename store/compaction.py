@@ -100,6 +100,11 @@ def create_compact_function(
             if history[i].is_compaction:
                 head = i
                 break
+        # The head is protected, so it grows rather than shrinks: when its last
+        # message is a tool call, its results join the head (SPEC: the first
+        # `protect_head` messages are never summarised).
+        while head < len(history) and not _split_safe(history, head):
+            head += 1
         tail_start = len(history)
         used = 0
         while tail_start > head:
@@ -109,11 +114,9 @@ def create_compact_function(
                 break
             used += cost
             tail_start -= 1
-        # Widen what is kept rather than narrow it: the head shrinks and the
-        # tail grows until no tool call is cut off from its results, so the
-        # tail never drops below `min_tail_messages`.
-        while head > 0 and not _split_safe(history, head):
-            head -= 1
+        # Widen what is kept rather than narrow it: the tail grows until no
+        # tool call is cut off from its results, so the tail never drops
+        # below `min_tail_messages`.
         while tail_start > head and not _split_safe(history, tail_start):
             tail_start -= 1
         middle = history[head:tail_start]

@@ -25,9 +25,11 @@ from typing import Any
 
 from peewee import DatabaseError as PeeweeDatabaseError
 from peewee import SqliteDatabase
+from playhouse import db_url
 
 from .errors import DatabaseFileError
 from .migrations import migrate
+from .urls import is_url, redact_url, url_scheme
 
 __all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "scope_token"]
 
@@ -66,10 +68,8 @@ class Store:
         busy_timeout: float = 10.0,
     ) -> None:
         self.path = str(path)
-        if isinstance(path, str) and "://" in path:
-            raise DatabaseFileError(
-                f"{path}: only SQLite files are supported for now (PostgreSQL is a later goal)"
-            )
+        if is_url(path):
+            self.path = _sqlite_path_of(os.fspath(path))
         if max_row_bytes < 1024:
             raise ValueError("max_row_bytes must be at least 1024")
         self.max_row_bytes = max_row_bytes
@@ -116,6 +116,21 @@ class Store:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement and return all its rows."""
         return self.connection().execute(sql, params).fetchall()
+
+    def run(self, query: Any) -> Any:
+        """Run one query built on `store.schema`'s models on this store.
+
+        The models are unbound (several stores may be open at once); this binds
+        the query to this store for this call only. Returns what peewee returns:
+        the new row's id for an insert, the row count for an update or delete.
+        """
+        self.connection()
+        return query.execute(self.db)
+
+    def rows(self, query: Any) -> list[tuple[Any, ...]]:
+        """Run a select built on `store.schema`'s models; its rows as plain tuples."""
+        self.connection()
+        return list(query.tuples().execute(self.db))
 
     def atomic(self) -> Any:
         """A transaction (or savepoint when nested) for multi-row writes."""
@@ -173,6 +188,18 @@ class Store:
         if orphans:
             problems.append(f"{orphans} search rows have no message")
         return problems
+
+
+def _sqlite_path_of(url: str) -> str:
+    """The file a `sqlite:///…` URL names; any other URL is refused (password redacted)."""
+    shown = redact_url(url)
+    if url_scheme(url) != "sqlite" or "://" not in url:
+        raise DatabaseFileError(
+            f"{shown}: this version of chatui opens SQLite files and sqlite:/// URLs only "
+            "(PostgreSQL support is being built)"
+        )
+    # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
+    return str(db_url.parse(url).get("database") or ":memory:")
 
 
 def _check_file(path: Path) -> None:

@@ -19,12 +19,15 @@ Design notes:
 from __future__ import annotations
 
 import builtins  # `SessionManager.list` shadows `list` in the class body
+import functools
 import json
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from peewee import SQL, fn
 
 from . import agents as _agents
 from . import projects as _projects
@@ -36,6 +39,7 @@ from .errors import InvalidStatusError, UnknownSessionError
 from .message_search import scope_number, scope_range, search_messages
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult
 from .namespaces import copy_namespaces, delete_namespaces
+from .prepared import Prepared
 from .projects import ProjectInfo
 from .providers.history import HistorySearchProvider
 from .providers.protocols import ContextProvider
@@ -47,6 +51,7 @@ from .records import (
     StatusChange,
     session_info,
 )
+from .schema import Project, SessionRow
 from .session import CompactionErrorHandler, Session
 from .storage import StoreSessionProvider, insert_messages
 from .tokens import TokenCounter
@@ -88,6 +93,51 @@ def _metadata_json(metadata: object) -> str:
         return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"session metadata is not JSON-serialisable: {exc}") from exc
+
+
+S = SessionRow
+_SESSION_FIELDS = tuple(getattr(S, name) for name in SESSION_COLUMNS.split(", "))
+_GET = Prepared(lambda sid: S.select(*_SESSION_FIELDS).where(S.id == sid))
+
+
+@functools.cache
+def _list_query(
+    deleted: str, by_project: bool, archived: bool, by_agent: bool, oldest: bool, limited: bool
+) -> Prepared:
+    """The `SessionManager.list` query for one combination of its options.
+
+    Compiled once per combination (see `prepared`): the chat list runs it on
+    every visit. Its values are, in order: project id, agent id, limit, offset
+    (each only when used).
+    """
+
+    def build(*values: Any) -> Any:
+        given = iter(values)
+        where = []
+        if deleted == "only":
+            where.append(S.deleted_at.is_null(False))
+        elif deleted == "live":
+            where.append(S.deleted_at.is_null())
+        if by_project:
+            where.append(S.project_id == next(given))
+        elif not archived:
+            shelved = Project.select(Project.id).where(Project.archived_at.is_null(False))
+            where.append(S.project_id.is_null() | S.project_id.not_in(shelved))
+        if by_agent:
+            where.append(S.agent_id == next(given))
+        query = S.select(*_SESSION_FIELDS)
+        if where:
+            query = query.where(*where)
+        # SQLite's implicit rowid breaks timestamp ties in insertion order.
+        if oldest:
+            query = query.order_by(S.created_at, SQL("rowid"))
+        else:
+            query = query.order_by(S.updated_at.desc(), SQL("rowid").desc())
+        if limited:
+            query = query.limit(next(given)).offset(next(given))
+        return query
+
+    return Prepared(build, arity=int(by_project) + int(by_agent) + 2 * int(limited))
 
 
 class SessionManager:
@@ -191,31 +241,28 @@ class SessionManager:
         session_id = id or uuid.uuid4().hex
         stamp = iso(now())
         with self.store.write():
-            self.store.execute(
-                "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
-                "project_id, status, status_detail, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'active', 'created', ?, ?, ?)",
-                (
-                    session_id,
-                    name,
-                    parent_session_id,
-                    model,
-                    source,
-                    agent_id,
-                    project_id,
-                    meta,
-                    stamp,
-                    stamp,
-                ),
+            self.store.run(
+                S.insert(
+                    id=session_id,
+                    name=name,
+                    parent_session_id=parent_session_id,
+                    model=model,
+                    source=source,
+                    agent_id=agent_id,
+                    project_id=project_id,
+                    status="active",
+                    status_detail="created",
+                    metadata=meta,
+                    created_at=stamp,
+                    updated_at=stamp,
+                )
             )
             self._record_status(session_id, "active", "created", stamp)
         return self._require(session_id)
 
     def get(self, session_id: str, *, include_deleted: bool = False) -> SessionInfo | None:
         """The session, or None (also for a deleted one unless `include_deleted`)."""
-        rows = self.store.query(
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-        )
+        rows = _GET.rows(self.store, session_id)
         if not rows:
             return None
         info = session_info(rows[0])
@@ -249,60 +296,44 @@ class SessionManager:
             include_archived: also sessions of archived projects (always
                 included when `project_id` names the project).
         """
-        where: builtins.list[str] = []
-        params: builtins.list[Any] = []
-        if deleted_only:
-            where.append("deleted_at IS NOT NULL")
-        elif not include_deleted:
-            where.append("deleted_at IS NULL")
-        if project_id is not None:
-            where.append("project_id = ?")
-            params.append(project_id)
-        elif not include_archived:
-            where.append(
-                "(project_id IS NULL OR project_id NOT IN "
-                "(SELECT id FROM projects WHERE archived_at IS NOT NULL))"
-            )
-        if agent_id is not None:
-            where.append("agent_id = ?")
-            params.append(agent_id)
-        sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += (
-            " ORDER BY created_at, rowid"
-            if oldest_first
-            else " ORDER BY updated_at DESC, rowid DESC"
+        deleted = "only" if deleted_only else "all" if include_deleted else "live"
+        query = _list_query(
+            deleted,
+            project_id is not None,
+            include_archived,
+            agent_id is not None,
+            oldest_first,
+            limit is not None,
         )
+        values: builtins.list[Any] = [v for v in (project_id, agent_id) if v is not None]
         if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            params += [int(limit), int(offset)]
-        return [session_info(r) for r in self.store.query(sql, params)]
+            values += [int(limit), int(offset)]
+        return [session_info(r) for r in query.rows(self.store, *values)]
 
     def count(self, *, include_deleted: bool = False) -> int:
         """How many sessions there are (live ones unless `include_deleted`)."""
-        sql = "SELECT count(*) FROM sessions"
+        query = S.select(fn.COUNT(SQL("*")))
         if not include_deleted:
-            sql += " WHERE deleted_at IS NULL"
-        return self.store.query(sql)[0][0]
+            query = query.where(S.deleted_at.is_null())
+        return int(self.store.rows(query)[0][0])
 
     def _update(
-        self, session_id: str, sql: str, params: tuple[Any, ...], *, allow_deleted: bool = False
+        self, session_id: str, changes: dict[Any, Any], *, allow_deleted: bool = False
     ) -> SessionInfo:
         self._require(session_id, allow_deleted=allow_deleted)
         with self.store.write():
-            self.store.execute(f"UPDATE sessions SET {sql} WHERE id = ?", (*params, session_id))
+            self.store.run(S.update(changes).where(S.id == session_id))
         return self._require(session_id, allow_deleted=True)
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
         """Set the session's name (its `label`); blank names are refused."""
         if not isinstance(name, str) or not name.strip():
             raise ValueError("a session name must be a non-empty string")
-        return self._update(session_id, "name = ?, updated_at = ?", (name.strip(), iso(now())))
+        return self._update(session_id, {S.name: name.strip(), S.updated_at: iso(now())})
 
     def set_model(self, session_id: str, model: str | None) -> SessionInfo:
         """The model the session's next turns use."""
-        return self._update(session_id, "model = ?", (model,))
+        return self._update(session_id, {S.model: model})
 
     def set_agent(self, session_id: str, agent_id: str) -> SessionInfo:
         """Give a session without an agent its agent; a session runs exactly one.
@@ -320,22 +351,22 @@ class SessionManager:
                 f"session {session_id!r} already runs agent {info.agent_id!r}; "
                 "a session runs exactly one agent (start a new session)"
             )
-        return self._update(session_id, "agent_id = ?", (agent_id,))
+        return self._update(session_id, {S.agent_id: agent_id})
 
     def update_metadata(self, session_id: str, **values: Any) -> SessionInfo:
         """Merge keys into the session's metadata (None removes a key)."""
         info = self._require(session_id)
         merged = {**info.metadata, **values}
         merged = {k: v for k, v in merged.items() if v is not None}
-        return self._update(session_id, "metadata = ?", (_metadata_json(merged),))
+        return self._update(session_id, {S.metadata: _metadata_json(merged)})
 
     def delete(self, session_id: str) -> SessionInfo:
         """Soft delete: hidden from list/get/search, messages kept; `restore` undoes it."""
-        return self._update(session_id, "deleted_at = ?", (iso(now()),))
+        return self._update(session_id, {S.deleted_at: iso(now())})
 
     def restore(self, session_id: str) -> SessionInfo:
         """Undo a soft delete."""
-        return self._update(session_id, "deleted_at = NULL", (), allow_deleted=True)
+        return self._update(session_id, {S.deleted_at: None}, allow_deleted=True)
 
     def purge(self, session_id: str) -> None:
         """Delete the session and everything it owns, for good, in one transaction.
@@ -619,8 +650,11 @@ class SessionManager:
                 raise ValueError(f"{name} must be a non-negative number")
         return self._update(
             session_id,
-            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost = cost + ?",
-            (int(input_tokens), int(output_tokens), float(cost)),
+            {
+                S.input_tokens: S.input_tokens + int(input_tokens),
+                S.output_tokens: S.output_tokens + int(output_tokens),
+                S.cost: S.cost + float(cost),
+            },
             allow_deleted=True,
         )
 
@@ -674,9 +708,13 @@ class SessionManager:
         limit: int = 20,
         *,
         session_id: str | None = None,
-        include_deleted: bool = False,
+        include_deleted: bool = True,
     ) -> builtins.list[SearchResult]:
-        """FTS5 across every session (or one), best first; never raises on query syntax."""
+        """FTS5 across every session (or one), best first; never raises on query syntax.
+
+        Soft-deleted chats' messages are found (SPEC §5) with `deleted=True` on
+        the result; `include_deleted=False` leaves them out.
+        """
         return search_messages(
             self.store, query, limit, session_id=session_id, include_deleted=include_deleted
         )
@@ -722,7 +760,7 @@ class SessionManager:
         """Put a session in a project (None: out of any project)."""
         if project_id is not None:
             _projects.require_project(self.store, project_id)
-        return self._update(session_id, "project_id = ?", (project_id,))
+        return self._update(session_id, {S.project_id: project_id})
 
     # -- agents (see store.agents) ------------------------------------------------
 

@@ -24,9 +24,19 @@ from datetime import datetime
 from .db import Store
 from .errors import StoreError
 from .messages import Message, SearchResult
+from .prepared import Prepared
+from .schema import SearchScope
 from .search import match_expression, scoped_expression
+from .text_prep import prepare, restore
 
-__all__ = ["index_text", "index_rowid", "scope_number", "scope_range", "search_messages"]
+__all__ = [
+    "index_body",
+    "index_text",
+    "index_rowid",
+    "scope_number",
+    "scope_range",
+    "search_messages",
+]
 
 SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -49,15 +59,24 @@ def index_text(message: Message) -> str:
     )
 
 
+_SCOPE = Prepared(
+    lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
+)
+
+
+def index_body(message: Message) -> str:
+    """What the index holds for a message: its search text, prepared (`text_prep`)."""
+    return prepare(index_text(message))
+
+
 def scope_number(store: Store, session_id: str, *, create: bool = False) -> int | None:
     """The session's number in the index (made on first use when `create`)."""
-    rows = store.query("SELECT n FROM search_scopes WHERE session_id = ?", (session_id,))
+    rows = _SCOPE.rows(store, session_id)
     if rows:
         return int(rows[0][0])
     if not create:
         return None
-    cursor = store.execute("INSERT INTO search_scopes (session_id) VALUES (?)", (session_id,))
-    return int(cursor.lastrowid or 0)
+    return int(store.run(SearchScope.insert(session_id=session_id)) or 0)
 
 
 def index_rowid(scope: int, seq: int) -> int:
@@ -91,28 +110,22 @@ def search_messages(
     match = scoped_expression("body", expression)
     if session_id is not None:
         return _search_session(store, match, session_id, int(limit))
-    deleted = (
-        ""
-        if include_deleted
-        else (
-            "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id "
-            "AND s.deleted_at IS NOT NULL)"
-        )
-    )
+    deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
     rows = store.query(
         f"""
         SELECT m.id, m.role, m.content, m.created_at, m.session_id,
-               snippet(messages_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}),
-               bm25(messages_fts) AS score
+               snippet(messages_fts, 0, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS}),
+               bm25(messages_fts) AS score, s.deleted_at IS NOT NULL
         FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK})
+        LEFT JOIN sessions s ON s.id = m.session_id
         WHERE messages_fts MATCH ? {deleted}
         ORDER BY score LIMIT ?
         """,
         (match, int(limit)),
     )
     return [
-        _result(mid, role, content, created, sid, snippet, score)
-        for mid, role, content, created, sid, snippet, score in rows
+        _result(mid, role, content, created, sid, snippet, score, bool(gone))
+        for mid, role, content, created, sid, snippet, score, gone in rows
     ]
 
 
@@ -147,19 +160,30 @@ def _search_session(store: Store, match: str, session_id: str, limit: int) -> li
             seqs,
         )
     }
+    gone = bool(
+        store.query("SELECT 1 FROM sessions WHERE id = ? AND deleted_at IS NOT NULL", (session_id,))
+    )
     results = []
     for score, _, rowid, text in best:
         row = rows.get(rowid & SEQ_MASK)
         if row is not None:
             mid, role, content, created, sid = row
-            results.append(_result(mid, role, content, created, sid, _snippet(text), score))
+            results.append(_result(mid, role, content, created, sid, _snippet(text), score, gone))
     return results
 
 
 def _result(
-    mid: str, role: str, content: str, created: str, sid: str, snippet: str, score: float
+    mid: str,
+    role: str,
+    content: str,
+    created: str,
+    sid: str,
+    marked: str,
+    score: float,
+    deleted: bool,
 ) -> SearchResult:
     text = index_text(Message.from_stored(json.loads(content), None, created))
+    snippet, spans = unmark(restore(marked))
     return SearchResult(
         id=mid,
         role=role,
@@ -168,11 +192,38 @@ def _result(
         session_id=sid,
         snippet=snippet,
         rank=score,
+        matches=spans,
+        deleted=deleted,
     )
 
 
+def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """Text with the index's match marks removed, and where each mark was.
+
+    The text a model or a user reads is the message's own (no brackets are
+    added: a `[` in the result was in the message); highlighting is the UI's.
+    """
+    plain: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length = 0
+    start: int | None = None
+    for piece in re.split(f"([{_OPEN}{_CLOSE}])", marked):
+        if piece == _OPEN:
+            start = length
+        elif piece == _CLOSE:
+            if start is not None and length > start:
+                spans.append((start, length))
+            start = None
+        else:
+            plain.append(piece)
+            length += len(piece)
+    if start is not None and length > start:  # a match cut off by the excerpt
+        spans.append((start, length))
+    return "".join(plain), tuple(spans)
+
+
 def _snippet(marked: str) -> str:
-    """About `SNIPPET_TOKENS` words around the first match, matches in `[` `]`."""
+    """About `SNIPPET_TOKENS` words around the first match, matches still marked."""
     words = marked.split()
     first = next((i for i, w in enumerate(words) if _OPEN in w), 0)
     start = max(0, min(first - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
@@ -180,7 +231,6 @@ def _snippet(marked: str) -> str:
     text = " ".join(window)
     if text.count(_OPEN) > text.count(_CLOSE):
         text += _CLOSE  # a match that runs past the window
-    text = text.replace(_OPEN, "[").replace(_CLOSE, "]")
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + SNIPPET_TOKENS < len(words) else ""
     return f"{prefix}{text}{suffix}"

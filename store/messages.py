@@ -252,8 +252,22 @@ class SearchResult:
     created_at: datetime | None
     session_id: str
     snippet: str = ""
-    """A short excerpt with the matches wrapped in `[` `]`."""
+    """A short excerpt of the message text, as written (no marks added)."""
     rank: float = 0.0
+    matches: tuple[tuple[int, int], ...] = ()
+    """[start, end) of each matched word in `snippet`, for a UI to highlight."""
+    deleted: bool = False
+    """True when the message belongs to a soft-deleted chat (SPEC §5: still found)."""
+
+    def marked_snippet(self, open_: str = "[", close: str = "]") -> str:
+        """`snippet` with each match wrapped in `open_` `close`, for a plain-text UI."""
+        out: list[str] = []
+        cursor = 0
+        for start, end in self.matches:
+            out += [self.snippet[cursor:start], open_, self.snippet[start:end], close]
+            cursor = end
+        out.append(self.snippet[cursor:])
+        return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -282,6 +282,37 @@ def m006_session_clustered_search(db: Database) -> None:
     )
 
 
+@migration
+def m007_cjk_and_emoji_search(db: Database) -> None:
+    # Issue 13: CJK words inside a sentence and emoji were not findable (a CJK
+    # run was one token, emoji none). The index now holds text prepared by
+    # `text_prep` (a token per CJK character, a word per emoji); rows whose
+    # prepared text differs are rewritten. This uses today's preparation on
+    # purpose: the index must match what today's queries look for.
+    import json
+
+    from .message_search import index_text
+    from .messages import Message
+    from .text_prep import prepare
+
+    scopes = dict(db.execute_sql("SELECT session_id, n FROM search_scopes").fetchall())
+    rows = db.execute_sql("SELECT seq, session_id, content, created_at FROM messages").fetchall()
+    for seq, session_id, content, created_at in rows:
+        text = index_text(Message.from_stored(json.loads(content), None, created_at))
+        prepared = prepare(text)
+        if prepared != text and session_id in scopes:
+            db.execute_sql(
+                "UPDATE messages_fts SET body = ? WHERE rowid = ?",
+                (prepared, (scopes[session_id] << 32) + seq),
+            )
+    for rowid, content in db.execute_sql("SELECT rowid, content FROM search_entries").fetchall():
+        if prepare(content) != content:
+            db.execute_sql(
+                "UPDATE search_entries_fts SET content = ? WHERE rowid = ?",
+                (prepare(content), rowid),
+            )
+
+
 def applied_migrations(db: Database) -> list[str]:
     """Names of the migrations the file records, oldest first (creating the record table)."""
     db.execute_sql(

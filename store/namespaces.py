@@ -8,11 +8,15 @@ copies both on fork and deletes both on purge, inside its transaction.
 
 from __future__ import annotations
 
+from typing import Any
+
+from peewee import Value, fn
+
 from .db import Store, scope_token
+from .schema import ContextBlock, LoadedSkill, Prompt, SearchEntry, Skill
+from .text_prep import prepare
 
 __all__ = ["copy_namespaces", "delete_namespaces", "namespace_range"]
-
-_OWNED = "namespace = ? OR (namespace >= ? AND namespace < ?)"
 
 
 def namespace_range(session_id: str) -> tuple[str, str]:
@@ -22,19 +26,26 @@ def namespace_range(session_id: str) -> tuple[str, str]:
     return session_id + "/", session_id + "0"
 
 
-def _owned(session_id: str) -> tuple[str, str, str]:
-    return (session_id, *namespace_range(session_id))
+def _owned(column: Any, session_id: str) -> Any:
+    """`column` is the session's own namespace or one of its `"{id}/…"` ones."""
+    low, high = namespace_range(session_id)
+    return (column == session_id) | ((column >= low) & (column < high))
+
+
+_TABLES = (ContextBlock, Skill, Prompt, LoadedSkill)
 
 
 def delete_namespaces(store: Store, session_id: str) -> None:
     """Remove the session's blocks, skills, search entries, prompt and skill marks."""
     store.execute(
-        f"DELETE FROM search_entries_fts WHERE rowid IN "
-        f"(SELECT rowid FROM search_entries WHERE {_OWNED})",
-        _owned(session_id),
+        "DELETE FROM search_entries_fts WHERE rowid IN "
+        "(SELECT rowid FROM search_entries WHERE namespace = ? "
+        "OR (namespace >= ? AND namespace < ?))",
+        (session_id, *namespace_range(session_id)),
     )
-    for table in ("search_entries", "context_blocks", "skills", "prompts", "loaded_skills"):
-        store.execute(f"DELETE FROM {table} WHERE {_OWNED}", _owned(session_id))
+    store.run(SearchEntry.delete().where(_owned(SearchEntry.namespace, session_id)))
+    for table in _TABLES:
+        store.run(table.delete().where(_owned(table.namespace, session_id)))
 
 
 def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
@@ -43,30 +54,37 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
     The cached prompt and loaded-skill marks are not copied: a fork renders
     its own prompt and has loaded nothing yet.
     """
-    # "{old}…" becomes "{new}…": the namespace with its prefix swapped.
-    renamed = "? || substr(namespace, ?)"
-    args = (new, len(old) + 1, stamp, *_owned(old))
-    store.execute(
-        f"INSERT INTO context_blocks (namespace, label, content, updated_at) "
-        f"SELECT {renamed}, label, content, ? FROM context_blocks WHERE {_OWNED}",
-        args,
+
+    def renamed(column: Any) -> Any:
+        # "{old}…" becomes "{new}…": the namespace with its prefix swapped.
+        return Value(new).concat(fn.substr(column, len(old) + 1))
+
+    b = ContextBlock
+    store.run(
+        b.insert_from(
+            b.select(renamed(b.namespace), b.label, b.content, Value(stamp)).where(
+                _owned(b.namespace, old)
+            ),
+            [b.namespace, b.label, b.content, b.updated_at],
+        )
     )
-    store.execute(
-        f"INSERT INTO skills (namespace, key, content, description, updated_at) "
-        f"SELECT {renamed}, key, content, description, ? FROM skills WHERE {_OWNED}",
-        args,
+    k = Skill
+    store.run(
+        k.insert_from(
+            k.select(renamed(k.namespace), k.key, k.content, k.description, Value(stamp)).where(
+                _owned(k.namespace, old)
+            ),
+            [k.namespace, k.key, k.content, k.description, k.updated_at],
+        )
     )
-    rows = store.query(
-        f"SELECT namespace, key, content FROM search_entries WHERE {_OWNED} ORDER BY rowid",
-        _owned(old),
+    e = SearchEntry
+    rows = store.rows(
+        e.select(e.namespace, e.key, e.content).where(_owned(e.namespace, old)).order_by(e.rowid)
     )
     for namespace, key, content in rows:
         copied = new + namespace[len(old) :]
-        cursor = store.execute(
-            "INSERT INTO search_entries (namespace, key, content, updated_at) VALUES (?, ?, ?, ?)",
-            (copied, key, content, stamp),
-        )
+        rowid = store.run(e.insert(namespace=copied, key=key, content=content, updated_at=stamp))
         store.execute(
             "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-            (cursor.lastrowid, content, scope_token(copied)),
+            (rowid, prepare(content), scope_token(copied)),
         )

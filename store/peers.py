@@ -33,11 +33,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from peewee import SQL
+
 from .agents import AgentInfo
 from .clock import iso, now
 from .errors import PeerError, PeerLoopError, StoreError, UnknownAgentError, UnknownSessionError
 from .manager import SessionInfo, SessionManager
 from .messages import LATEST, Message, text_part
+from .schema import PeerHop as PeerHopRow
+from .schema import PeerLink
 from .tools import Tool
 
 __all__ = ["PeerHop", "PeerRouter", "RunTurn", "message_agent_tool"]
@@ -55,9 +59,21 @@ _CHAIN: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "store_peer_chain", default=()
 )
 
+H = PeerHopRow
 _HOP_COLUMNS = (
-    "id, from_session_id, from_agent_id, from_message_id, to_session_id, to_agent_id, "
-    "message_id, reply_message_id, wait, state, error, created_at, finished_at"
+    H.id,
+    H.from_session_id,
+    H.from_agent_id,
+    H.from_message_id,
+    H.to_session_id,
+    H.to_agent_id,
+    H.message_id,
+    H.reply_message_id,
+    H.wait,
+    H.state,
+    H.error,
+    H.created_at,
+    H.finished_at,
 )
 
 
@@ -158,9 +174,10 @@ class PeerRouter:
         caller = self.manager._require(caller_session_id)
         target = self.agent(agent)
         with self.store.write():  # one writer decides, so two processes never both create
-            rows = self.store.query(
-                "SELECT session_id FROM peer_links WHERE caller_session_id = ? AND agent_id = ?",
-                (caller.id, target.id),
+            rows = self.store.rows(
+                PeerLink.select(PeerLink.session_id).where(
+                    PeerLink.caller_session_id == caller.id, PeerLink.agent_id == target.id
+                )
             )
             if rows:
                 linked = self.manager.get(rows[0][0])
@@ -176,26 +193,32 @@ class PeerRouter:
                     "peer": {"caller_session_id": caller.id, "caller_agent_id": caller.agent_id}
                 },
             )
-            self.store.execute(
-                "INSERT INTO peer_links (caller_session_id, agent_id, session_id, created_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (caller_session_id, agent_id) DO UPDATE SET "
-                "session_id = excluded.session_id, created_at = excluded.created_at",
-                (caller.id, target.id, info.id, iso(now())),
+            self.store.run(
+                PeerLink.insert(
+                    caller_session_id=caller.id,
+                    agent_id=target.id,
+                    session_id=info.id,
+                    created_at=iso(now()),
+                ).on_conflict(
+                    conflict_target=[PeerLink.caller_session_id, PeerLink.agent_id],
+                    preserve=[PeerLink.session_id, PeerLink.created_at],
+                )
             )
         return info
 
     def hops(self, session_id: str) -> list[PeerHop]:
         """Every hop sent from or delivered into the session, oldest first."""
-        rows = self.store.query(
-            f"SELECT {_HOP_COLUMNS} FROM peer_hops WHERE from_session_id = ? "
-            f"OR to_session_id = ? ORDER BY created_at, rowid",
-            (session_id, session_id),
+        rows = self.store.rows(
+            H.select(*_HOP_COLUMNS)
+            .where((H.from_session_id == session_id) | (H.to_session_id == session_id))
+            # SQLite's implicit rowid breaks created_at ties in insertion order.
+            .order_by(H.created_at, SQL("rowid"))
         )
         return [_hop(r) for r in rows]
 
     def hop(self, hop_id: str) -> PeerHop | None:
         """One hop by id, or None."""
-        rows = self.store.query(f"SELECT {_HOP_COLUMNS} FROM peer_hops WHERE id = ?", (hop_id,))
+        rows = self.store.rows(H.select(*_HOP_COLUMNS).where(H.id == hop_id))
         return _hop(rows[0]) if rows else None
 
     @property
@@ -280,20 +303,19 @@ class PeerRouter:
         provider = self.manager.get_session(session_id).provider
         with self.store.write():  # the message and its hop row, or neither
             provider.append_message(message, LATEST)
-            self.store.execute(
-                f"INSERT INTO peer_hops ({_HOP_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, 'delivered', NULL, ?, NULL)",
-                (
-                    hop_id,
-                    caller.id,
-                    caller.agent_id,
-                    leaf.id if leaf else None,
-                    session_id,
-                    target.id,
-                    message.id,
-                    int(wait),
-                    iso(now()),
-                ),
+            self.store.run(
+                H.insert(
+                    id=hop_id,
+                    from_session_id=caller.id,
+                    from_agent_id=caller.agent_id,
+                    from_message_id=leaf.id if leaf else None,
+                    to_session_id=session_id,
+                    to_agent_id=target.id,
+                    message_id=message.id,
+                    wait=int(wait),
+                    state="delivered",
+                    created_at=iso(now()),
+                )
             )
         hop = self.hop(hop_id)
         assert hop is not None
@@ -326,10 +348,10 @@ class PeerRouter:
             leaf = self.manager.get_session(hop.to_session_id).get_latest_leaf()
             reply_id = leaf.id if leaf is not None and leaf.id != hop.message_id else None
         with self.store.write():
-            self.store.execute(
-                "UPDATE peer_hops SET state = ?, error = ?, reply_message_id = ?, "
-                "finished_at = ? WHERE id = ?",
-                (state, error, reply_id, iso(now()), hop.id),
+            self.store.run(
+                H.update(
+                    state=state, error=error, reply_message_id=reply_id, finished_at=iso(now())
+                ).where(H.id == hop.id)
             )
 
     def _start_background(self, hop: PeerHop, target: AgentInfo, chain: tuple[str, ...]) -> None:

@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from peewee import fn
+
 from .clock import iso, now
 from .db import Store
 from .errors import UnknownProjectError
+from .schema import Project
 
 __all__ = ["ProjectInfo"]
 
-_COLUMNS = "id, name, created_at, archived_at"
+_COLUMNS = (Project.id, Project.name, Project.created_at, Project.archived_at)
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ def _clean_name(name: object) -> str:
 
 def get_project(store: Store, project_id: str) -> ProjectInfo | None:
     """The project (archived or not), or None."""
-    rows = store.query(f"SELECT {_COLUMNS} FROM projects WHERE id = ?", (project_id,))
+    rows = store.rows(Project.select(*_COLUMNS).where(Project.id == project_id))
     return _project(rows[0]) if rows else None
 
 
@@ -69,37 +72,33 @@ def create_project(store: Store, name: str, project_id: str | None = None) -> Pr
     clean = _clean_name(name)
     project_id = project_id or uuid.uuid4().hex
     with store.write():
-        store.execute(
-            "INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
-            (project_id, clean, iso(now())),
-        )
+        store.run(Project.insert(id=project_id, name=clean, created_at=iso(now())))
     return require_project(store, project_id)
 
 
 def list_projects(store: Store, include_archived: bool = False) -> list[ProjectInfo]:
     """Projects ordered by name; live ones unless `include_archived`."""
-    sql = f"SELECT {_COLUMNS} FROM projects"
+    query = Project.select(*_COLUMNS)
     if not include_archived:
-        sql += " WHERE archived_at IS NULL"
-    return [_project(r) for r in store.query(sql + " ORDER BY name, id")]
+        query = query.where(Project.archived_at.is_null())
+    return [_project(r) for r in store.rows(query.order_by(Project.name, Project.id))]
 
 
-def update_project(store: Store, project_id: str, sql: str, params: tuple[Any, ...]) -> ProjectInfo:
+def update_project(store: Store, project_id: str, changes: dict[Any, Any]) -> ProjectInfo:
     require_project(store, project_id)
     with store.write():
-        store.execute(f"UPDATE projects SET {sql} WHERE id = ?", (*params, project_id))
+        store.run(Project.update(changes).where(Project.id == project_id))
     return require_project(store, project_id)
 
 
 def rename_project(store: Store, project_id: str, name: str) -> ProjectInfo:
     """Rename; blank names raise ValueError, unknown ids `UnknownProjectError`."""
-    return update_project(store, project_id, "name = ?", (_clean_name(name),))
+    return update_project(store, project_id, {Project.name: _clean_name(name)})
 
 
 def set_archived(store: Store, project_id: str, archived: bool) -> ProjectInfo:
     """Archive (keeping the first date if already archived) or restore a project."""
     if archived:  # archiving twice keeps the first date
-        return update_project(
-            store, project_id, "archived_at = COALESCE(archived_at, ?)", (iso(now()),)
-        )
-    return update_project(store, project_id, "archived_at = NULL", ())
+        stamp = fn.COALESCE(Project.archived_at, iso(now()))
+        return update_project(store, project_id, {Project.archived_at: stamp})
+    return update_project(store, project_id, {Project.archived_at: None})

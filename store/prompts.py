@@ -6,6 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from .clock import iso, now
 from .db import Store
+from .schema import Prompt
 
 __all__ = ["PromptCache", "StorePromptCache", "InMemoryPromptCache"]
 
@@ -30,23 +31,27 @@ class StorePromptCache:
 
     async def get(self) -> str | None:
         """The stored prompt of this namespace, or None."""
-        rows = self.store.query("SELECT prompt FROM prompts WHERE namespace = ?", (self.namespace,))
+        rows = self.store.rows(
+            Prompt.select(Prompt.prompt).where(Prompt.namespace == self.namespace)
+        )
         return rows[0][0] if rows else None
 
     async def set(self, prompt: str) -> None:
         """Store `prompt` for this namespace."""
         with self.store.write():
-            self.store.execute(
-                "INSERT INTO prompts (namespace, prompt, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (namespace) DO UPDATE SET prompt = excluded.prompt, "
-                "updated_at = excluded.updated_at",
-                (self.namespace, prompt, iso(now())),
+            self.store.run(
+                Prompt.insert(
+                    namespace=self.namespace, prompt=prompt, updated_at=iso(now())
+                ).on_conflict(
+                    conflict_target=[Prompt.namespace],
+                    preserve=[Prompt.prompt, Prompt.updated_at],
+                )
             )
 
     def clear(self) -> None:
         """Forget the stored prompt (the next freeze renders afresh)."""
         with self.store.write():
-            self.store.execute("DELETE FROM prompts WHERE namespace = ?", (self.namespace,))
+            self.store.run(Prompt.delete().where(Prompt.namespace == self.namespace))
 
 
 class InMemoryPromptCache:

@@ -2,13 +2,15 @@
 
 Invariant: `match_expression` returns either None (nothing searchable) or an
 expression SQLite always accepts, whatever the input. Plain words are ANDed;
-a few power features survive: "quoted phrases", a trailing `*` for a prefix,
+CJK words and emoji are matched as `text_prep` indexes them; a few power features survive: "quoted phrases", a trailing `*` for a prefix,
 and `OR` between two terms. Everything else is treated as plain words.
 """
 
 from __future__ import annotations
 
 import re
+
+from .text_prep import has_cjk, query_terms, spell_emoji
 
 __all__ = ["match_expression", "scoped_expression"]
 
@@ -27,12 +29,13 @@ def match_expression(query: str) -> str | None:
     # An unbalanced quote means the user did not mean a phrase.
     if query.count('"') % 2:
         query = query.replace('"', " ")
+    query = spell_emoji(query)
     terms: list[str] = []
     pending_or = False
     for match in _TOKEN.finditer(query):
         phrase, word, star = match.groups()
         if phrase is not None:
-            words = _WORD.findall(phrase)
+            words = [t for w in _WORD.findall(phrase) for t in query_terms(w)]
             if not words:
                 continue
             term = _quote(" ".join(words))
@@ -41,6 +44,10 @@ def match_expression(query: str) -> str | None:
             continue
         elif word in ("AND", "NOT", "NEAR"):
             term = _quote(word)
+        elif has_cjk(word):
+            # CJK characters are indexed one by one (see text_prep): the word
+            # is the phrase of its characters, found inside longer runs too.
+            term = _quote(" ".join(query_terms(word))) + ("*" if star else "")
         else:
             term = _quote(word) + ("*" if star else "")
         if pending_or:

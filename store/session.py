@@ -40,6 +40,7 @@ from .overlays import apply_compactions
 from .prompts import InMemoryPromptCache, PromptCache, StorePromptCache
 from .providers import StoreContextProvider
 from .providers.protocols import is_writable
+from .schema import LoadedSkill
 from .storage import SessionProvider, StoreSessionProvider
 from .tokens import TokenCounter, estimate_message_tokens, estimate_string_tokens
 
@@ -515,14 +516,18 @@ class Session:
             return
         with store.write():
             if loaded:
-                store.execute(
-                    "INSERT OR IGNORE INTO loaded_skills (namespace, label, key) VALUES (?, ?, ?)",
-                    (self._skill_namespace(), label, key),
+                store.run(
+                    LoadedSkill.insert(
+                        namespace=self._skill_namespace(), label=label, key=key
+                    ).on_conflict_ignore()
                 )
             else:
-                store.execute(
-                    "DELETE FROM loaded_skills WHERE namespace = ? AND label = ? AND key = ?",
-                    (self._skill_namespace(), label, key),
+                store.run(
+                    LoadedSkill.delete().where(
+                        LoadedSkill.namespace == self._skill_namespace(),
+                        LoadedSkill.label == label,
+                        LoadedSkill.key == key,
+                    )
                 )
 
     def loaded_skills(self) -> set[tuple[str, str]]:
@@ -530,8 +535,10 @@ class Session:
         store = self.store
         if store is None:
             return set(self._loaded_skills)
-        rows = store.query(
-            "SELECT label, key FROM loaded_skills WHERE namespace = ?", (self._skill_namespace(),)
+        rows = store.rows(
+            LoadedSkill.select(LoadedSkill.label, LoadedSkill.key).where(
+                LoadedSkill.namespace == self._skill_namespace()
+            )
         )
         return {(r[0], r[1]) for r in rows}
 

@@ -20,24 +20,125 @@ import uuid
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from peewee import SQL, Value, fn
+
 from .clock import iso, now
 from .db import Store
 from .errors import UnknownMessageError, UnknownParentError, UnknownSessionError
 from .message_search import (
+    index_body,
     index_rowid,
-    index_text,
     scope_number,
     scope_range,
     search_messages,
 )
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
+from .prepared import Prepared
+from .schema import Compaction, LoadedSkill, MessageRow, SessionRow
 
 __all__ = ["SessionProvider", "StoreSessionProvider", "insert_messages"]
 
 ParentRef = str | None | Latest
 
-_COLUMNS = "seq, id, parent_id, role, content, created_at"
+M = MessageRow
+_COLUMNS = (M.seq, M.id, M.parent_id, M.role, M.content, M.created_at)
+
+
+def _path(sid: Any, leaf: Any) -> Any:
+    """A message and its ancestors, root first: one recursive CTE walking up,
+    each step an index lookup on (session_id, id); the depth bound stops a
+    corrupt parent cycle."""
+    path = (
+        M.select(M.seq, M.parent_id, Value(0).alias("depth"))
+        .where(M.session_id == sid, M.id == leaf)
+        .cte("path", recursive=True, columns=("seq", "parent_id", "depth"))
+    )
+    up = M.alias("up")
+    step = (
+        up.select(up.seq, up.parent_id, path.c.depth + 1)
+        .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
+        .where(path.c.depth < 1_000_000)
+    )
+    cte = path.union_all(step)
+    return (
+        M.select(*_COLUMNS)
+        .from_(cte)
+        .join(M, on=(M.seq == cte.c.seq))
+        .order_by(cte.c.depth.desc())
+        .with_cte(cte)
+    )
+
+
+def _latest_leaf(sid: Any) -> Any:
+    """The newest message of the session without children."""
+    child = M.alias("child")
+    has_child = child.select(SQL("1")).where(child.session_id == sid, child.parent_id == M.id)
+    return (
+        M.select(M.id)
+        .where(M.session_id == sid, ~fn.EXISTS(has_child))
+        .order_by(M.seq.desc())
+        .limit(1)
+    )
+
+
+# The hot paths (see `prepared` for why they are compiled once).
+_PATH = Prepared(_path)
+_LATEST_LEAF = Prepared(_latest_leaf)
+_MESSAGE = Prepared(lambda sid, mid: M.select(*_COLUMNS).where(M.session_id == sid, M.id == mid))
+_CHILDREN = Prepared(
+    lambda sid, mid: (
+        M.select(*_COLUMNS).where(M.session_id == sid, M.parent_id == mid).order_by(M.seq)
+    )
+)
+_ROOTS = Prepared(
+    lambda sid: (
+        M.select(*_COLUMNS).where(M.session_id == sid, M.parent_id.is_null()).order_by(M.seq)
+    )
+)
+_ALL = Prepared(lambda sid: M.select(*_COLUMNS).where(M.session_id == sid).order_by(M.seq))
+# Every history read asks for the overlays too, so this one is prepared as well.
+_COMPACTIONS = Prepared(
+    lambda sid: (
+        Compaction.select(
+            Compaction.id,
+            Compaction.session_id,
+            Compaction.summary,
+            Compaction.from_message_id,
+            Compaction.to_message_id,
+            Compaction.created_at,
+        )
+        .where(Compaction.session_id == sid)
+        # SQLite's implicit rowid breaks created_at ties in insertion order.
+        .order_by(Compaction.created_at, SQL("rowid"))
+    )
+)
+_EXISTS = Prepared(lambda sid, mid: M.select(SQL("1")).where(M.session_id == sid, M.id == mid))
+_COUNT = Prepared(lambda sid: M.select(fn.COUNT(SQL("*"))).where(M.session_id == sid))
+_TOUCH = Prepared(
+    lambda when, sid: SessionRow.update(updated_at=when).where(
+        SessionRow.id == sid, SessionRow.deleted_at.is_null()
+    )
+)
+_INSERT_COLUMNS = (
+    M.id,
+    M.session_id,
+    M.parent_id,
+    M.role,
+    M.content,
+    M.created_at,
+    M.from_user_id,
+    M.from_agent_id,
+    M.delivered_to_session_id,
+    M.token_usage,
+)
+
+
+def _insert(*values: Any) -> Any:
+    return M.insert(dict(zip(_INSERT_COLUMNS, values, strict=True)))
+
+
+_INSERT = Prepared(_insert, arity=len(_INSERT_COLUMNS))
 
 
 @runtime_checkable
@@ -123,10 +224,7 @@ class StoreSessionProvider:
     # -- reads ----------------------------------------------------------------
 
     def get_message(self, message_id: str) -> Message | None:
-        rows = self.store.query(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND id = ?",
-            (self.session_id, message_id),
-        )
+        rows = _MESSAGE.rows(self.store, self.session_id, message_id)
         return row_to_message(rows[0]) if rows else None
 
     def _path_rows(self, leaf_id: str | None) -> list[tuple[Any, ...]]:
@@ -135,20 +233,7 @@ class StoreSessionProvider:
             if leaf is None:
                 return []
             leaf_id = leaf
-        rows = self.store.query(
-            f"""
-            WITH RECURSIVE path(seq, parent_id, depth) AS (
-                SELECT seq, parent_id, 0 FROM messages WHERE session_id = ?1 AND id = ?2
-                UNION ALL
-                SELECT m.seq, m.parent_id, path.depth + 1
-                FROM messages m JOIN path ON m.session_id = ?1 AND m.id = path.parent_id
-                WHERE path.depth < 1000000
-            )
-            SELECT {", ".join("m." + c.strip() for c in _COLUMNS.split(","))}
-            FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC
-            """,
-            (self.session_id, leaf_id),
-        )
+        rows = _PATH.rows(self.store, self.session_id, leaf_id)
         if not rows:
             raise UnknownMessageError(f"no message {leaf_id!r} in session {self.session_id!r}")
         return rows
@@ -160,14 +245,7 @@ class StoreSessionProvider:
         return len(self._path_rows(leaf_id))
 
     def _latest_leaf_id(self) -> str | None:
-        rows = self.store.query(
-            """
-            SELECT m.id FROM messages m WHERE m.session_id = ?1 AND NOT EXISTS (
-                SELECT 1 FROM messages c WHERE c.session_id = ?1 AND c.parent_id = m.id
-            ) ORDER BY m.seq DESC LIMIT 1
-            """,
-            (self.session_id,),
-        )
+        rows = _LATEST_LEAF.rows(self.store, self.session_id)
         return rows[0][0] if rows else None
 
     def get_latest_leaf(self) -> Message | None:
@@ -176,53 +254,48 @@ class StoreSessionProvider:
 
     def latest_leaf_under(self, message_id: str) -> str:
         """The newest leaf in the subtree rooted at `message_id` (itself if a leaf)."""
-        rows = self.store.query(
-            """
-            WITH RECURSIVE sub(seq, id) AS (
-                SELECT seq, id FROM messages WHERE session_id = ?1 AND id = ?2
-                UNION ALL
-                SELECT m.seq, m.id FROM messages m JOIN sub
-                    ON m.session_id = ?1 AND m.parent_id = sub.id
-            )
-            SELECT sub.id FROM sub WHERE NOT EXISTS (
-                SELECT 1 FROM messages c WHERE c.session_id = ?1 AND c.parent_id = sub.id
-            ) ORDER BY sub.seq DESC LIMIT 1
-            """,
-            (self.session_id, message_id),
+        # Walk down from `message_id` (one recursive CTE), keep the leaves.
+        sub = (
+            M.select(M.seq, M.id)
+            .where(M.session_id == self.session_id, M.id == message_id)
+            .cte("sub", recursive=True, columns=("seq", "id"))
+        )
+        down = M.alias("down")
+        step = down.select(down.seq, down.id).join(
+            sub, on=(down.session_id == self.session_id) & (down.parent_id == sub.c.id)
+        )
+        cte = sub.union_all(step)
+        child = M.alias("child")
+        has_child = child.select(SQL("1")).where(
+            child.session_id == self.session_id, child.parent_id == cte.c.id
+        )
+        rows = self.store.rows(
+            cte.select_from(cte.c.id)
+            .where(~fn.EXISTS(has_child))
+            .order_by(cte.c.seq.desc())
+            .limit(1)
         )
         if not rows:
             raise UnknownMessageError(f"no message {message_id!r} in session {self.session_id!r}")
         return rows[0][0]
 
     def get_branches(self, message_id: str) -> list[Message]:
-        rows = self.store.query(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND parent_id = ? ORDER BY seq",
-            (self.session_id, message_id),
-        )
+        rows = _CHILDREN.rows(self.store, self.session_id, message_id)
         return [row_to_message(r) for r in rows]
 
     def get_roots(self) -> list[Message]:
         """The messages without a parent, oldest first (siblings at the top)."""
-        rows = self.store.query(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND parent_id IS NULL "
-            "ORDER BY seq",
-            (self.session_id,),
-        )
+        rows = _ROOTS.rows(self.store, self.session_id)
         return [row_to_message(r) for r in rows]
 
     def get_tree(self) -> list[Message]:
         """Every message of the session, all branches, in append order (one query)."""
-        rows = self.store.query(
-            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? ORDER BY seq",
-            (self.session_id,),
-        )
+        rows = _ALL.rows(self.store, self.session_id)
         return [row_to_message(r) for r in rows]
 
     def count(self) -> int:
         """Messages stored in the session, every branch counted."""
-        return self.store.query(
-            "SELECT count(*) FROM messages WHERE session_id = ?", (self.session_id,)
-        )[0][0]
+        return int(_COUNT.rows(self.store, self.session_id)[0][0])
 
     # -- writes ---------------------------------------------------------------
 
@@ -234,11 +307,7 @@ class StoreSessionProvider:
     def _touch(self, when: str) -> None:
         # Runs inside the write's transaction, so raising here undoes the write.
         if self.touch_session:
-            cursor = self.store.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ? AND deleted_at IS NULL",
-                (when, self.session_id),
-            )
-            if cursor.rowcount == 0:
+            if _TOUCH.run(self.store, when, self.session_id).rowcount == 0:
                 raise UnknownSessionError(
                     f"session {self.session_id!r} is deleted or unknown; nothing was written"
                 )
@@ -271,37 +340,18 @@ class StoreSessionProvider:
             elif parent_id is None:
                 parent = None
             else:
-                found = self.store.query(
-                    "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
-                    (self.session_id, parent_id),
-                )
+                found = _EXISTS.rows(self.store, self.session_id, parent_id)
                 if not found:
                     raise UnknownParentError(
                         f"parent {parent_id!r} is not a message of session {self.session_id!r}"
                     )
                 parent = parent_id
-            cursor = self.store.execute(
-                "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
-                "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    message.id,
-                    self.session_id,
-                    parent,
-                    message.role,
-                    content,
-                    iso(message.created_at),
-                    message.from_user_id,
-                    message.from_agent_id,
-                    message.delivered_to_session_id,
-                    json.dumps(message.token_usage) if message.token_usage is not None else None,
-                ),
-            )
+            seq = insert_message_row(self.store, self.session_id, parent, message, content)
             scope = scope_number(self.store, self.session_id, create=True)
-            assert scope is not None and cursor.lastrowid is not None
+            assert scope is not None and seq is not None
             self.store.execute(
                 "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                (index_rowid(scope, cursor.lastrowid), index_text(message)),
+                (index_rowid(scope, seq), index_body(message)),
             )
             self._touch(iso(now()))
         # What a later read returns: a copy that shares nothing with the input.
@@ -311,9 +361,10 @@ class StoreSessionProvider:
         message = Message.coerce(message)
         message.to_json()  # fail before opening a transaction
         with self.store.write():
-            rows = self.store.query(
-                "SELECT seq, created_at FROM messages WHERE session_id = ? AND id = ?",
-                (self.session_id, message.id),
+            rows = self.store.rows(
+                M.select(M.seq, M.created_at).where(
+                    M.session_id == self.session_id, M.id == message.id
+                )
             )
             if not rows:
                 raise UnknownMessageError(
@@ -321,22 +372,19 @@ class StoreSessionProvider:
                 )
             seq, created = rows[0]
             message, content = self._storable(message, datetime.fromisoformat(created))
-            self.store.execute(
-                "UPDATE messages SET role = ?, content = ?, from_user_id = ?, from_agent_id = ?, "
-                "delivered_to_session_id = ?, token_usage = ? WHERE seq = ?",
-                (
-                    message.role,
-                    content,
-                    message.from_user_id,
-                    message.from_agent_id,
-                    message.delivered_to_session_id,
-                    json.dumps(message.token_usage) if message.token_usage is not None else None,
-                    seq,
-                ),
+            self.store.run(
+                M.update(
+                    role=message.role,
+                    content=content,
+                    from_user_id=message.from_user_id,
+                    from_agent_id=message.from_agent_id,
+                    delivered_to_session_id=message.delivered_to_session_id,
+                    token_usage=_usage_json(message),
+                ).where(M.seq == seq)
             )
             self.store.execute(
                 "UPDATE messages_fts SET body = ? WHERE rowid = ?",
-                (index_text(message), self._index_rowid(seq)),
+                (index_body(message), self._index_rowid(seq)),
             )
             self._touch(iso(now()))
 
@@ -346,22 +394,24 @@ class StoreSessionProvider:
         with self.store.write():
             scope = scope_number(self.store, self.session_id)
             for message_id in message_ids:
-                rows = self.store.query(
-                    "SELECT seq, parent_id FROM messages WHERE session_id = ? AND id = ?",
-                    (self.session_id, message_id),
+                rows = self.store.rows(
+                    M.select(M.seq, M.parent_id).where(
+                        M.session_id == self.session_id, M.id == message_id
+                    )
                 )
                 if not rows:
                     continue
                 seq, parent = rows[0]
-                self.store.execute(
-                    "UPDATE messages SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
-                    (parent, self.session_id, message_id),
+                self.store.run(
+                    M.update(parent_id=parent).where(
+                        M.session_id == self.session_id, M.parent_id == message_id
+                    )
                 )
                 if scope is not None:
                     self.store.execute(
                         "DELETE FROM messages_fts WHERE rowid = ?", (index_rowid(scope, seq),)
                     )
-                self.store.execute("DELETE FROM messages WHERE seq = ?", (seq,))
+                self.store.run(M.delete().where(M.seq == seq))
             self._touch(iso(now()))
 
     def clear_messages(self) -> None:
@@ -371,9 +421,9 @@ class StoreSessionProvider:
                 self.store.execute(
                     "DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?", scope_range(scope)
                 )
-            self.store.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
-            self.store.execute("DELETE FROM compactions WHERE session_id = ?", (self.session_id,))
-            self.store.execute("DELETE FROM loaded_skills WHERE namespace = ?", (self.session_id,))
+            self.store.run(M.delete().where(M.session_id == self.session_id))
+            self.store.run(Compaction.delete().where(Compaction.session_id == self.session_id))
+            self.store.run(LoadedSkill.delete().where(LoadedSkill.namespace == self.session_id))
             self._touch(iso(now()))
 
     # -- compactions ------------------------------------------------------------
@@ -389,20 +439,21 @@ class StoreSessionProvider:
             created_at=created,
         )
         with self.store.write():
-            self.store.execute(
-                "INSERT INTO compactions (id, session_id, summary, from_message_id, "
-                "to_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (compaction.id, self.session_id, summary, from_id, to_id, iso(created)),
+            self.store.run(
+                Compaction.insert(
+                    id=compaction.id,
+                    session_id=self.session_id,
+                    summary=summary,
+                    from_message_id=from_id,
+                    to_message_id=to_id,
+                    created_at=iso(created),
+                )
             )
             self._touch(iso(created))  # like every write: refused for a deleted session
         return compaction
 
     def get_compactions(self) -> list[StoredCompaction]:
-        rows = self.store.query(
-            "SELECT id, session_id, summary, from_message_id, to_message_id, created_at "
-            "FROM compactions WHERE session_id = ? ORDER BY created_at, rowid",
-            (self.session_id,),
-        )
+        rows = _COMPACTIONS.rows(self.store, self.session_id)
         return [
             StoredCompaction(r[0], r[1], r[2], r[3], r[4], datetime.fromisoformat(r[5]))
             for r in rows
@@ -426,26 +477,35 @@ def insert_messages(
     scope = scope_number(store, session_id, create=True)
     assert scope is not None
     for message, parent in messages:
-        created = message.created_at = message.created_at or now()
+        message.created_at = message.created_at or now()
         message = shrink_to_row_limit(message, store.max_row_bytes)
-        cursor = store.execute(
-            "INSERT INTO messages (id, session_id, parent_id, role, content, created_at, "
-            "from_user_id, from_agent_id, delivered_to_session_id, token_usage) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                message.id,
-                session_id,
-                parent,
-                message.role,
-                message.to_json(),
-                iso(created),
-                message.from_user_id,
-                message.from_agent_id,
-                message.delivered_to_session_id,
-                json.dumps(message.token_usage) if message.token_usage is not None else None,
-            ),
-        )
+        seq = insert_message_row(store, session_id, parent, message, message.to_json())
         store.execute(
             "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-            (index_rowid(scope, cursor.lastrowid or 0), index_text(message)),
+            (index_rowid(scope, seq or 0), index_body(message)),
         )
+
+
+def _usage_json(message: Message) -> str | None:
+    return json.dumps(message.token_usage) if message.token_usage is not None else None
+
+
+def insert_message_row(
+    store: Store, session_id: str, parent: str | None, message: Message, content: str
+) -> int:
+    """Insert one message row (`content` is its JSON); its new seq."""
+    assert message.created_at is not None
+    cursor = _INSERT.run(
+        store,
+        message.id,
+        session_id,
+        parent,
+        message.role,
+        content,
+        iso(message.created_at),
+        message.from_user_id,
+        message.from_agent_id,
+        message.delivered_to_session_id,
+        _usage_json(message),
+    )
+    return int(cursor.lastrowid)

@@ -36,6 +36,7 @@ from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
 from .messages import Message
 from .storage import StoreSessionProvider, insert_messages
+from .text_prep import prepare
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -704,5 +705,5 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
             if key == "search_entries":
                 store.execute(
                     "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, row["content"], scope_token(row["namespace"])),
+                    (cursor.lastrowid, prepare(row["content"]), scope_token(row["namespace"])),
                 )

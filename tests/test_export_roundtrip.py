@@ -316,7 +316,7 @@ def test_a_failure_while_writing_rolls_everything_back(store, monkeypatch):
 
     docs = [bad(lambda d, i=i: d["session"].update(id=f"s{i}")) for i in range(3)]
     calls = []
-    original = storage.index_text  # the bulk insert imports use (store.storage)
+    original = storage.index_body  # the bulk insert imports use (store.storage)
 
     def failing(message):
         calls.append(message.id)
@@ -324,7 +324,7 @@ def test_a_failure_while_writing_rolls_everything_back(store, monkeypatch):
             raise OSError("disk full")
         return original(message)
 
-    monkeypatch.setattr(storage, "index_text", failing)
+    monkeypatch.setattr(storage, "index_body", failing)
     with pytest.raises(OSError):
         import_sessions(store, docs)
     assert len(calls) == 5

@@ -110,8 +110,10 @@ FUZZ = settings(
 def test_any_query_stays_in_its_chat(corpus, query):
     with Store(corpus) as store:
         manager = SessionManager(store)
-        everywhere = manager.search(query, limit=100)
+        everywhere = manager.search(query, limit=100, include_deleted=False)
         assert all(h.session_id in ("alpha", "beta") for h in everywhere)  # deleted: hidden
+        found = manager.search(query, limit=100)  # SPEC §5: deleted chats still resolve
+        assert all(h.deleted == (h.session_id == "gone") for h in found)
         for sid in ("alpha", "beta"):
             session = manager.get_session(sid)
             scoped = session.search(query, limit=100)
@@ -159,8 +161,12 @@ def test_the_corpus_really_matches_across_chats(corpus):
     """The property tests mean something: unscoped queries do hit both chats."""
     with Store(corpus) as store:
         manager = SessionManager(store)
-        assert {h.session_id for h in manager.search("lisbon")} == {"alpha", "beta"}
-        assert {h.session_id for h in manager.search(scope_token("beta"))} == {"alpha", "beta"}
+        live = {"include_deleted": False}
+        assert {h.session_id for h in manager.search("lisbon", **live)} == {"alpha", "beta"}
+        assert {h.session_id for h in manager.search(scope_token("beta"), **live)} == {
+            "alpha",
+            "beta",
+        }
         # beta's scope token, searched inside alpha, finds alpha's text, not beta's rows
         assert [
             h.id for h in manager.get_session("alpha").search(f"scope : {scope_token('beta')}")

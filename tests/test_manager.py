@@ -33,8 +33,11 @@ async def test_rename_delete_restore_purge(manager):
     assert manager.get(s.id, include_deleted=True).deleted_at is not None
     assert manager.list() == []
     assert [x.id for x in manager.list(include_deleted=True)] == [s.id]
-    assert manager.search("findable") == []
-    assert manager.search("findable", include_deleted=True)[0].session_id == s.id
+    assert manager.search("findable", include_deleted=False) == []
+    (hit,) = manager.search("findable")  # SPEC §5: search still resolves, marked
+    assert hit.session_id == s.id and hit.deleted
+    (scoped,) = manager.search("findable", session_id=s.id)
+    assert scoped.deleted
     assert manager.get_message_count(s.id) == 1  # messages kept
     with pytest.raises(UnknownSessionError):
         await manager.append(s.id, msg("n", "into a deleted chat"))

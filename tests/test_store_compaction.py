@@ -121,10 +121,33 @@ async def test_tool_call_and_result_are_never_split(store):
     await s.append_message(call("c2", "call-2"))
     await s.append_message(result("r2", "call-2"))  # tail of 1 would split c2/r2
     stored = await s.compact()
-    assert stored.from_message_id == "c1"  # head moved back so c1 stays with r1
+    # The head is protected: it grows over r1 instead of giving c1 up.
+    assert stored.from_message_id == "u1"
     assert stored.to_message_id == "u1"  # tail moved back so c2 stays with r2
     ids = [m.id for m in s.get_history()]
-    assert ids[0] == "u0" and ids[-2:] == ["c2", "r2"]
+    assert ids[:3] == ["u0", "c1", "r1"] and ids[-2:] == ["c2", "r2"]
+
+
+async def test_protected_head_ending_on_a_tool_call_keeps_all_its_results(store):
+    s = (
+        Session(store)
+        .for_session("t")
+        .on_compaction(
+            create_compact_function(
+                Summariser(), protect_head=2, tail_token_budget=1, min_tail_messages=1
+            )
+        )
+    )
+    await s.append_message(msg("u0", "start"))
+    await s.append_message(call("c1", "call-1"))
+    await s.append_message(result("r1", "call-1"))
+    await s.append_message(msg("u1", "more " * 30))
+    await s.append_message(msg("u2", "more " * 30))
+    await s.append_message(msg("u3", "the end"))
+    stored = await s.compact()
+    assert stored.from_message_id == "u1"  # the third message is never compacted
+    assert stored.to_message_id == "u2"
+    assert [m.id for m in s.get_history()][:3] == ["u0", "c1", "r1"]
 
 
 async def test_an_earlier_summary_is_updated_not_replaced(store):

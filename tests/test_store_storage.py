@@ -135,7 +135,7 @@ async def test_append_and_its_index_row_are_one_transaction(store, monkeypatch):
     def broken(message):
         raise RuntimeError("disk full while indexing")
 
-    monkeypatch.setattr(storage_module, "index_text", broken)
+    monkeypatch.setattr(storage_module, "index_body", broken)
     with pytest.raises(RuntimeError):
         await s.append_message(msg("b", "second"))
     monkeypatch.undo()
@@ -268,21 +268,44 @@ async def test_search_in_an_unknown_or_recreated_session(store):
     assert store.integrity_check() == []
 
 
-def test_session_snippets_mark_matches_in_a_window():
-    from store.message_search import _snippet
+def test_session_snippets_keep_matches_in_a_window():
+    from store.message_search import _snippet, unmark
 
     words = [f"w{i}" for i in range(40)]
     words[20] = "\x01kiwi\x02"
-    text = _snippet(" ".join(words))
-    assert text.startswith("…w17 w18 w19 [kiwi] w21") and text.endswith("…")
+    text, spans = unmark(_snippet(" ".join(words)))
+    assert text.startswith("…w17 w18 w19 kiwi w21") and text.endswith("…")
     assert len(text.strip("…").split()) == 12
-    assert _snippet("\x01kiwi\x02 pie") == "[kiwi] pie"
+    assert [text[a:b] for a, b in spans] == ["kiwi"]
+    assert unmark(_snippet("\x01kiwi\x02 pie")) == ("kiwi pie", ((0, 4),))
     long_phrase = " ".join(["\x01start"] + ["x"] * 20 + ["end\x02"])
-    assert _snippet(long_phrase).count("[") == _snippet(long_phrase).count("]") == 1
+    text, spans = unmark(_snippet(long_phrase))
+    assert len(spans) == 1 and text[spans[0][0] :].startswith("start")  # cut, still closed
 
 
 async def test_session_search_ignores_the_mark_characters_in_text(store):
     s = Session(store).for_session("marks")
     await s.append_message(msg("a", "odd \x01 kiwi \x02 text"))
     (hit,) = s.search("kiwi")
-    assert hit.snippet.count("[") == 1 and "[kiwi]" in hit.snippet
+    assert [hit.snippet[a:b] for a, b in hit.matches] == ["kiwi"]
+
+
+async def test_search_results_give_the_text_as_written(store):
+    s = Session(store).for_session("plain")
+    await s.append_message(msg("a", "see [note] about kiwi fruit"))
+    await s.append_message(msg("b", "kiwi"))
+    manager = SessionManager(store)
+    for hits in (s.search("kiwi"), manager.search("kiwi")):
+        by_id = {h.id: h for h in hits}
+        assert by_id["a"].snippet == "see [note] about kiwi fruit"  # no marks added
+        assert [by_id["a"].snippet[x:y] for x, y in by_id["a"].matches] == ["kiwi"]
+        assert by_id["b"].snippet == "kiwi" and by_id["b"].matches == ((0, 4),)
+
+
+async def test_session_search_tool_gives_the_model_the_text_as_written(store):
+    from store.tools import session_search_tool
+
+    s = Session(store).for_session("tool")
+    await s.append_message(msg("a", "the kiwi harvest"))
+    text = await session_search_tool(store).fn(query="kiwi")
+    assert "the kiwi harvest" in text and "[kiwi]" not in text

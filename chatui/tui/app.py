@@ -31,6 +31,7 @@ from store import (
     Store,
     estimate_message_tokens,
     estimate_string_tokens,
+    is_url,
 )
 from widgets import ConversationStats, clean
 
@@ -414,7 +415,9 @@ class ChatApp(PaletteCommands, App[int]):
         self.exit(0)
 
 
-def run(*, db_path: Path | None = None, model: str | None = None, theme: str | None = None) -> int:
+def run(
+    *, db_path: Path | str | None = None, model: str | None = None, theme: str | None = None
+) -> int:
     """Open the database and config and run the app; returns the exit code."""
     try:
         config = load_config()
@@ -428,6 +431,13 @@ def run(*, db_path: Path | None = None, model: str | None = None, theme: str | N
             file=sys.stderr,
         )
         return 2
+    if db_path is not None and is_url(db_path):  # a URL is never a file path
+        try:
+            store = Store(db_path)
+        except (DatabaseFileError, SchemaVersionError) as exc:
+            print(f"chatui: {exc}", file=sys.stderr)  # the store's errors redact passwords
+            return 3
+        return _run_app(store, config, model, theme)
     path = Path(db_path) if db_path else paths.default_db()
     try:
         paths.ensure_private_dir(path.parent)
@@ -440,6 +450,10 @@ def run(*, db_path: Path | None = None, model: str | None = None, theme: str | N
         print(f"chatui: {path}: {exc.strerror}", file=sys.stderr)
         return 3
     paths.make_private_db(path)
+    return _run_app(store, config, model, theme)
+
+
+def _run_app(store: Store, config: Config, model: str | None, theme: str | None) -> int:
     setup_logging()
     try:
         app = ChatApp(store, config, model=model, theme=theme)

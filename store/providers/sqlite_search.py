@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..clock import iso, now
 from ..db import Store, scope_token
 from ..search import match_expression, scoped_expression
+from ..text_prep import prepare
 
 __all__ = ["StoreSearchProvider"]
 
@@ -75,7 +76,8 @@ class StoreSearchProvider:
                     (content, stamp, rowid),
                 )
                 self.store.execute(
-                    "UPDATE search_entries_fts SET content = ? WHERE rowid = ?", (content, rowid)
+                    "UPDATE search_entries_fts SET content = ? WHERE rowid = ?",
+                    (prepare(content), rowid),
                 )
             else:
                 cursor = self.store.execute(
@@ -85,7 +87,7 @@ class StoreSearchProvider:
                 )
                 self.store.execute(
                     "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, content, self.scope),
+                    (cursor.lastrowid, prepare(content), self.scope),
                 )
 
     async def delete(self, key: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -19,8 +19,6 @@ from widgets import clean
 
 __all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
 
-_MARK = re.compile(r"\[([^\[\]]*)\]")
-
 
 @dataclass(frozen=True)
 class SearchHit:
@@ -30,17 +28,29 @@ class SearchHit:
     message_id: str
 
 
-def highlight_snippet(snippet: str, style: str = "bold reverse") -> Text:
-    """A store snippet (matches wrapped in [ ]) as Text with the matches styled."""
+def highlight_snippet(
+    snippet: str, matches: Sequence[tuple[int, int]] = (), style: str = "bold reverse"
+) -> Text:
+    """A store snippet as one line of Text, the `matches` spans ([start, end)) styled."""
     text = Text()
     cursor = 0
-    flat = " ".join(clean(snippet).split())
-    for match in _MARK.finditer(flat):
-        text.append(flat[cursor : match.start()])
-        text.append(match.group(1), style)
-        cursor = match.end()
-    text.append(flat[cursor:])
+    for start, end in sorted(matches):
+        if start < cursor or end > len(snippet):
+            continue  # overlapping or out of range: leave it plain
+        text.append(_flat(snippet[cursor:start]))
+        text.append(_flat(snippet[start:end]), style)
+        cursor = end
+    text.append(_flat(snippet[cursor:]))
     return text
+
+
+def _flat(piece: str) -> str:
+    """`piece` cleaned, its whitespace runs as single spaces (ends kept as one space)."""
+    cleaned = clean(piece)
+    words = " ".join(cleaned.split())
+    head = " " if cleaned[:1].isspace() and words else ""
+    tail = " " if cleaned[-1:].isspace() and words else ""
+    return head + words + tail if words else (" " if cleaned else "")
 
 
 class SearchScreen(ModalScreen[SearchHit | None]):
@@ -95,7 +105,9 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         """Search now and show the hits (synchronous: a search takes milliseconds)."""
         results = self.query_one("#search-results", OptionList)
         status = self.query_one("#search-status", Label)
-        self.hits = self.manager.search(query, self.limit) if query.strip() else []
+        self.hits = (
+            self.manager.search(query, self.limit, include_deleted=False) if query.strip() else []
+        )
         results.clear_options()
         results.add_options([self._option(i, hit) for i, hit in enumerate(self.hits)])
         if not query.strip():
@@ -112,7 +124,11 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         name = clean(self._names.get(hit.session_id, hit.session_id))
         when = hit.created_at.astimezone().strftime("%Y-%m-%d %H:%M") if hit.created_at else ""
         head = Text.assemble((name, "bold"), "  ", (hit.role, "italic"), "  ", (when, "dim"))
-        body = highlight_snippet(hit.snippet or hit.content[:200])
+        body = (
+            highlight_snippet(hit.snippet, hit.matches)
+            if hit.snippet
+            else highlight_snippet(hit.content[:200])
+        )
         return Option(Text("\n").join([head, body]), id=str(index))
 
     def action_focus_results(self) -> None:

@@ -1,0 +1,57 @@
+"""What `chatui db info` shows: engine, schema version, row counts and size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from peewee import SQL, fn
+
+from .db import Store
+from .migrations import MIGRATIONS, applied_migrations
+from .schema import MODELS
+from .urls import redact_url
+
+__all__ = ["DatabaseInfo", "database_info"]
+
+
+@dataclass(frozen=True)
+class DatabaseInfo:
+    """A summary of one database (`location` never shows a password)."""
+
+    engine: str
+    location: str
+    schema_version: int
+    """How many migrations the database records (the code knows `latest_version`)."""
+    latest_version: int
+    last_migration: str
+    counts: dict[str, int] = field(default_factory=dict)
+    """Rows per table, by table name."""
+    size_bytes: int = 0
+
+
+def database_info(store: Store) -> DatabaseInfo:
+    """Engine, schema version, row counts of every table and size of `store`."""
+    with store.atomic():  # one snapshot for every count
+        applied = applied_migrations(store.db)
+        counts = {
+            model._meta.table_name: int(store.rows(model.select(fn.COUNT(SQL("*"))))[0][0])
+            for model in MODELS
+        }
+        pages = store.query("PRAGMA page_count")[0][0]
+        page_size = store.query("PRAGMA page_size")[0][0]
+    size = pages * page_size
+    if store.path != ":memory:":  # the WAL holds recent writes not yet in the file
+        wal = Path(store.path + "-wal")
+        size = max(size, Path(store.path).stat().st_size) + (
+            wal.stat().st_size if wal.exists() else 0
+        )
+    return DatabaseInfo(
+        engine="sqlite",
+        location=redact_url(store.path),
+        schema_version=len(applied),
+        latest_version=len(MIGRATIONS),
+        last_migration=applied[-1] if applied else "",
+        counts=counts,
+        size_bytes=size,
+    )

@@ -1,0 +1,78 @@
+"""What the search index sees of a text, and how a query word is matched: one
+engine-independent preparation used at index time and at query time.
+
+Why: word tokenizers (FTS5's unicode61, PostgreSQL's parser) take a run of
+CJK characters as one token, so `组件` inside `这个组件很好` is never found,
+and they drop emoji entirely. Here:
+
+- every CJK character becomes a token of its own (separated by U+2063
+  INVISIBLE SEPARATOR, which both tokenizers treat as a separator), and a
+  CJK query word becomes a phrase of its characters, so a two-character
+  word matches wherever those characters are adjacent, even inside a run;
+- every emoji becomes the token `emoji<hex code point>`;
+- Latin scripts are left alone: stemming and phrases work as before.
+
+The change is reversible (`restore`), so a snippet cut from the index reads
+exactly as the message was written.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["prepare", "restore", "query_terms", "spell_emoji", "SEPARATOR", "has_cjk"]
+
+SEPARATOR = "\u2063"
+_CJK = (
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # compatibility ideographs
+    "\uac00-\ud7af"  # hangul syllables
+    "\U00020000-\U0002ffff"  # extensions B-F
+)
+_EMOJI = (
+    "\U0001f000-\U0001faff"  # pictographs, emoticons, transport, symbols
+    "\u2600-\u27bf"  # misc symbols, dingbats
+    "\u2b00-\u2bff"  # arrows and stars (⭐)
+)
+_SPLIT = re.compile(f"([{_CJK}])|([{_EMOJI}])")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_EMOJI_CHAR = re.compile(f"[{_EMOJI}]")
+_EMOJI_TOKEN = re.compile(f"{SEPARATOR}(\x01?)emoji([0-9a-f]+)(\x02?){SEPARATOR}")
+
+
+def _split(match: re.Match[str]) -> str:
+    cjk, emoji = match.groups()
+    if cjk:
+        return f"{SEPARATOR}{cjk}{SEPARATOR}"
+    return f"{SEPARATOR}emoji{ord(emoji):x}{SEPARATOR}"
+
+
+def prepare(text: str) -> str:
+    """`text` as the index should tokenize it (separators in `text` are dropped first)."""
+    return _SPLIT.sub(_split, text.replace(SEPARATOR, ""))
+
+
+def restore(prepared: str) -> str:
+    """The text `prepare` was given (match marks \\x01 \\x02 inside are kept)."""
+
+    def emoji(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{chr(int(match.group(2), 16))}{match.group(3)}"
+
+    return _EMOJI_TOKEN.sub(emoji, prepared).replace(SEPARATOR, "")
+
+
+def has_cjk(word: str) -> bool:
+    """True when `word` holds a CJK character (matched as a phrase of characters)."""
+    return bool(_CJK_CHAR.search(word))
+
+
+def query_terms(word: str) -> list[str]:
+    """The index tokens one query word stands for, in order (a phrase when several)."""
+    return [t for t in prepare(word).split(SEPARATOR) if t and not t.isspace()]
+
+
+def spell_emoji(query: str) -> str:
+    """A query with each emoji written as the word the index holds for it."""
+    return _EMOJI_CHAR.sub(lambda m: f" emoji{ord(m.group()):x} ", query)
