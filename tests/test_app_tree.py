@@ -164,9 +164,10 @@ async def test_full_screen_tree_opens_previews_and_selects(store, chats):
         big = app.screen.query_one(MessageTree)
         assert big.cursor_message_id == "a4"
         await pilot.press("home", "down")  # the old reply a1
-        await pilot.pause(0.3)
-        preview = str(app.screen.query_one("#tree-preview-text").render())
-        assert "Day one: Alfama and the castle." in preview
+        await until(
+            pilot,
+            lambda: "Day one: Alfama" in str(app.screen.query_one("#tree-preview-text").render()),
+        )
         await pilot.press("enter")  # shows that branch on the main screen
         await pilot.pause()
         assert app.screen is main
