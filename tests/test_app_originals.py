@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from textual.widgets import Markdown
+from textual.widgets import Markdown, OptionList
 
 from chatui.tui.screens.originals import OriginalsScreen
 from store import SessionManager
 
 from .app_helpers import make_app, populate, text
+from .test_app_tree import until
 
 
 @pytest.fixture
@@ -55,9 +56,8 @@ async def test_enter_on_a_summary_opens_its_originals_as_markdown(store, compact
         summary = next(v for v in main.chat_view.views if v.message.is_compaction)
         summary.focus()
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, OriginalsScreen))
         screen = app.screen
-        assert isinstance(screen, OriginalsScreen)
         headers = [str(s.render()) for s in screen.query(".original--header")]
         assert len(headers) == 5  # c0..c4 but the empty c1b
         shown = [w.id for w in screen.query(".original")]
@@ -77,9 +77,9 @@ async def test_a_search_hit_inside_a_compacted_range_opens_the_originals_at_it(s
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+f", *"zymurgy")
-        await pilot.pause(0.4)
+        await until(pilot, lambda: any(o.option_count for o in app.screen.query(OptionList)))
         await pilot.press("enter")
-        await pilot.pause(0.4)
+        await until(pilot, lambda: isinstance(app.screen, OriginalsScreen))
         screen = app.screen
         assert isinstance(screen, OriginalsScreen) and screen.hit == "c3"
         assert screen.query_one("#orig-c3").has_class("-hit")

@@ -10,6 +10,7 @@ from chatui.tui.screens.chat_list import ChatListScreen
 from store import SessionManager
 
 from .app_helpers import make_app, populate
+from .test_app_tree import until
 
 
 @pytest.fixture
@@ -33,7 +34,9 @@ async def test_one_chat_is_not_one_chats(store, chats):
         await pilot.pause()
         assert isinstance(app.screen, ChatListScreen)
         await pilot.press(*"/soup")
-        await pilot.pause(0.3)
+        await until(
+            pilot, lambda: str(app.screen.query_one("#chats-status").render()).startswith("1 ")
+        )
         status = str(app.screen.query_one("#chats-status").render())
         assert status.startswith("1 chat ·"), status
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual.widgets import OptionList
 
 from chatui.state import UiState, load_state, save_state
 from chatui.tui.panes import CHAT_MIN, plan_panes
@@ -11,6 +12,15 @@ from store import SessionManager
 from widgets import ChatInput, ChatView, ContextSidebar, MessageTree
 
 from .app_helpers import make_app, populate, text
+
+
+async def until(pilot, condition, seconds: float = 5.0) -> None:
+    """Let the app run until `condition()` holds (timers and workers on a busy machine)."""
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    assert condition()
 
 
 @pytest.fixture
@@ -136,11 +146,11 @@ async def test_search_hit_is_highlighted_in_the_tree(store, chats):
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+f", *"pastéis")
-        await pilot.pause(0.4)
+        await until(pilot, lambda: any(o.option_count for o in app.screen.query(OptionList)))
         await pilot.press("enter")
-        await pilot.pause()
         tree = app.main.tree
-        assert tree.hit == "a3" and tree.cursor_message_id == "a3"
+        await until(pilot, lambda: tree.hit == "a3")
+        assert tree.cursor_message_id == "a3"
 
 
 async def test_full_screen_tree_opens_previews_and_selects(store, chats):
@@ -154,9 +164,10 @@ async def test_full_screen_tree_opens_previews_and_selects(store, chats):
         big = app.screen.query_one(MessageTree)
         assert big.cursor_message_id == "a4"
         await pilot.press("home", "down")  # the old reply a1
-        await pilot.pause(0.3)
-        preview = str(app.screen.query_one("#tree-preview-text").render())
-        assert "Day one: Alfama and the castle." in preview
+        await until(
+            pilot,
+            lambda: "Day one: Alfama" in str(app.screen.query_one("#tree-preview-text").render()),
+        )
         await pilot.press("enter")  # shows that branch on the main screen
         await pilot.pause()
         assert app.screen is main
@@ -193,9 +204,12 @@ async def test_the_chat_follows_the_tree_cursor(store, chats):
         main = app.main
         assert main.session_id == sid
         await pilot.press("ctrl+t", "home")  # the first message, far above the chat's view
-        await pilot.pause(0.4)  # the cursor rests: the chat scrolls to it
-        view = main.chat_view.view_for("m0")
-        assert view is not None
-        top = main.chat_view.scroll_offset.y
-        assert view.virtual_region.y - 2 <= top <= view.virtual_region.y + 2
+
+        def scrolled_to_m0() -> bool:  # the cursor rests: the chat scrolls to it
+            view = main.chat_view.view_for("m0")
+            if view is None:
+                return False
+            return abs(main.chat_view.scroll_offset.y - view.virtual_region.y) <= 2
+
+        await until(pilot, scrolled_to_m0)
         assert main.focused is main.tree  # the preview does not steal the focus
