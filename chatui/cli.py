@@ -44,7 +44,7 @@ from .db_commands import add_db_commands
 from .porting.exports import json_text
 from .porting.markdown import render_markdown
 from .porting.text import one_line
-from .porting.tree import outline, path_view
+from .porting.tree import outline_lines, path_view
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
 
@@ -158,10 +158,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
     elif args.tree:
         _out(f"{one_line(info.name)}  ({info.id}; * marks the branch `show` prints)")
-        for depth, branch, shown, m in outline(view):
-            indent = "  " * (depth - 1) + ("├ " if branch else "│ ") if depth else ""
+        for prefix, shown, m in outline_lines(view):
             _out(
-                f"{indent}{'*' if shown else ' '} {one_line(m.id, 24)} {m.role}: "
+                f"{prefix}{'*' if shown else ' '} {one_line(m.id, 24)} {m.role}: "
                 f"{one_line(m.text or _kinds(m), 70)}"
             )
     else:

@@ -101,8 +101,8 @@ async def test_show_active_branch_and_others(capsys, chats):
     code, out, _ = run(capsys, "show", "aa11", "--tree")
     assert [line.split()[:2] for line in out.splitlines()[1:]] == [
         ["*", "q1"],
-        ["├", "a1"],
-        ["├", "*"],
+        ["├─", "a1"],
+        ["└─", "*"],
     ]
 
 

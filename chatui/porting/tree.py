@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from store import Message, SessionInfo, Store, StoredCompaction, StoreSessionProvider
 
-__all__ = ["Fork", "PathView", "outline", "outline_lines", "path_view"]
+__all__ = ["Fork", "PathView", "outline_lines", "path_view"]
 
 
 @dataclass(frozen=True)
@@ -108,27 +108,6 @@ def path_view(store: Store, info: SessionInfo, through: str | None = None) -> Pa
         tree=tree,
         children=children,
     )
-
-
-def outline(view: PathView) -> list[tuple[int, bool, bool, Message]]:
-    """(depth, starts a branch, on the shown path, message) for every message.
-
-    A chain stays at one depth; only a fork indents, so long chats stay narrow.
-    """
-    by_id = {m.id: m for m in view.tree}
-    on_path = {m.id for m in view.path}
-    rows: list[tuple[int, bool, bool, Message]] = []
-    roots = view.children.get(None, [])
-    stack = [(r, 0, len(roots) > 1) for r in reversed(roots)]
-    while stack:
-        node, depth, branch = stack.pop()
-        rows.append((depth, branch, node in on_path, by_id[node]))
-        kids = view.children.get(node, [])
-        if len(kids) == 1:
-            stack.append((kids[0], depth, False))
-        else:
-            stack.extend((k, depth + 1, True) for k in reversed(kids))
-    return rows
 
 
 def outline_lines(view: PathView) -> list[tuple[str, bool, Message]]:
