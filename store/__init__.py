@@ -56,6 +56,16 @@ from .providers import (
 )
 from .session import Session
 from .storage import SessionProvider, StoreSessionProvider
+from .text import (
+    CONTROL_CHARS,
+    REPLY_STATES,
+    ReplyState,
+    as_text,
+    clean,
+    one_line,
+    reply_state,
+    reply_state_label,
+)
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
 from .transfer import (
@@ -72,6 +82,14 @@ from .transfer import (
 )
 
 __all__ = [
+    "CONTROL_CHARS",
+    "REPLY_STATES",
+    "ReplyState",
+    "as_text",
+    "clean",
+    "one_line",
+    "reply_state",
+    "reply_state_label",
     "BANNER",
     "LATEST",
     "Latest",

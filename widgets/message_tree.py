@@ -20,7 +20,7 @@ from textual.message import Message as TextualMessage
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from store import Message
+from store import Message, reply_state, reply_state_label
 
 from .sanitize import one_line
 
@@ -39,6 +39,8 @@ def preview(message: Message, width: int = 60) -> str:
             text = "called " + ", ".join(str(c) for c in calls)
         elif results:
             text = "; ".join(f"{r.get('tool_name', '?')} → {r.get('output', '')}" for r in results)
+        elif (state := reply_state(message)) in ("error", "cancelled"):
+            text = f"({reply_state_label(message, state)})"  # failed with no text: say so
         elif message.metadata.get("incomplete"):
             text = "(no text yet)"
         else:
