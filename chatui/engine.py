@@ -242,9 +242,14 @@ class ChatEngine:
 
     async def _preflight(self, session_id: str) -> TurnFailed | None:
         """A reason the model cannot be called at all (checked before any write)."""
-        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
         model = self.model_for(session_id)
-        problem = llm.key_problem(model, self.options_for(model).api_base)
+        api_base = self.options_for(model).api_base
+        if llm.is_demo(model) or api_base:
+            # No key to check: store the user's message now rather than after LiteLLM's
+            # import (seconds, on the first send after launch); the call waits for it.
+            return None
+        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
+        problem = llm.key_problem(model, api_base)
         if problem:
             return TurnFailed(
                 session_id,
