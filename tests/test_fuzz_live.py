@@ -209,12 +209,12 @@ async def _scenario(actions: list[str], home: Path) -> None:
 
 @pytest.mark.usefixtures("fake_key")
 @settings(
-    max_examples=12,
+    max_examples=10,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(st.sampled_from(ACTIONS), min_size=4, max_size=14))
+@given(st.lists(st.sampled_from(ACTIONS), min_size=4, max_size=12))
 def test_live_chats_survive_any_key_sequence(actions: list[str]) -> None:
     with tempfile.TemporaryDirectory() as home:
         asyncio.run(_scenario(actions, Path(home)))

@@ -23,6 +23,12 @@ def app(store):
 
 
 async def _settle(pilot) -> None:
+    """The last chat drawn and the input focused (its cursor is in every screenshot)."""
+    for _ in range(200):
+        main = pilot.app.main
+        if main.chat is not None and pilot.app.focused is main.chat_input:
+            break
+        await pilot.pause(0.02)
     for box in pilot.app.query(ChatInput):
         box.cursor_blink = False
     await pilot.pause()
@@ -55,7 +61,7 @@ def test_tree_with_branches_expanded(app, snap_compare):
 def test_sidebar_gauges(app, snap_compare):
     """You should see the sidebar with the memory gauge at 908/1,100, its bar four-fifths
     full in the warning colour, soul read-only (no bar fill), scratchpad empty at 0/600,
-    and the context line in tokens (the window is unknown until the model library loads)."""
+    and the context line against the demo model's window, "(demo)" saying where it came from."""
     assert snap_compare(app, terminal_size=(140, 36), run_before=_settle)
 
 
