@@ -87,6 +87,10 @@ class ChatState:
         self._active = leaf_id
         self.manager.update_metadata(self.session_id, active_leaf=leaf_id)
 
+    def adopt(self, leaf_id: str) -> None:
+        """Take `leaf_id` as the active leaf that someone else has stored (a reply job)."""
+        self._active = leaf_id
+
     def select(self, message_id: str) -> str:
         """Show the branch through `message_id`; returns the new active leaf.
 
@@ -130,9 +134,10 @@ class ChatState:
 
     def snapshot(self) -> ChatSnapshot:
         """Everything the panes show, from one read of the tree (plus compactions)."""
-        info = self.info
+        info = self.info  # the one read of the session row a redraw makes
         tree = self.session.get_tree()
-        leaf = self._leaf_of(tree, self.active_leaf)
+        wanted = self._active if self._active is not None else info.metadata.get("active_leaf")
+        leaf = self._leaf_of(tree, wanted if isinstance(wanted, str) else None)
         self._active = leaf
         by_id = {m.id: m for m in tree}
         raw: list[Message] = []

@@ -123,6 +123,8 @@ class Config:
     """Model calls one turn may make while it keeps calling tools."""
     max_retries: int = 2
     """Retries after a rate limit (429), honouring Retry-After."""
+    max_live_replies: int = 3
+    """Chats that may be writing a reply at once (a send beyond it is refused, saying so)."""
     blocks: tuple[BlockConfig, ...] = DEFAULT_BLOCKS
     """The context blocks of every chat, in prompt order."""
     skills_dir: str | None = None
@@ -156,7 +158,7 @@ def _check(where: str, name: str, value: Any, kind: str, *, optional: bool = Fal
     types, wanted = _TYPES[kind]
     if not isinstance(value, types) or (kind != "bool" and isinstance(value, bool)):
         raise ValueError(f"{where}{name} must be {wanted}, not {type(value).__name__}")
-    return float(value) if kind == "float" else value
+    return float(value) if kind == "float" else value  # type: ignore[arg-type]  # checked above
 
 
 def _unknown(where: str, data: dict[str, Any], allowed: set[str]) -> None:
@@ -255,6 +257,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         ("request_timeout", "float", False),
         ("max_tool_rounds", "int", False),
         ("max_retries", "int", False),
+        ("max_live_replies", "int", False),
     ):
         if name in data:
             values[name] = _check("", name, data[name], kind, optional=optional)
@@ -268,6 +271,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         raise ValueError("max_tool_rounds must be between 1 and 100")
     if not 0 <= values.get("max_retries", 0) <= 10:
         raise ValueError("max_retries must be between 0 and 10")
+    if not 1 <= values.get("max_live_replies", 1) <= 20:
+        raise ValueError("max_live_replies must be between 1 and 20")
     if "blocks" in data:
         values["blocks"] = _blocks(data["blocks"], "blocks")
     if "models" in data:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from store import Message
+from store import Message, as_text
 
 __all__ = ["SUMMARY_LABEL", "to_openai_messages"]
 
@@ -27,15 +27,6 @@ def _arguments(value: Any) -> str:
         return json.dumps(value if value is not None else {}, ensure_ascii=False)
     except (TypeError, ValueError):
         return json.dumps(str(value))
-
-
-def _output(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[str, Any]]:
@@ -61,7 +52,7 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
                         {
                             "role": "tool",
                             "tool_call_id": call_id,
-                            "content": _output(part.get("output")),
+                            "content": as_text(part.get("output"), indent=None),
                         }
                     )
                     pending.discard(call_id)
@@ -72,7 +63,9 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
             continue
         text = message.text
         if message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            # Always a string: llama.cpp's chat templates (chatml-function-calling) fail on
+            # a tool-call message without `content`, and LiteLLM drops a None.
+            entry: dict[str, Any] = {"role": "assistant", "content": text or ""}
             calls = [
                 p
                 for p in message.tool_calls
@@ -91,7 +84,7 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
                     for p in calls
                 ]
                 pending = {c["id"] for c in entry["tool_calls"]}
-            if entry["content"] is None and "tool_calls" not in entry:
+            if not entry["content"] and "tool_calls" not in entry:
                 continue  # an empty reply (failed before any text) says nothing
             out.append(entry)
         elif message.role in ("user", "system"):

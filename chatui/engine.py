@@ -23,7 +23,6 @@ import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 from peewee import DatabaseError as PeeweeDatabaseError
@@ -43,6 +42,7 @@ from store import (
 
 from . import llm
 from .config import Config, ModelOptions
+from .context_usage import ContextUsage, measure
 from .convert import to_openai_messages
 from .events import (
     Compacted,
@@ -57,10 +57,11 @@ from .events import (
     TurnFailed,
     UsageRecorded,
 )
+from .llm.windows import WINDOWS, Window
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 
-__all__ = ["ChatEngine", "ContextUsage"]
+__all__ = ["ChatEngine", "ContextUsage"]  # ContextUsage lives in context_usage
 
 log = logging.getLogger(__name__)
 
@@ -69,40 +70,6 @@ STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
 
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
-
-
-@dataclass(frozen=True)
-class ContextUsage:
-    """How full the model's context window is for one path of a chat."""
-
-    tokens: int
-    """Estimated tokens of the history (overlays applied) plus the system prompt."""
-    window: int | None
-    """The model's context window, None when LiteLLM does not know it."""
-    model: str
-
-    @property
-    def fraction(self) -> float | None:
-        """tokens / window, None when the window is unknown."""
-        return self.tokens / self.window if self.window else None
-
-
-class _LeafView:
-    """A session seen through one branch, for `store.create_compact_function`.
-
-    The store's compaction function summarises `session.get_history()` (the
-    latest leaf); the engine compacts the branch the user is on.
-    """
-
-    def __init__(self, session: Session, leaf_id: str | None) -> None:
-        self._session = session
-        self._leaf = leaf_id
-
-    def get_history(self, leaf_id: str | None = None) -> list[Message]:
-        return self._session.get_history(leaf_id or self._leaf)
-
-    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
-        return self._session.add_compaction(summary, from_id, to_id)
 
 
 class ChatEngine:
@@ -138,13 +105,22 @@ class ChatEngine:
     def options_for(self, model: str) -> ModelOptions:
         return self.config.options_for(model)
 
+    def window(self, model: str) -> Window:
+        """The model's window and where the figure came from (`llm.windows`)."""
+        return WINDOWS.known(model, self.options_for(model))
+
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
-        """Estimated tokens of the path to `leaf_id` (latest leaf if None) + system prompt."""
-        await llm.ensure_loaded()  # the window comes from LiteLLM's model info
+        """Estimated tokens of the path to `leaf_id` (latest leaf if None) + system prompt.
+
+        The same computation (`context_usage.measure`) feeds the sidebar.
+        """
+        await llm.ensure_loaded()  # LiteLLM's table is one of the window's sources
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
-        tokens = await session.estimate_tokens(leaf_id)
-        return ContextUsage(tokens, llm.context_window(model, self.options_for(model)), model)
+        window = self.window(model)
+        return await measure(
+            session, session.get_history(leaf_id), model, window.tokens, window.source
+        )
 
     # -- compaction ---------------------------------------------------------------
 
@@ -160,7 +136,7 @@ class ChatEngine:
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         writer = summary_model(self.config, model)
-        window = llm.context_window(model, self.options_for(model))
+        window = self.window(model).tokens
         # Keep at most a quarter of the window, and at most a third of what the path's
         # messages hold now, so compacting frees a real share (min_tail_messages holds).
         tokens = estimate_message_tokens(session.get_history(leaf_id))
@@ -170,7 +146,7 @@ class ChatEngine:
             tail_token_budget=max(tail, 1),
         )
         try:
-            return await compact_fn(_LeafView(session, leaf_id))
+            return await compact_fn(session, leaf_id)
         except llm.LLMError:
             raise
         except ValueError as exc:  # the summariser answered with nothing
@@ -266,9 +242,14 @@ class ChatEngine:
 
     async def _preflight(self, session_id: str) -> TurnFailed | None:
         """A reason the model cannot be called at all (checked before any write)."""
-        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
         model = self.model_for(session_id)
-        problem = llm.key_problem(model, self.options_for(model).api_base)
+        api_base = self.options_for(model).api_base
+        if llm.is_demo(model) or api_base:
+            # No key to check: store the user's message now rather than after LiteLLM's
+            # import (seconds, on the first send after launch); the call waits for it.
+            return None
+        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
+        problem = llm.key_problem(model, api_base)
         if problem:
             return TurnFailed(
                 session_id,
@@ -362,6 +343,10 @@ class ChatEngine:
                         error = exc
                     if error is None:
                         break
+                    if error.kind == "context_length":  # the window it names is the truth
+                        WINDOWS.learn_from_error(
+                            model, options.api_base, f"{error.title} {error.detail}"
+                        )
                     if error.kind == "context_length" and not compacted and not writer.has_content:
                         compacted = True
                         yield Notice(
@@ -379,6 +364,14 @@ class ChatEngine:
                     finished = writer.finish("error", error=error.title, error_kind=error.kind)
                     yield ReplyFinished(session_id, finished, "error")
                     yield TurnFailed(session_id, error.title, error.detail, error.hint, error.kind)
+                    return
+                if not writer.has_content:  # a 200 with nothing in it is a failure
+                    title, detail = await self._empty_reply(session, parent, model)
+                    finished = writer.finish("error", error=title, error_kind="empty")
+                    yield ReplyFinished(session_id, finished, "error")
+                    yield TurnFailed(
+                        session_id, title, detail, "Press r on the reply to try again.", "empty"
+                    )
                     return
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
                 finished = writer.finish(status)
@@ -419,6 +412,27 @@ class ChatEngine:
                     "warning",
                 )
                 return
+
+    async def _empty_reply(self, session: Session, parent: str, model: str) -> tuple[str, str]:
+        """Why a stream ended with nothing: the request's size against the known window."""
+        window = self.window(model)
+        usage = await measure(
+            session, session.get_history(parent), model, window.tokens, window.source
+        )
+        detail = (
+            "The model's answer had no text, no reasoning and no tool call, for a request "
+            f"of about {usage.tokens:,} tokens"
+        )
+        if window.tokens:
+            detail += f" against a context window of {window.tokens:,} ({window.source})"
+            if usage.tokens > window.tokens:
+                detail += (
+                    ". The conversation is longer than the window: compact it (ctrl+p, "
+                    "Compact now) or start a new chat"
+                )
+        else:
+            detail += " (the model's context window is unknown)"
+        return "The model sent an empty reply", detail + "."
 
     async def _stream(
         self,
@@ -480,6 +494,6 @@ class ChatEngine:
     async def _auto_compact(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
         """Compact when the path fills more than `compact_at` of the window."""
         usage = await self.context_usage(session_id, leaf_id)
-        if usage.window and usage.tokens > self.config.compact_at * usage.window:
+        if usage.over(self.config.compact_at):
             return await self._compact_quietly(session_id, leaf_id)
         return None

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from store import Message, StoredCompaction
+from store import REPLY_STATES, Message, ReplyState, StoredCompaction, reply_state
 
 __all__ = [
+    "REPLY_STATES",
     "Compacted",
     "MemoryChanged",
     "MessageStored",
@@ -20,13 +21,21 @@ __all__ = [
     "ReplyDelta",
     "ReplyFinished",
     "ReplyStarted",
+    "ReplyState",
     "ReplyStatus",
     "TurnEvent",
     "TurnFailed",
     "UsageRecorded",
+    "reply_state",
 ]
 
 ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error"]
+"""How one model call ended, as the engine stores it in `metadata["status"]`.
+
+What a reply *shows* (chat pane, tree, chat list, `chatui show`, exports) is its
+`ReplyState` — writing, complete, cancelled, error, interrupted — read from the
+stored message by `reply_state(message, live=...)` (defined in `store.text`, so
+widgets and every headless module share the one vocabulary)."""
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ async def run_tools(
                 log.warning("tool %s raised", name, exc_info=True)
                 output = f"Error: {name} failed: {exc}"
         is_error = output.startswith("Error:")
-        parts.append(tool_result_part(call.get("tool_call_id"), name, output, is_error))
+        parts.append(tool_result_part(str(call.get("tool_call_id") or ""), name, output, is_error))
         arguments = call.get("input")
         if isinstance(arguments, str):  # a caller may hand over the raw JSON text
             try:

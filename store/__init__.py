@@ -58,6 +58,16 @@ from .providers import (
 )
 from .session import Session
 from .storage import SessionProvider, StoreSessionProvider
+from .text import (
+    CONTROL_CHARS,
+    REPLY_STATES,
+    ReplyState,
+    as_text,
+    clean,
+    one_line,
+    reply_state,
+    reply_state_label,
+)
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
 from .transfer import (
@@ -80,6 +90,14 @@ __all__ = [
     "database_info",
     "is_url",
     "redact_url",
+    "CONTROL_CHARS",
+    "REPLY_STATES",
+    "ReplyState",
+    "as_text",
+    "clean",
+    "one_line",
+    "reply_state",
+    "reply_state_label",
     "BANNER",
     "LATEST",
     "Latest",

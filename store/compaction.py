@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .messages import Message, StoredCompaction
 from .tokens import estimate_message_tokens, part_text
 
-if TYPE_CHECKING:
-    from .session import Session
-
 __all__ = [
+    "BranchCompactFunction",
+    "Compactable",
     "COMPACTION_SECTIONS",
     "CompactFunction",
     "build_summary_prompt",
@@ -26,9 +25,30 @@ __all__ = [
 ]
 
 COMPACTION_SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
-CompactFunction = Callable[["Session"], Awaitable[StoredCompaction | None]]
+
+
+class Compactable(Protocol):
+    """What a compaction needs of a session: its history and a way to store the
+    overlay. `store.Session` is one; so is any view of one branch of it."""
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]: ...
+
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction: ...
+
+
+CompactFunction = Callable[[Compactable], Awaitable[StoredCompaction | None]]
 """What `Session.on_compaction` takes: summarise part of the session, store the
 overlay, return it (None when there was nothing to compact)."""
+
+
+class BranchCompactFunction(Protocol):
+    """A `CompactFunction` that can also compact the path to a given leaf."""
+
+    def __call__(
+        self, session: Compactable, leaf_id: str | None = None
+    ) -> Awaitable[StoredCompaction | None]: ...
+
+
 Summarize = Callable[[str], Awaitable[str] | str]
 
 
@@ -89,11 +109,15 @@ def create_compact_function(
     protect_head: int = 3,
     tail_token_budget: int = 20_000,
     min_tail_messages: int = 2,
-) -> CompactFunction:
-    """A function for `Session.on_compaction` that summarises the middle of the history."""
+) -> BranchCompactFunction:
+    """A function for `Session.on_compaction` that summarises the middle of the history.
 
-    async def compact(session: Session) -> StoredCompaction | None:
-        history: list[Message] = session.get_history()
+    Called with a session alone it compacts the latest branch; `leaf_id` picks
+    another (the branch the user is on).
+    """
+
+    async def compact(session: Compactable, leaf_id: str | None = None) -> StoredCompaction | None:
+        history: list[Message] = session.get_history(leaf_id)
         head = min(protect_head, len(history))
         # A summary in the head is folded into the new one, so the head ends before it.
         for i in range(head):

@@ -49,6 +49,7 @@ from .records import (
     SessionInfo,
     SessionStatus,
     StatusChange,
+    insert_session,
     session_info,
 )
 from .schema import Project, SessionRow
@@ -241,21 +242,18 @@ class SessionManager:
         session_id = id or uuid.uuid4().hex
         stamp = iso(now())
         with self.store.write():
-            self.store.run(
-                S.insert(
-                    id=session_id,
-                    name=name,
-                    parent_session_id=parent_session_id,
-                    model=model,
-                    source=source,
-                    agent_id=agent_id,
-                    project_id=project_id,
-                    status="active",
-                    status_detail="created",
-                    metadata=meta,
-                    created_at=stamp,
-                    updated_at=stamp,
-                )
+            insert_session(
+                self.store,
+                session_id,
+                name,
+                created_at=stamp,
+                status_detail="created",
+                metadata=meta,
+                parent_session_id=parent_session_id,
+                model=model,
+                source=source,
+                agent_id=agent_id,
+                project_id=project_id,
             )
             self._record_status(session_id, "active", "created", stamp)
         return self._require(session_id)
@@ -414,6 +412,14 @@ class SessionManager:
             session = self._build(session_id)
             self._sessions[session_id] = session
         return session
+
+    def preview_session(self, session_id: str) -> Session:
+        """A session built by this manager's recipe, neither cached nor stored.
+
+        What a chat not created yet will have (its blocks, for a sidebar): load
+        its context, but write nothing through it.
+        """
+        return self._build(session_id)
 
     def _build(self, session_id: str) -> Session:
         recipe = self._recipe
@@ -597,25 +603,21 @@ class SessionManager:
         id_map = {m.id: f"{new_id[:8]}-{i:05d}" for i, m in enumerate(path)}
         stamp = iso(now())
         with self.store.write():
-            self.store.execute(
-                "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
-                "project_id, status, status_detail, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?, ?)",
-                (
-                    new_id,
-                    name,
-                    session_id,
-                    source.model,
-                    source.source,
-                    source.agent_id,
-                    source.project_id,
-                    f"forked from {session_id}",
-                    json.dumps(
-                        {"forked_from": {"session_id": session_id, "message_id": at_message_id}}
-                    ),
-                    stamp,
-                    stamp,
+            insert_session(
+                self.store,
+                new_id,
+                name,
+                created_at=stamp,
+                status="idle",
+                status_detail=f"forked from {session_id}",
+                metadata=json.dumps(
+                    {"forked_from": {"session_id": session_id, "message_id": at_message_id}}
                 ),
+                parent_session_id=session_id,
+                model=source.model,
+                source=source.source,
+                agent_id=source.agent_id,
+                project_id=source.project_id,
             )
             self._record_status(new_id, "idle", f"forked from {session_id}", stamp)
             copies: list[tuple[Message, str | None]] = []

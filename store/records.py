@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+
+from .schema import SessionRow
+
+if TYPE_CHECKING:
+    from .db import Store
 
 __all__ = [
     "SessionInfo",
@@ -17,6 +22,7 @@ __all__ = [
     "STATUSES",
     "StatusChange",
     "SESSION_COLUMNS",
+    "insert_session",
     "session_info",
 ]
 
@@ -100,3 +106,50 @@ class StatusChange:
     status: str
     detail: str | None
     changed_at: datetime
+
+
+def insert_session(
+    store: Store,
+    session_id: str,
+    name: str,
+    *,
+    created_at: str,
+    status: str = "active",
+    status_detail: str | None = None,
+    metadata: str = "{}",
+    parent_session_id: str | None = None,
+    model: str | None = None,
+    source: str | None = None,
+    agent_id: str | None = None,
+    project_id: str | None = None,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cost: float = 0.0,
+    updated_at: str | None = None,
+    deleted_at: str | None = None,
+) -> None:
+    """Write one `sessions` row (inside the caller's `store.write()`); the one place a
+    session row is inserted — create, fork and import all come here.
+
+    `metadata` is JSON text; times are `store.clock` text.
+    """
+    store.run(
+        SessionRow.insert(
+            id=session_id,
+            name=name,
+            parent_session_id=parent_session_id,
+            model=model,
+            source=source,
+            agent_id=agent_id,
+            project_id=project_id,
+            status=status,
+            status_detail=status_detail,
+            metadata=metadata,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=cost,
+            created_at=created_at,
+            updated_at=updated_at or created_at,
+            deleted_at=deleted_at,
+        )
+    )

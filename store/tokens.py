@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .messages import Message
+from .text import as_text
 
 __all__ = [
     "estimate_string_tokens",
@@ -41,15 +41,8 @@ def part_text(part: dict[str, Any]) -> str:
 
 
 def value_text(value: Any) -> str:
-    """A tool input or output as text: strings as they are, the rest as JSON ("" for None)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
+    """A tool input or output as text, compact: `store.text.as_text` without indenting."""
+    return as_text(value, indent=None)
 
 
 def estimate_message_tokens(messages: Iterable[Message]) -> int:

@@ -15,8 +15,9 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .context import ContextBlock
 from .db import Store
 from .errors import ContextError
 from .message_search import search_messages
@@ -25,7 +26,24 @@ from .providers.protocols import can_set, is_searchable, is_skill, is_writable
 from .tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .messages import Message, MessageLike
+
+
+class Session(Protocol):
+    """What the context tools use of a `store.Session` (a protocol, so this module
+    needs no import of `session`, which imports it: no cycle)."""
+
+    def get_context_block(self, label: str) -> ContextBlock | None: ...
+    def get_context_blocks(self) -> list[ContextBlock]: ...
+    async def load_context(self) -> list[ContextBlock]: ...
+    async def replace_context_block(self, label: str, content: str) -> ContextBlock: ...
+    async def append_context_block(self, label: str, content: str) -> ContextBlock: ...
+    def block_provider(self, label: str) -> Any: ...
+    def mark_skill_loaded(self, label: str, key: str, loaded: bool) -> None: ...
+    def loaded_skills(self) -> set[tuple[str, str]]: ...
+    def get_tree(self) -> list[Message]: ...
+    def update_message(self, message: MessageLike) -> None: ...
+
 
 __all__ = ["Tool", "session_tools", "session_search_tool", "key_from"]
 

@@ -35,6 +35,7 @@ from .db import Store, scope_token
 from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
 from .messages import Message
+from .records import insert_session
 from .storage import StoreSessionProvider, insert_messages
 from .text_prep import prepare
 
@@ -645,29 +646,24 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
             "VALUES (?, ?, ?, ?)",
             (p["id"], p["name"], p["created_at"], p["archived_at"]),
         )
-    store.execute(
-        "INSERT INTO sessions (id, name, parent_session_id, model, source, agent_id, "
-        "project_id, status, status_detail, metadata, input_tokens, output_tokens, cost, "
-        "created_at, updated_at, deleted_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            target,
-            s["name"],
-            targets.get(s["parent_session_id"], s["parent_session_id"]),
-            s["model"],
-            s["source"],
-            s["agent_id"],
-            s["project_id"],
-            s["status"],
-            s.get("status_detail"),
-            json.dumps(s["metadata"]),
-            s["input_tokens"],
-            s["output_tokens"],
-            s["cost"],
-            _iso(s["created_at"]),
-            _iso(s["updated_at"]),
-            _iso(s["deleted_at"]) if s["deleted_at"] else None,
-        ),
+    insert_session(
+        store,
+        target,
+        s["name"],
+        parent_session_id=targets.get(s["parent_session_id"], s["parent_session_id"]),
+        model=s["model"],
+        source=s["source"],
+        agent_id=s["agent_id"],
+        project_id=s["project_id"],
+        status=s["status"],
+        status_detail=s.get("status_detail"),
+        metadata=json.dumps(s["metadata"]),
+        input_tokens=s["input_tokens"],
+        output_tokens=s["output_tokens"],
+        cost=s["cost"],
+        created_at=_iso(s["created_at"]),
+        updated_at=_iso(s["updated_at"]),
+        deleted_at=_iso(s["deleted_at"]) if s["deleted_at"] else None,
     )
     store.execute(
         "INSERT INTO status_changes (session_id, status, detail, changed_at) VALUES (?, ?, ?, ?)",

@@ -184,6 +184,19 @@ class LLMServer:
         self.default: Scripted | None = None
         """Answer used when the queue is empty (None: a 500 saying the script ran out)."""
         self.model_ids = model_ids
+        self.strict = False
+        """Reject (500, as llama.cpp's templates do) messages a strict server refuses:
+        an assistant message without string `content`, a tool message without its id."""
+        self.model_info: dict[str, Any] = {}
+        """Extra fields of every `/v1/models` entry (`context_length`, `meta`, …)."""
+        self.props: Any = None
+        """llama.cpp's `GET /props` answer (None: 404)."""
+        self.ollama_show: Any = None
+        """Ollama's `POST /api/show` answer (None: 404)."""
+        self.info_delay = 0.0
+        """Seconds every model-info route waits before answering (a slow server)."""
+        self.info_requests: list[str] = []
+        """Paths of model-info requests, in arrival order."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -312,18 +325,47 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes -------------------------------------------------------------------
 
+    def _info(self, payload: Any) -> None:
+        owner = self.owner
+        with owner._lock:
+            owner.info_requests.append(self.path)
+        if owner.info_delay:
+            owner.wait(owner.info_delay)
+        if payload is None:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+        elif isinstance(payload, bytes):
+            self._send_raw(payload)
+        else:
+            self._send_json(200, payload)
+
+    def _send_raw(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path.rstrip("/").endswith("/models"):
-            self._send_json(
-                200,
+        path = self.path.rstrip("/")
+        if path.endswith("/models"):
+            self._info(
                 {
                     "object": "list",
                     "data": [
-                        {"id": m, "object": "model", "created": 0, "owned_by": "tests"}
+                        {
+                            "id": m,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "tests",
+                            **self.owner.model_info,
+                        }
                         for m in self.owner.model_ids
                     ],
-                },
+                }
             )
+        elif path.endswith("/props"):
+            self._info(self.owner.props)
         else:
             self._send_json(
                 404,
@@ -333,6 +375,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self.path.rstrip("/").endswith("/api/show"):
+            self._info(self.owner.ollama_show)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(
                 404,
@@ -351,6 +396,10 @@ class _Handler(BaseHTTPRequestHandler):
             owner.requests.append(body)
             owner.request_times.append(time.monotonic())
             owner.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+        problem = strict_problem(body) if owner.strict else None
+        if problem is not None:
+            self._send_json(500, {"error": {"message": problem, "type": "server_error"}})
+            return
         reply = owner._next()
         if reply is None:
             self._send_json(
@@ -461,6 +510,25 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
         self._end_stream()
+
+
+def strict_problem(body: dict[str, Any]) -> str | None:
+    """What llama.cpp's server (its Jinja chat templates) would refuse in a request."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array"
+    for i, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("system", "user", "assistant", "tool"):
+            return f"messages[{i}]: unknown role {role!r}"
+        if "content" not in message:
+            return f"messages[{i}]: Expected 'content' (template rendering failed)"
+        content = message["content"]
+        if role == "assistant" and not isinstance(content, str):
+            return f"messages[{i}]: assistant content must be a string, got {content!r}"
+        if role == "tool" and not message.get("tool_call_id"):
+            return f"messages[{i}]: a tool message needs its tool_call_id"
+    return None
 
 
 def _completion(model: str, reply: Scripted) -> dict[str, Any]:

@@ -186,7 +186,7 @@ async def test_new_chat_help_panes_and_model(store, chats):
         assert main.focused is main.query_one(MessageTree)
         await pilot.press("ctrl+t")
         assert isinstance(main.focused, ChatInput)
-        await app.run_action("toggle_tree")  # the palette's "Toggle tree" hides it
+        await main.run_action("toggle_tree")  # the palette's "Toggle tree" hides it
         await pilot.pause()
         assert not main.query_one(MessageTree).display
         assert load_state().show_sidebar is False and load_state().show_tree is False

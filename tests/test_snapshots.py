@@ -23,13 +23,12 @@ def app(store):
 
 
 async def _settle(pilot) -> None:
-    # The chat opens after the first frame: wait for it and for the input's focus, so a
-    # busy machine does not shoot the screen half a step early (no cursor, no chat).
-    for _ in range(100):
+    """The last chat drawn and the input focused (its cursor is in every screenshot)."""
+    for _ in range(200):
         main = pilot.app.main
-        if main.snapshot is not None and isinstance(pilot.app.focused, ChatInput):
+        if main.chat is not None and pilot.app.focused is main.chat_input:
             break
-        await pilot.pause(0.05)
+        await pilot.pause(0.02)
     for box in pilot.app.query(ChatInput):
         box.cursor_blink = False
     await pilot.pause()
@@ -85,7 +84,7 @@ def test_sidebar_drawer_at_80_columns(app, snap_compare):
 def test_sidebar_gauges(app, snap_compare):
     """You should see the sidebar with the memory gauge at 908/1,100, its bar four-fifths
     full in the warning colour, soul read-only (no bar fill), scratchpad empty at 0/600,
-    and the context line in tokens (the window is unknown until the model library loads)."""
+    and the context line against the demo model's window, "(demo)" saying where it came from."""
     assert snap_compare(app, terminal_size=(140, 36), run_before=_settle)
 
 

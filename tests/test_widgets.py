@@ -396,7 +396,7 @@ async def test_message_view_streams_and_sanitises():
         await view.finish_reply(final)
         await pilot.pause()
         assert view.view_for("r1").text == "Hello world **bold**"
-        assert not view.view_for("r1").has_class("-streaming")
+        assert not view.view_for("r1").has_class("-writing")
 
 
 async def test_message_view_keys_post_actions():

@@ -7,8 +7,9 @@ asks for one), so opening a 2,000-message chat costs the same as a short one.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.text import Text
 from textual import events
@@ -83,9 +84,13 @@ class ChatView(VerticalScroll, can_focus=False):
         self._positions: Mapping[str, tuple[int, int]] = {}
         self._covered: Mapping[str, Sequence[Message]] = {}
         self.hops: Mapping[str, str] = {}
+        """Message id → where it crossed to another chat ("from B", "asked B")."""
         self.senders: Mapping[str, str] = {}
         """Agent id → name: a message another agent sent is labelled with its name."""
-        """Message id → where it crossed to another chat ("from B", "asked B")."""
+        self._live: Mapping[str, str] = {}
+        self._lock = asyncio.Lock()
+        """Mounting and removing never interleave (two `show`s at once would mount two
+        "earlier" markers: DuplicateIds)."""
 
     # -- whole path -------------------------------------------------------------
 
@@ -105,13 +110,19 @@ class ChatView(VerticalScroll, can_focus=False):
         return items
 
     def _view(self, item: _Item) -> MessageView:
+        message = item.message
+        live = self._live.get(message.id)
+        if live is not None:  # being written now: the text streamed so far, drawn streaming
+            others = [p for p in message.parts if p.get("type") != "text"]
+            message = replace(message, parts=[*others, {"type": "text", "text": live}])
         return MessageView(
-            item.message,
-            position=self._positions.get(item.message.id, (1, 1)),
+            message,
+            position=self._positions.get(message.id, (1, 1)),
             tool_results=item.tool_results,
-            covered=self._covered.get(item.message.id, ()),
-            hop=self.hops.get(item.message.id),
-            sender=self.senders.get(item.message.from_agent_id or ""),
+            covered=self._covered.get(message.id, ()),
+            hop=self.hops.get(message.id),
+            sender=self.senders.get(message.from_agent_id or ""),
+            streaming=live is not None,
         )
 
     async def show(
@@ -121,6 +132,7 @@ class ChatView(VerticalScroll, can_focus=False):
         positions: Mapping[str, tuple[int, int]] | None = None,
         covered: Mapping[str, Sequence[Message]] | None = None,
         empty_text: str | None = None,
+        live: Mapping[str, str] | None = None,
     ) -> None:
         """Replace what is shown by `history` (root → leaf).
 
@@ -128,7 +140,20 @@ class ChatView(VerticalScroll, can_focus=False):
             positions: message id → (index, count) among its siblings.
             covered: compaction message id → the original messages it stands for.
             empty_text: a note to show when there are no messages.
+            live: message id → text so far, of replies being written (drawn streaming).
         """
+        async with self._lock:
+            await self._show(history, positions, covered, empty_text, live)
+
+    async def _show(
+        self,
+        history: Sequence[Message],
+        positions: Mapping[str, tuple[int, int]] | None,
+        covered: Mapping[str, Sequence[Message]] | None,
+        empty_text: str | None,
+        live: Mapping[str, str] | None,
+    ) -> None:
+        self._live = live or {}
         self._positions = positions or {}
         self._covered = covered or {}
         self._items = self._group(history)
@@ -154,6 +179,10 @@ class ChatView(VerticalScroll, can_focus=False):
 
     async def load_earlier(self, count: int | None = None) -> int:
         """Mount up to `count` (a page) more of the earlier messages; returns how many."""
+        async with self._lock:
+            return await self._load_earlier(count)
+
+    async def _load_earlier(self, count: int | None = None) -> int:
         if not self._first_shown:
             return 0
         count = count or self.page_size
@@ -226,6 +255,12 @@ class ChatView(VerticalScroll, can_focus=False):
         self, message: Message, position: tuple[int, int] = (1, 1), *, streaming: bool = False
     ) -> MessageView:
         """Show a newly stored message at the end (tool results fold into their reply)."""
+        async with self._lock:
+            return await self._add_message(message, position, streaming=streaming)
+
+    async def _add_message(
+        self, message: Message, position: tuple[int, int], *, streaming: bool
+    ) -> MessageView:
         await self._remove_empty_note()
         views = self.views
         if (
@@ -270,8 +305,9 @@ class ChatView(VerticalScroll, can_focus=False):
         self, text: str, level: str = "info", *, title: str | None = None
     ) -> ChatNotice:
         """Show an error, warning or hint at the end of the chat."""
-        await self._remove_empty_note()
         note = ChatNotice(text, level, title=title)
-        await self.mount(note)
+        async with self._lock:
+            await self._remove_empty_note()
+            await self.mount(note)
         self.scroll_end(animate=False)
         return note

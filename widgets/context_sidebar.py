@@ -26,6 +26,8 @@ class ConversationStats:
     """Estimated tokens of the history plus the system prompt."""
     window: int | None = None
     """The model's context window."""
+    window_source: str = ""
+    """Where the window figure came from ("server", "config", "litellm", …), shown beside it."""
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
@@ -129,8 +131,9 @@ class ContextSidebar(VerticalScroll):
         gauge = self.query_one("#conversation-gauge", TokenGauge)
         gauge.limit = stats.window
         gauge.used = stats.tokens
+        source = f" ({stats.window_source})" if stats.window_source else ""
         gauge.figure = (
-            f"{format_tokens(stats.tokens)} of {format_tokens(stats.window)}"
+            f"{format_tokens(stats.tokens)} of {format_tokens(stats.window)}{source}"
             if stats.window
             else f"{format_tokens(stats.tokens)} tok"
         )

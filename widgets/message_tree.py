@@ -23,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from store import Message
+from store import Message, reply_state, reply_state_label
 
 from .sanitize import clean, one_line
 from .tree_layout import TreeEntry, TreeLayout, TreeRow, lay_out
@@ -52,8 +52,8 @@ def preview(message: Message, width: int = 60) -> str:
             text = "called " + ", ".join(str(c) for c in calls)
         elif results:
             text = "; ".join(f"{r.get('tool_name', '?')} → {r.get('output', '')}" for r in results)
-        elif message.metadata.get("status") == "error":
-            text = "(no text)"
+        elif (state := reply_state(message)) in ("error", "cancelled"):
+            text = f"({reply_state_label(message, state)})"  # failed with no text: say so
         elif message.metadata.get("incomplete"):
             text = "(no text yet)"
         else:
@@ -203,6 +203,7 @@ class MessageTree(ScrollView, can_focus=True):
         self._hops: Mapping[str, str] = {}
         self._chat_model: str | None = None
         self._leaf: str | None = None
+        self._live: frozenset[str] = frozenset()
         self._highlight_timer: Timer | None = None
 
     # -- data in ----------------------------------------------------------------------
@@ -219,8 +220,12 @@ class MessageTree(ScrollView, can_focus=True):
         *,
         chat_model: str | None = None,
         unfolded: Collection[str] | None = None,
+        live: Collection[str] = (),
     ) -> None:
         """Redraw from every message of the chat and the active leaf.
+
+        `live`: replies being written now (shown "writing"; others cut off show
+        "interrupted").
 
         The cursor stays on the message it was on; a new tree puts it on the leaf.
         """
@@ -229,6 +234,7 @@ class MessageTree(ScrollView, can_focus=True):
         self._hops = dict(hops or {})
         self._chat_model = chat_model
         self._leaf = active_leaf
+        self._live = frozenset(live)
         if unfolded is not None:
             self.unfolded = set(unfolded)
         if self.hit not in self._messages:
@@ -246,6 +252,7 @@ class MessageTree(ScrollView, can_focus=True):
             unfolded=self.unfolded,
             pinned={self.hit} if self.hit else (),
             chat_model=self._chat_model,
+            live=self._live,
         )
         self.virtual_size = Size(1, len(self.layout_.rows))
         self.refresh()

@@ -7,7 +7,6 @@ All text shown here went through `sanitize.clean` first.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
-from store import Message
+from store import Message, as_text, reply_state_label
 
 from .sanitize import clean, one_line
 from .tree_layout import status_of
@@ -49,21 +48,12 @@ def code_blocks(text: str) -> list[str]:
     return [m.group(2).rstrip("\n") for m in _FENCE.finditer(text)]
 
 
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, indent=2)
-    except (TypeError, ValueError):
-        return str(value)
-
-
 def _call_summary(call: dict[str, Any]) -> str:
     args = call.get("input")
     if isinstance(args, dict):
-        shown = ", ".join(f"{k}={one_line(_as_text(v), 24)}" for k, v in list(args.items())[:3])
+        shown = ", ".join(f"{k}={one_line(as_text(v), 24)}" for k, v in list(args.items())[:3])
     else:
-        shown = one_line(_as_text(args), 40)
+        shown = one_line(as_text(args), 40)
     return f"{call.get('tool_name', '?')}({shown})"
 
 
@@ -161,10 +151,10 @@ class MessageView(Vertical, can_focus=True):
         return self._streamed if self._stream is not None else clean(self.message.text)
 
     def _update_classes(self) -> None:
-        status = status_of(self.message)
+        status = status_of(self.message, live=self._streaming)
         self.set_class(self.message.role == "user", "-user")
         self.set_class(self.message.is_compaction, "-compaction")
-        for name in ("streaming", "cancelled", "error", "interrupted"):
+        for name in ("writing", "cancelled", "error", "interrupted"):
             self.set_class(status == name, f"-{name}")
 
     def header(self) -> Text:
@@ -188,17 +178,8 @@ class MessageView(Vertical, can_focus=True):
             text.append(f" · {m.created_at.astimezone().strftime('%b %d %H:%M')}")
         if self.position[1] > 1:
             text.append(f"  ‹{self.position[0]}/{self.position[1]}›", "bold")
-        status = status_of(m)
-        if status == "streaming" and not self._streaming:
-            status = "interrupted"  # stored mid-stream and no longer streaming: cut off
-        if status == "streaming":
-            text.append("  writing…", "italic")
-        elif status:
-            label = {
-                "cancelled": "cancelled — partial reply",
-                "error": f"error — {m.metadata.get('error', 'reply failed')}",
-                "interrupted": "incomplete — the reply was interrupted",
-            }[status]
+        label = reply_state_label(m, status_of(m, live=self._streaming))
+        if label:
             text.append(f"  {label}", "italic")
         usage = m.token_usage or {}
         if usage.get("output"):
@@ -264,12 +245,10 @@ class MessageView(Vertical, can_focus=True):
                 mark = "✓"
             title = clean(f"⚙ {_call_summary(call)} {mark}")
             with Collapsible(title=title, collapsed=True, classes="message--tool"):
-                yield Static(
-                    Text(clean(_as_text(call.get("input")))), classes="message--tool-input"
-                )
+                yield Static(Text(clean(as_text(call.get("input")))), classes="message--tool-input")
                 if result is not None:
                     yield Static(
-                        Text(clean(_as_text(result.get("output")))), classes="message--tool-output"
+                        Text(clean(as_text(result.get("output")))), classes="message--tool-output"
                     )
 
     # -- updates ----------------------------------------------------------------

@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from store import Message
+from store import Message, ReplyState, reply_state
 
 __all__ = [
     "FOLD_MIN",
@@ -38,21 +38,17 @@ KEEP_NEAR_LEAF = 3
 """Messages just above the active leaf that never fold: where the user is reading."""
 
 
-def status_of(message: Message) -> str | None:
-    """ "streaming", "cancelled", "error", "interrupted" for replies that did not finish."""
-    meta = message.metadata
-    status = meta.get("status")
-    if status in ("cancelled", "error"):
-        return str(status)
-    if meta.get("incomplete"):
-        return "streaming" if status == "streaming" else "interrupted"
-    return None
+def status_of(message: Message, *, live: bool = False) -> ReplyState | None:
+    """The state of a reply that did not finish (writing, cancelled, error,
+    interrupted) in the shared vocabulary (`store.reply_state`); None for a complete
+    reply or a message that is not a reply. `live`: this process is writing it now."""
+    state = reply_state(message, live=live)
+    return None if state == "complete" else state
 
 
-def status_label(message: Message) -> str | None:
-    """The reply's state in the tree's words: writing, cancelled, error, interrupted."""
-    status = status_of(message)
-    return "writing" if status == "streaming" else status
+def status_label(message: Message, *, live: bool = False) -> str | None:
+    """The word the tree shows for a reply's state (the state's own name)."""
+    return status_of(message, live=live)
 
 
 @dataclass
@@ -123,6 +119,7 @@ def lay_out(
     unfolded: Collection[str] = (),
     pinned: Collection[str] = (),
     chat_model: str | None = None,
+    live: Collection[str] = (),
 ) -> TreeLayout:
     """Lay a chat's messages (any order, parents known) out as rows.
 
@@ -133,6 +130,7 @@ def lay_out(
         unfolded: run keys the user opened.
         pinned: messages that must stay visible (a search hit).
         chat_model: the chat's model; replies by another model name theirs.
+        live: replies being written now (the others still marked streaming were cut off).
 
     No recursion: a 10,000-message chain or a 1,000-way fork lays out the same.
     """
@@ -173,7 +171,7 @@ def lay_out(
             mid in path,
             alternate,
             (siblings.index(mid) + 1, len(siblings)),
-            status_label(m),
+            status_label(m, live=mid in live),
             hops.get(mid),
             model if isinstance(model, str) and model and model != chat_model else None,
         )
@@ -186,7 +184,7 @@ def lay_out(
             or mid in near_leaf
             or mid in hops
             or mid in pinned
-            or status_label(by_id[mid]) is not None
+            or status_label(by_id[mid], live=mid in live) is not None
         )
 
     rows = layout.rows

@@ -16,6 +16,8 @@ import threading
 import warnings
 from typing import Any
 
+from .demo import DEMO_CONTEXT_WINDOW, DEMO_MODEL, DEMO_PROVIDER, register
+
 __all__ = [
     "DEFAULT_TIMEOUT",
     "DEMO_CONTEXT_WINDOW",
@@ -30,10 +32,7 @@ __all__ = [
     "warm_up",
 ]
 
-DEMO_MODEL = "demo"
-"""What the user types (`--model demo`) for the offline demo model."""
-DEMO_PROVIDER = "chatui-demo"
-DEMO_CONTEXT_WINDOW = 32_768
+
 DEFAULT_TIMEOUT = 120.0
 
 # Keep LiteLLM offline and quiet: local price tables, no remote header/blog fetches,
@@ -76,8 +75,6 @@ def load_litellm() -> Any:
             # LiteLLM 1.106 trips pydantic deprecation warnings on every streamed chunk;
             # they are LiteLLM's to fix and would only scribble on the terminal.
             warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"litellm(\.|$)")
-            from .demo import register
-
             register(litellm)
             _litellm_module = litellm
     return _litellm_module

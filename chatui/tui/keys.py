@@ -18,7 +18,7 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("enter", "send the message", "input"),
     KeyHelp("shift+enter / ctrl+j", "new line", "input"),
     KeyHelp("up", "from the input's first line: move to the messages", "input"),
-    KeyHelp("escape", "cancel the reply being written (the partial reply is kept)"),
+    KeyHelp("escape", "cancel the reply of the chat on screen (the partial reply is kept)"),
     KeyHelp("ctrl+n", "new chat"),
     KeyHelp("ctrl+s", "chat list: open, rename, delete (with undo), restore"),
     KeyHelp("ctrl+f", "search every chat, all branches"),

@@ -103,7 +103,7 @@ def load_theme(path: Path) -> Theme:
         if key not in TOKENS:
             raise ThemeError(f"{path}: unknown token {key!r} (known: {', '.join(TOKENS)})")
         _colour(f"{path}: variables.{key}", value)
-    return Theme(name=name.strip(), dark=dark, variables=dict(variables), **colours)
+    return Theme(name=name.strip(), dark=dark, variables=dict(variables), **colours)  # type: ignore[arg-type]  # colours: str values, checked above
 
 
 def load_themes(folders: Iterable[Path] | None = None) -> list[Theme]:

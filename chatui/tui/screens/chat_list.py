@@ -53,10 +53,18 @@ class ChatListScreen(ModalScreen[str | None]):
         Binding("slash", "filter", "Filter", id="chats.filter"),
     ]
 
-    def __init__(self, manager: SessionManager, current: str | None = None) -> None:
+    def __init__(
+        self,
+        manager: SessionManager,
+        current: str | None = None,
+        *,
+        live: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.manager = manager
         self.current = current
+        self.live = set(live)
+        """Chats writing a reply now (their status reads "writing…")."""
         self.show_deleted = False
         self.undo_stack: list[str] = []
         self.rows: list[SessionInfo | None] = []
@@ -132,8 +140,8 @@ class ChatListScreen(ModalScreen[str | None]):
         hint = "enter open · r rename · d delete · u undo · t deleted · / filter"
         self.query_one("#chats-status", Label).update(f"{len(rows)} {kind} · {hint}")
         target = keep or (self.current if not self.show_deleted else None)
-        for index, info in enumerate(self.rows):
-            if info is not None and (info.id == target or target is None):
+        for index, row in enumerate(self.rows):
+            if row is not None and (row.id == target or target is None):
                 table.move_cursor(row=index)
                 break
 
@@ -150,11 +158,14 @@ class ChatListScreen(ModalScreen[str | None]):
             name.append(" ●", "bold")
         parent = info.parent_session_id
         lineage = Text("⑂ " + one_line(names.get(parent, parent), 24)) if parent else Text("")
-        status = (
-            info.status_detail
-            if info.status == "awaiting_peer" and info.status_detail
-            else info.status
-        )
+        if info.id in self.live:
+            status = "writing…"
+        elif info.status == "awaiting_peer" and info.status_detail:
+            status = info.status_detail
+        else:
+            status = info.status
+        if info.id in self.live:
+            name.append(" ✎", "italic")
         return [
             name,
             clean(agents.get(info.agent_id or "", "")),

@@ -1,33 +1,43 @@
 """The main screen: message tree | chat and input | context sidebar.
 
 This module routes: widget messages become calls on `ChatState` (branches)
-and `ChatEngine` (turns), and turn events become widget updates. The rules
-about what is stored and how a turn runs live there, not here.
+and the `Workspace` (turns run as reply jobs of their chat), and the jobs'
+events become widget updates. The rules about what is stored and how a turn
+runs live there, not here.
+
+Design notes:
+- The screen owns no reply. A send starts a job in the workspace; the
+  screen draws the events of the chat it shows and ignores the others, so
+  opening another chat never stops a reply and returning to it shows the
+  stream where it is (`Workspace.jobs.live_messages`).
+- Every change to what the panes show (a redraw, a job's event, opening a
+  chat) runs under one lock: two redraws never interleave (the
+  `DuplicateIds 'earlier'` crash of two `ChatView.show` at once).
+- A redraw reads the session row once (the snapshot's `info` serves the
+  title, the model and the sidebar's figures).
 """
 
 from __future__ import annotations
 
-import sqlite3
+import asyncio
+import logging
 import time
-from contextlib import aclosing
-from typing import TYPE_CHECKING
 
-from peewee import DatabaseError as PeeweeError
 from rich.text import Text
-from textual import getters, on, work
+from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
+from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
-from store import Message, StoreError, UnknownMessageError
+from store import Message, SessionInfo, UnknownMessageError
 from widgets import (
     ChatInput,
     ChatView,
     ContextSidebar,
+    ConversationStats,
     MessageTree,
     MessageView,
     clean,
@@ -49,15 +59,19 @@ from ...events import (
     TurnFailed,
     UsageRecorded,
 )
+from ...jobs import JobEnded, JobsFull, TurnKind
+from ...state import UiState
+from ...workspace import ModelFactsChanged, Workspace, WorkspaceEvent
+from .commands import ChatCommands
 from .main_memory import MemoryMixin
 from .main_panes import PanesMixin
 
-if TYPE_CHECKING:
-    from ..app import ChatApp
-
 __all__ = ["MainScreen", "NEW_CHAT_NAME"]
 
+log = logging.getLogger(__name__)
+
 NEW_CHAT_NAME = "New chat"
+STORAGE_TITLE = "Could not save to the database"
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "r regenerates and e edits a focused message — both make branches, nothing is lost. "
@@ -66,7 +80,7 @@ WELCOME = (
 )
 
 
-class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
+class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"
@@ -76,20 +90,69 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
         # the footer's keys fit 80 columns.
         Binding("escape", "escape", "Cancel reply", id="main.cancel", show=False),
         Binding("f2", "show_prompt", "Prompt", id="main.prompt", show=False),
+        Binding("ctrl+n", "new_chat", "New chat", id="app.new_chat"),
+        Binding("ctrl+s", "chats", "Chats", id="app.chats"),
+        Binding("ctrl+f", "search", "Search", id="app.search"),
+        Binding("ctrl+l", "choose_model", "Model", id="app.model"),
+        Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
+        Binding("ctrl+t", "focus_tree", "Tree", id="app.tree"),
+        Binding("f1", "help", "Help", id="app.help", show=False),
     ]
 
-    if TYPE_CHECKING:  # the app module imports this one; type it without a cycle
+    class ChatOpened(TextualMessage):
+        """The screen shows another chat (None: a new one); the app remembers it."""
 
-        @property
-        def app(self) -> ChatApp: ...
+        def __init__(self, session_id: str | None) -> None:
+            super().__init__()
+            self.session_id = session_id
 
-    tree = getters.query_one("#tree", MessageTree)
+    class PanesChanged(TextualMessage):
+        """The tree or the sidebar was shown or hidden; the app remembers it."""
+
+        def __init__(self, tree: bool, sidebar: bool) -> None:
+            super().__init__()
+            self.tree = tree
+            self.sidebar = sidebar
+
+    class ModelChosen(TextualMessage):
+        """The user picked a model; the app keeps it among the recent ones."""
+
+        def __init__(self, model: str) -> None:
+            super().__init__()
+            self.model = model
+
+    class UiStateChanged(TextualMessage):
+        """Something in `ui_state` changed (a width, a fold); the app saves it."""
+
+    class FirstChatShown(TextualMessage):
+        """The first chat is drawn: the app may start background work (LiteLLM's warm-up)."""
+
+    class WorkspaceChanged(TextualMessage):
+        """A reply job or a model fact changed (posted from the workspace's listener)."""
+
+        def __init__(self, event: WorkspaceEvent) -> None:
+            super().__init__()
+            self.event = event
+
+    tree = getters.query_one("#tree", MessageTree)  # type: ignore[assignment]  # shadows DOMNode.tree (Rich's debug tree), never used here
     chat_view = getters.query_one("#chat", ChatView)
     sidebar = getters.query_one("#sidebar", ContextSidebar)
     chat_input = getters.query_one("#input", ChatInput)
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        ui_state: UiState | None = None,
+        first_chat: str | None = None,
+    ) -> None:
         super().__init__()
+        self.workspace = workspace
+        self.ui_state = ui_state or UiState()
+        """Pane widths and visibility, folds, recent models: read here, saved by the app
+        when the screen says it changed (`PanesChanged`, `UiStateChanged`)."""
+        self.first_chat = first_chat
+        self.recent_models = list(self.ui_state.recent_models)
         self.chat: ChatState | None = None
         """The open chat; None for a new chat not stored yet (created on first send)."""
         self.draft_model: str | None = None
@@ -98,13 +161,15 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
         self.snapshot: ChatSnapshot | None = None
         self.marks = PeerMarks()
         """Messages of the open chat that crossed to other chats (for `g`)."""
-        self.generation: Worker[None] | None = None
         self._streams: dict[str, MessageView] = {}
+        """Views of replies being written in the chat on screen."""
+        self._drawn: dict[str, int] = {}
+        """Characters of each streaming reply's text already drawn."""
+        self._draw_lock = asyncio.Lock()
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
         self._title = ""
-        self._turn_notes: list[tuple[str, str]] = []
-        """Notices of the turn running now (shown again if the chat is redrawn)."""
+        self._unsubscribe = workspace.subscribe(self._heard)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):
@@ -121,7 +186,27 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
     def on_mount(self) -> None:
         self.arrange_panes()
         # Paint the frame first, then fill it: start-up does not wait on the chat.
-        self.call_after_refresh(self.app.open_first_chat, self)
+        self.call_after_refresh(self.open_first_chat)
+
+    def _heard(self, event: WorkspaceEvent) -> None:
+        """The workspace's listener: its events become this screen's messages."""
+        self.post_message(self.WorkspaceChanged(event))
+
+    def on_unmount(self) -> None:
+        self._unsubscribe()
+
+    async def open_first_chat(self) -> None:
+        """The chat open last time (or the newest), with --model applied to it."""
+        manager = self.workspace.manager
+        launch = self.workspace.launch_model
+        info = manager.get(self.first_chat) if self.first_chat else None
+        if info is None:
+            recent = manager.list(limit=1)
+            info = recent[0] if recent else None
+        if info is not None and launch and info.model != launch:
+            manager.set_model(info.id, launch)
+        await self.open_chat(info.id if info else None, model=launch)
+        self.post_message(self.FirstChatShown())
 
     # -- opening and drawing -------------------------------------------------------
 
@@ -131,16 +216,24 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
 
     @property
     def generating(self) -> bool:
-        return self.generation is not None and self.generation.state in (
-            WorkerState.PENDING,
-            WorkerState.RUNNING,
-        )
+        """The chat on screen is writing a reply."""
+        return self.workspace.jobs.running(self.session_id)
 
     @property
     def model(self) -> str:
         if self.chat is not None:
-            return self.app.engine_for(self.chat.session_id).model_for(self.chat.session_id)
-        return self.draft_model or self.app.default_model
+            info = self.snapshot.info if self.snapshot else self.chat.info
+            return self._model_of(info)
+        return self.workspace.model_of(None, self.draft_model)
+
+    def _model_of(self, info: SessionInfo) -> str:
+        engine = self.workspace.runtime.engine_for_agent(info.agent_id)
+        return info.model or engine.config.model
+
+    @property
+    def default_model(self) -> str:
+        """The model of a new chat: the one open, else --model, else the config's."""
+        return self.model if self.chat is not None else self.workspace.model_of(None)
 
     async def open_chat(
         self,
@@ -150,62 +243,82 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
         model: str | None = None,
         agent_id: str | None = None,
     ) -> None:
-        """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch."""
-        if self.generating:
-            self.cancel_generation()
-        if session_id is None:
-            self.chat = None
-            self.draft_agent = agent_id
-            agent = self.app.runtime.agent(agent_id)
-            self.draft_model = model or (agent.model if agent else None) or self.app.default_model
-        else:
-            self.chat = ChatState(self.app.runtime.manager_for(session_id), session_id)
+        """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch.
+
+        A reply being written in the chat left keeps going (its job belongs to the chat).
+        """
+        async with self._draw_lock:
+            if session_id is None:
+                default = self.default_model
+                self.chat = None
+                self.draft_agent = agent_id
+                agent = self.workspace.runtime.agent(agent_id)
+                self.draft_model = model or (agent.model if agent else None) or default
+            else:
+                runtime = self.workspace.runtime
+                self.chat = ChatState(runtime.manager_for(session_id), session_id)
+                if reveal is not None:
+                    self.chat.select(reveal)
+            self.post_message(self.ChatOpened(session_id))
+            await self._redraw()
             if reveal is not None:
-                self.chat.select(reveal)
-        self.app.remember_chat(session_id)
-        await self.redraw()
-        if reveal is not None:
-            await self.chat_view.reveal(reveal)
-        else:
-            self.chat_input.focus()
+                await self.chat_view.reveal(reveal)
+            else:
+                self.chat_input.focus()
 
     async def redraw(self) -> None:
         """Re-read the chat and redraw all three panes (a focused message keeps focus)."""
+        async with self._draw_lock:
+            await self._redraw()
+
+    async def _redraw(self) -> None:
         focused = self.focused
         focus_id = focused.message_id if isinstance(focused, MessageView) else None
+        live = self.workspace.jobs.live_messages(self.session_id)
         if self.chat is None:
             self.snapshot = None
             self.show_tree()
             await self.chat_view.show([], empty_text=WELCOME)
         else:
             self.snapshot = snap = self.chat.snapshot()
-            self.marks = self.app.runtime.peer_marks(snap.info.id)
+            self.marks = self.workspace.runtime.peer_marks(snap.info.id)
             self.show_tree()
             self.chat_view.hops = self.marks.labels
-            self.chat_view.senders = self.app.runtime.names()
+            self.chat_view.senders = self.workspace.runtime.names()
             await self.chat_view.show(
-                snap.history, positions=snap.positions, covered=snap.covered, empty_text=WELCOME
+                snap.history,
+                positions=snap.positions,
+                covered=snap.covered,
+                empty_text=WELCOME,
+                live=live,
             )
+            job = self.workspace.jobs.job(self.session_id)
+            for text, level in job.notes if job else ():  # notices of the running turn
+                await self.chat_view.notice(text, level)
+        self._streams = {
+            mid: view for mid in live if (view := self.chat_view.view_for(mid)) is not None
+        }
+        self._drawn = {mid: len(text) for mid, text in live.items()}
         if focus_id is not None:
             view = self.chat_view.view_for(focus_id)
             if view is not None:
                 view.focus(scroll_visible=False)
             else:
                 self.chat_input.focus()
-        self.update_title()
+        self._sync_busy()
         await self.refresh_sidebar()
-        self.app.after_chat_drawn(self)
+        self._key_notice()
 
     def update_title(self) -> None:
         """Chat name · agent · model, and what it is doing (replying, waiting for a peer)."""
-        runtime = self.app.runtime
+        runtime = self.workspace.runtime
         if self.chat is None:
             name, agent = NEW_CHAT_NAME, runtime.agent(self.draft_agent)
             waiting = ""
         else:
-            info = self.chat.info
+            info = self.snapshot.info if self.snapshot else self.chat.info
             name, agent = info.name, runtime.agent(info.agent_id)
-            waiting = runtime.status_line(info.id)
+            waiting = runtime.status_line(info.id) if self.generating else ""
         parts = [one_line(name, 60)]
         if agent is not None:
             parts.append(f"agent {agent.name}")
@@ -214,30 +327,105 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
             parts.append(waiting)
         if self.generating:
             parts.append("replying… (escape cancels)")
+        others = len(self.workspace.jobs.live_chats - {self.session_id})
+        if others:
+            parts.append(f"{others} other chat{'s' if others > 1 else ''} replying")
         title = clean(" · ".join(parts))
         if title != self._title:  # an update lays the screen out again: only on change
             self._title = title
             self.query_one("#chat-title", Static).update(Text(title))
+
+    def model_chosen(self, model: str) -> None:
+        """Tell the app (it keeps the recent models)."""
+        self.post_message(self.ModelChosen(model))
+
+    def refresh_info(self) -> None:
+        """Re-read the chat's row (after a rename or a model change) and retitle."""
+        if self.chat is not None and self.snapshot is not None:
+            self.snapshot.info = self.chat.info
+        self.update_title()
+
+    def _sync_busy(self) -> None:
+        """Input, title and the title's timer follow whether the chat on screen replies."""
+        busy = self.generating
+        self.chat_input.set_class(busy, "-busy")
+        if busy and self._title_timer is None:
+            # The title says when the chat waits on a peer agent (set by another task).
+            self._title_timer = self.set_interval(1.0, self.update_title)
+        elif not busy and self._title_timer is not None:
+            self._title_timer.stop()
+            self._title_timer = None
+        self.update_title()
 
     def redraw_tree(self) -> None:
         if self.chat is None:
             return
         snap = self.chat.snapshot()
         self.snapshot = snap
-        self.marks = self.app.runtime.peer_marks(snap.info.id)
+        self.marks = self.workspace.runtime.peer_marks(snap.info.id)
         self.show_tree()
 
     async def refresh_sidebar(self, *, blocks: bool = True) -> None:
         if not self.sidebar.display:
             return
-        if blocks:
+        workspace = self.workspace
+        if blocks or not self.sidebar.blocks:
             session = self.chat.session if self.chat else None
             self.sidebar.show_blocks(
                 await session.load_context()
                 if session
-                else await self.app.template_blocks(self.draft_agent)
+                else await workspace.template_blocks(self.draft_agent)
             )
-        self.sidebar.show_stats(await self.app.conversation_stats(self))
+        model = self.model
+        if self.chat is None:
+            usage = await workspace.usage(
+                None, [], model, template_tokens=sum(b.tokens for b in self.sidebar.blocks)
+            )
+            self.sidebar.show_stats(
+                ConversationStats(
+                    tokens=usage.tokens,
+                    window=usage.window,
+                    window_source=usage.source,
+                    model=model,
+                    compact_at=workspace.config.compact_at,
+                )
+            )
+            return
+        snap = self.snapshot
+        info = snap.info if snap else self.chat.info
+        usage = await workspace.usage(self.chat.session, snap.history if snap else [], model)
+        self.sidebar.show_stats(
+            ConversationStats(
+                tokens=usage.tokens,
+                window=usage.window,
+                window_source=usage.source,
+                model=model,
+                input_tokens=info.input_tokens,
+                output_tokens=info.output_tokens,
+                cost=info.cost,
+                compactions=snap.compactions if snap else 0,
+                compact_at=workspace.config.compact_at,
+            )
+        )
+
+    def _key_notice(self) -> None:
+        """Say how to set a key up when the chat's model has none (once per model)."""
+        model = self.model
+        problem = self.workspace.key_problem_once(model)
+        if problem:
+            self.call_after_refresh(
+                self.chat_view.notice,
+                f"{problem}\nPast chats are all here and searchable. To chat now without a "
+                "key, press ctrl+l and pick `demo` (offline).",
+                "warning",
+                title=f"{model} needs an API key",
+            )
+
+    async def model_facts_ready(self) -> None:
+        """LiteLLM is loaded: the window and the key check can be read now."""
+        async with self._draw_lock:
+            await self.refresh_sidebar(blocks=False)
+            self._key_notice()
 
     # -- sending and turns ---------------------------------------------------------
 
@@ -249,115 +437,148 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
             return
         self.start_turn("send", text=event.text)
 
-    def start_turn(self, kind: str, *, message_id: str | None = None, text: str = "") -> None:
-        self._turn_notes = []
-        self.generation = self.run_turn(kind, message_id, text)
-        self.chat_input.set_class(True, "-busy")
-        self.update_title()
-        # The title says when the chat waits on a peer agent (set by another task).
-        self._title_timer = self.set_interval(1.0, self.update_title)
+    def start_turn(self, kind: TurnKind, *, message_id: str | None = None, text: str = "") -> None:
+        """Start a reply job in the chat on screen (a new chat is stored first)."""
+        jobs = self.workspace.jobs
+        if len(jobs.live_chats) >= jobs.limit:
+            self.notify(
+                f"{jobs.limit} chats are writing replies already (max_live_replies = "
+                f"{jobs.limit}). Wait for one, or open it and press escape.",
+                severity="warning",
+            )
+            return
+        try:
+            chat = self.ensure_chat(text) if kind == "send" else self.chat
+            assert chat is not None
+            self.workspace.start_reply(
+                chat.session_id,
+                kind,
+                text=text,
+                message_id=message_id,
+                parent_id=chat.active_leaf if kind == "send" else None,
+            )
+        except JobsFull as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        except Exception as exc:  # the database refused the new chat: say so, keep the text
+            log.error("could not start a reply", exc_info=exc)
+            failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
+            self.run_worker(self._show_failure(failure), group="failure")
+            return
+        self._sync_busy()
 
     def ensure_chat(self, first_text: str) -> ChatState:
         if self.chat is None:
             name = one_line(first_text, 48) or NEW_CHAT_NAME
-            agent = self.app.runtime.agent(self.draft_agent)
-            model = self.draft_model or (agent.model if agent else None) or self.app.default_model
-            info = self.app.manager.create(
+            agent = self.workspace.runtime.agent(self.draft_agent)
+            model = self.draft_model or (agent.model if agent else None) or self.default_model
+            info = self.workspace.manager.create(
                 name, model=model, source="chatui", agent_id=agent.id if agent else None
             )
-            self.chat = ChatState(self.app.runtime.manager_for(info.id), info.id)
-            self.app.remember_chat(info.id)
+            self.chat = ChatState(self.workspace.runtime.manager_for(info.id), info.id)
+            self.snapshot = None
+            self.post_message(self.ChatOpened(info.id))
         elif self.chat.info.name == NEW_CHAT_NAME and first_text.strip():
-            self.app.manager.rename(self.chat.session_id, one_line(first_text, 48))
+            self.workspace.manager.rename(self.chat.session_id, one_line(first_text, 48))
         return self.chat
 
-    @work(exclusive=True, group="generation", exit_on_error=False)
-    async def run_turn(self, kind: str, message_id: str | None, text: str) -> None:
-        """Run one turn in the engine and show its events as they come."""
-        finished = False
-        failure: tuple[str, str] | None = None  # (text, title) shown once the turn is drawn
-        try:
-            chat = self.ensure_chat(text) if kind == "send" else self.chat
-            assert chat is not None
-            engine = self.app.engine_for(chat.session_id)
-            if kind == "send":
-                events = engine.send(chat.session_id, text, parent_id=chat.active_leaf)
-            elif kind == "regenerate":
-                assert message_id is not None
-                events = engine.regenerate(chat.session_id, message_id)
+    @on(WorkspaceChanged)
+    async def workspace_changed(self, message: WorkspaceChanged) -> None:
+        message.stop()
+        event = message.event
+        async with self._draw_lock:
+            if isinstance(event, ModelFactsChanged):
+                if event.model == self.model:
+                    await self.refresh_sidebar(blocks=False)
+                return
+            if event.session_id != self.session_id or self.chat is None:
+                self._elsewhere(event)
+                return
+            if isinstance(event, JobEnded):
+                await self._turn_ended(event)
             else:
-                assert message_id is not None
-                events = engine.edit(chat.session_id, message_id, text)
-            # aclosing: a cancel that lands while an event is being drawn still closes
-            # the engine's generator at once, so the partial reply is stored as cancelled.
-            async with aclosing(events):
-                async for event in events:
-                    await self.show_event(event)
-            finished = True
-        except (sqlite3.Error, StoreError, OSError, PeeweeError) as exc:  # disk full, read-only
-            self.app.log_error(exc)
-            kept = (
-                "Nothing you typed is lost: it is still in the input box."
-                if self.chat_input.text
-                else "Your message is saved; the reply may be cut short."
-            )
-            failure = (
-                f"{exc}\n{kept} Fix the problem (free disk space, check the file's "
-                "permissions) and press enter again.",
-                "Could not save to the database",
-            )
-        except Exception as exc:  # a bug: say so, keep the app running
-            self.app.log_error(exc)
-            failure = (f"{type(exc).__name__}: {exc}", "Something went wrong (details in the log)")
-        finally:
-            self._streams.clear()
-            self.chat_input.set_class(False, "-busy")
-            if self._title_timer is not None:
-                self._title_timer.stop()
-                self._title_timer = None
-            self.call_after_refresh(self.after_turn, finished, failure)
+                await self.show_event(event)
 
-    async def after_turn(self, finished: bool, failure: tuple[str, str] | None = None) -> None:
-        """Show the stored end state: a cancelled or failed turn is re-read from the store."""
+    def _elsewhere(self, event: WorkspaceEvent) -> None:
+        """An event of a chat not on screen: only its end is worth a word."""
+        if not isinstance(event, JobEnded):
+            return
         self.update_title()
-        if self.chat is not None and not finished:
-            await self.redraw()
+        info = self.workspace.manager.get(event.session_id)
+        if info is None:
+            return
+        name = one_line(info.name, 40)
+        if event.outcome == "finished":
+            self.notify(f"“{name}” has its reply.", timeout=3)
+        elif event.failure is not None:
+            self.notify(f"The reply in “{name}” failed: {event.failure[1]}", severity="warning")
+
+    async def _turn_ended(self, event: JobEnded) -> None:
+        """Show the stored end state: a cancelled or failed turn is re-read from the store."""
+        self._streams.clear()
+        self._drawn.clear()
+        if event.outcome != "finished":
+            await self._redraw()
         else:
             self.redraw_tree()  # once per turn: the final labels and marks
+            self._sync_busy()
             await self.refresh_sidebar()
-        if failure is not None:  # after the redraw, which would wipe it
-            await self.chat_view.notice(failure[0], "error", title=failure[1])
+        await self._show_failure(event)
+
+    async def _show_failure(self, event: JobEnded) -> None:
+        if event.failure is not None:  # after the redraw, which would wipe it
+            text, title = event.failure
+            if event.storage:
+                kept = (
+                    "Nothing you typed is lost: it is still in the input box."
+                    if self.chat_input.text
+                    else "Your message is saved; the reply may be cut short."
+                )
+                text = (
+                    f"{text}\n{kept} Fix the problem (free disk space, check the file's "
+                    "permissions) and press enter again."
+                )
+            await self.chat_view.notice(text, "error", title=title)
 
     def _shown_leaf(self) -> str | None:
         ids = self.chat_view.shown_ids
         return ids[-1] if ids else None
 
     async def show_event(self, event: TurnEvent) -> None:
-        """Turn one engine event into widget updates."""
+        """Turn one event of the chat on screen into widget updates (under the lock)."""
         chat = self.chat
         assert chat is not None
         match event:
             case MessageStored(message=message):
-                await self._show_stored(chat, message)
+                follows = message.parent_id == self._shown_leaf()
+                chat.adopt(message.id)  # the job moved the chat's branch already
+                if message.role == "user":
+                    self.chat_input.clear()
+                if follows:
+                    await self.chat_view.add_message(message)  # the tree follows with the reply
+                else:
+                    await self._redraw()
             case ReplyStarted(message=message):
                 follows = message.parent_id == self._shown_leaf()
-                chat.set_active(message.id)
+                chat.adopt(message.id)
                 if follows:
                     view = await self.chat_view.start_reply(message)
+                    self._streams[message.id] = view
+                    self._drawn[message.id] = 0
                     self.redraw_tree()  # the user's message or tool results, and this reply
                 else:
-                    await self.redraw()
+                    await self._redraw()  # a regenerated reply: a sibling, drawn streaming
                     view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
                         message
                     )
+                    self._streams[message.id] = view
+                    self._drawn.setdefault(message.id, 0)
                     view.focus(scroll_visible=False)
-                self._streams[message.id] = view
-            case ReplyDelta(message_id=mid, text=text, kind="text"):
-                view = self._streams.get(mid)
-                if view is not None:
-                    await view.append(text)
+            case ReplyDelta(message_id=mid, kind="text"):
+                await self._catch_up(mid)
             case ReplyFinished(message=message):
                 self._streams.pop(message.id, None)
+                self._drawn.pop(message.id, None)
                 await self.chat_view.finish_reply(message)
             case MemoryChanged(labels=labels):
                 await self.refresh_sidebar()
@@ -366,43 +587,38 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
                     if gauge is not None:
                         gauge.add_class("-changed")
                         self.set_timer(1.5, lambda g=gauge: g.remove_class("-changed"))
-            case UsageRecorded() | Compacted():
-                if isinstance(event, Compacted):
-                    await self.redraw()
-                    for text, level in self._turn_notes:  # the redraw cleared them
-                        await self.chat_view.notice(text, level)
-                    # A context-length retry compacts mid-turn: stream into the new views.
-                    self._streams = {
-                        mid: view
-                        for mid in self._streams
-                        if (view := self.chat_view.view_for(mid)) is not None
-                    }
-                else:
-                    await self.refresh_sidebar(blocks=False)
+            case Compacted():
+                # The redraw draws the running turn's notices again, and the live reply
+                # (a context-length retry compacts mid-turn) streaming into its new view.
+                await self._redraw()
+            case UsageRecorded():
+                await self.refresh_sidebar(blocks=False)
             case Notice(text=text, level=level):
-                self._turn_notes.append((text, level))
                 await self.chat_view.notice(text, level)
             case TurnFailed(title=title, detail=detail, hint=hint):
                 body = "\n".join(p for p in (detail, hint) if p)
                 await self.chat_view.notice(body, "error", title=title)
 
-    async def _show_stored(self, chat: ChatState, message: Message) -> None:
-        follows = message.parent_id == self._shown_leaf()
-        chat.set_active(message.id)
-        if message.role == "user":
-            self.chat_input.clear()
-            self.update_title()
-        if follows:
-            await self.chat_view.add_message(message)  # the tree follows with the reply
-        else:
-            await self.redraw()
+    async def _catch_up(self, message_id: str) -> None:
+        """Draw what the reply's job has streamed and this view has not drawn yet.
+
+        Idempotent: deltas queued before a redraw find nothing new to draw.
+        """
+        view = self._streams.get(message_id)
+        live = self.workspace.jobs.live_messages(self.session_id).get(message_id)
+        if view is None or live is None:
+            return
+        drawn = self._drawn.get(message_id, 0)
+        if len(live) > drawn:
+            self._drawn[message_id] = len(live)
+            await view.append(live[drawn:])
 
     # -- cancelling ----------------------------------------------------------------
 
     def cancel_generation(self) -> bool:
-        if not self.generating:
+        """Cancel the reply of the chat on screen (only that one)."""
+        if not self.workspace.jobs.cancel(self.session_id):
             return False
-        self.workers.cancel_group(self, "generation")
         self.notify("Reply cancelled — what arrived is kept, marked cancelled.")
         return True
 
@@ -436,7 +652,8 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
         if message is None:
             self.notify("That message no longer exists.", severity="warning")
             return
-        if action in ("regenerate", "edit") and self.generating:
+        if action in ("regenerate", "edit", "fork") and self.generating:
+            # A fork would copy a half-written reply: like r and e, it waits for the end.
             self.notify("Still replying — press escape to cancel first.", severity="warning")
             return
         if action == "goto":
@@ -476,7 +693,7 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
             self.notify("This message did not cross to another chat.", timeout=3)
             return
         session_id, other = target
-        if self.app.manager.get(session_id) is None:
+        if self.workspace.manager.get(session_id) is None:
             self.notify(
                 "That chat was deleted (restore it from the chat list).", severity="warning"
             )
@@ -494,7 +711,7 @@ class MainScreen(PanesMixin, MemoryMixin, Screen[None]):
     async def fork(self, message_id: str) -> None:
         assert self.chat is not None
         name = f"{self.chat.info.name} ⑂"
-        info = await self.app.manager.fork(self.chat.session_id, message_id, name)
+        info = await self.workspace.manager.fork(self.chat.session_id, message_id, name)
         await self.open_chat(info.id)
         self.notify(f"Forked into a new chat: {name}")
 

@@ -39,7 +39,7 @@ class MemoryMixin:
     `@on` does not register in a mixin)."""
 
     def _memory_source(self: MainScreen) -> _Source:
-        runtime = self.app.runtime
+        runtime = self.workspace.runtime
         if self.chat is None:
             agent = runtime.agent(self.draft_agent)
             session, name, engine = None, None, None
@@ -47,8 +47,10 @@ class MemoryMixin:
             info = self.chat.info
             agent = runtime.agent(info.agent_id)
             session, name = self.chat.session, info.name
-            engine = self.app.engine_for(info.id)
-        blocks = agent_blocks(agent, self.app.config) if agent else self.app.config.blocks
+            engine = self.workspace.runtime.engine_for(info.id)
+        blocks = (
+            agent_blocks(agent, self.workspace.config) if agent else self.workspace.config.blocks
+        )
         return _Source(session, name, agent, blocks, engine)
 
     async def on_token_gauge_opened(self: MainScreen, event: TokenGauge.Opened) -> None:

@@ -35,7 +35,7 @@ class PanesMixin:
 
     def arrange_panes(self: MainScreen) -> None:
         """Place the panes for the screen's width (on mount, resize and any pane change)."""
-        state = self.app.ui_state
+        state = self.ui_state
         plan = plan_panes(
             self.size.width,
             tree_width=state.tree_width,
@@ -79,7 +79,7 @@ class PanesMixin:
         """Show or hide a pane; a pane that is a drawer at this size opens or closes."""
         plan = self.plan
         mode = (plan.tree if which == "tree" else plan.sidebar) if plan else "beside"
-        state = self.app.ui_state
+        state = self.ui_state
         if mode == "drawer":
             self.open_drawer(None if self._drawer == which else which)
         elif which == "tree":
@@ -94,30 +94,30 @@ class PanesMixin:
             target = self.tree if which == "tree" else self.sidebar
             gauges = list(self.sidebar.query(TokenGauge)) if which == "sidebar" else []
             (gauges[0] if gauges else target).focus()
-        self.app.remember_panes(state.show_tree, state.show_sidebar)
+        self.post_message(self.PanesChanged(state.show_tree, state.show_sidebar))
 
     def focus_tree(self: MainScreen) -> None:
         """The tree key: focus the tree (opening it if hidden); pressed in the tree, back."""
         if self.focused is self.tree:
             self.close_drawer() or self.chat_input.focus()
             return
-        state = self.app.ui_state
+        state = self.ui_state
         if not state.show_tree:
             state.show_tree = True
-            self.app.remember_panes(state.show_tree, state.show_sidebar)
+            self.post_message(self.PanesChanged(state.show_tree, state.show_sidebar))
         if self.plan is not None and self.plan.tree == "drawer":
             self._drawer = "tree"
         self.arrange_panes()
         self.tree.focus()
 
     def resize_pane(self: MainScreen, which: str, step: int) -> None:
-        state = self.app.ui_state
+        state = self.ui_state
         if which == "tree":
             state.tree_width = clamp_width(state.tree_width + step, TREE_WIDTHS)
         else:
             state.sidebar_width = clamp_width(state.sidebar_width + step, SIDEBAR_WIDTHS)
         self.arrange_panes()
-        self.app.save_ui_state()
+        self.post_message(self.UiStateChanged())
 
     # -- the tree's messages ---------------------------------------------------------------
 
@@ -132,14 +132,15 @@ class PanesMixin:
             snap.active_leaf,
             self.marks.labels,
             chat_model=self.model,
-            unfolded=self.app.ui_state.tree_unfolded.get(snap.info.id, ()),
+            unfolded=self.ui_state.tree_unfolded.get(snap.info.id, ()),
+            live=self.workspace.jobs.live_messages(snap.info.id).keys(),
         )
 
     def on_message_tree_folds_changed(self: MainScreen, event: MessageTree.FoldsChanged) -> None:
         event.stop()
         if self.session_id is not None:
-            self.app.ui_state.remember_unfolded(self.session_id, event.unfolded)
-            self.app.save_ui_state()
+            self.ui_state.remember_unfolded(self.session_id, event.unfolded)
+            self.post_message(self.UiStateChanged())
 
     async def on_message_tree_highlighted(self: MainScreen, event: MessageTree.Highlighted) -> None:
         """The chat follows the tree's cursor along the path on screen (a live preview)."""
@@ -189,8 +190,8 @@ class PanesMixin:
         session_id = snap.info.id
 
         def remember(keys: frozenset[str]) -> None:
-            self.app.ui_state.remember_unfolded(session_id, keys)
-            self.app.save_ui_state()
+            self.ui_state.remember_unfolded(session_id, keys)
+            self.post_message(self.UiStateChanged())
 
         async def done(result: tuple[str, str] | None) -> None:
             self.show_tree()
@@ -207,7 +208,7 @@ class PanesMixin:
             snap.active_leaf,
             self.marks.labels,
             chat_model=self.model,
-            unfolded=self.app.ui_state.tree_unfolded.get(session_id, ()),
+            unfolded=self.ui_state.tree_unfolded.get(session_id, ()),
             cursor=self.tree.cursor_message_id,
             title=snap.info.name,
             remember_folds=remember,

@@ -1,0 +1,225 @@
+"""Live-chat figures (issue 10): printed, not asserted. `python bench/live_bench.py`.
+
+1. Enter to first token on screen, against the same request sent by a bare `httpx`
+   client to the same loopback server (overhead p50; target ≤ 50 ms).
+2. Full UI ready (title, input, sidebar, footer drawn) against a bare Textual app's
+   first frame, both launched in tmux in the same run (target ≤ 1.5×).
+3. Three chats streaming at once at 300 tokens/s each: keystroke to screen p50
+   (target ≤ 5 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from chatui.config import Config  # noqa: E402
+from chatui.state import UiState  # noqa: E402
+from chatui.tui.app import ChatApp  # noqa: E402
+from store import SessionManager, Store  # noqa: E402
+from tests.llm_server import LLMServer, text  # noqa: E402
+
+CHATUI = str(Path(sys.executable).with_name("chatui"))
+REPLY = " ".join(f"tok{i}" for i in range(40))
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+# -- 1. enter to first token ----------------------------------------------------------
+
+
+def bare_first_token(server: LLMServer) -> float:
+    import httpx
+
+    body = {
+        "model": "test-model",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    started = time.perf_counter()
+    with httpx.stream("POST", server.base_url + "/chat/completions", json=body) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: ") and '"content": "tok' in line:
+                return time.perf_counter() - started
+    raise RuntimeError("no token")
+
+
+async def app_first_tokens(server: LLMServer, runs: int) -> list[float]:
+    from textual import events
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["CHATUI_HOME"] = home
+        store = Store(Path(home) / "bench.db")
+        config = Config(model="openai/test-model", api_base=server.base_url, max_retries=0)
+        app = ChatApp(store, config, ui_state=UiState())
+        samples = []
+        async with app.run_test(size=(140, 40)) as pilot:
+            while not app.llm_ready:
+                await pilot.pause(0.05)
+            for _ in range(runs):
+                server.script(text(REPLY))
+                main = app.main
+                main.chat_input.focus()
+                main.chat_input.insert("hi")
+                started = time.perf_counter()
+                # The key goes to the input as a keystroke would (Pilot.press would wait
+                # for the app to go idle, which it does not while a reply streams).
+                main.chat_input.post_message(events.Key("enter", None))
+                while True:
+                    views = main.chat_view.views
+                    if views and views[-1].message.role == "assistant" and "tok0" in views[-1].text:
+                        break
+                    await asyncio.sleep(0.0005)
+                samples.append(time.perf_counter() - started)
+                while main.generating:
+                    await pilot.pause(0.01)
+                await main.open_chat(None)
+        store.close()
+    return samples
+
+
+async def first_token_figure(runs: int = 8) -> None:
+    server = LLMServer().start()
+    try:
+        bare = []
+        for _ in range(runs):
+            server.script(text(REPLY))
+            bare.append(bare_first_token(server))
+        app = await app_first_tokens(server, runs)
+    finally:
+        server.stop()
+    print(
+        f"1. enter → first token: app p50 {p50(app):.1f} ms, bare httpx p50 {p50(bare):.1f} ms, "
+        f"overhead p50 {p50(app) - p50(bare):.1f} ms (target ≤ 50 ms)"
+    )
+
+
+# -- 2. full UI ready vs a bare Textual app ------------------------------------------------
+
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Footer, Static
+class Bare(App):
+    def compose(self):
+        yield Static("BARE-READY")
+        yield Footer()
+Bare().run()
+"""
+
+
+def _tmux(socket: str, *args: str) -> str:
+    return subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, check=False
+    ).stdout
+
+
+def _launch_until(command: str, marks: tuple[str, ...], env: dict[str, str]) -> float:
+    socket = f"bench-{uuid.uuid4().hex[:8]}"
+    prefix = " ".join(f"{k}={json.dumps(v)}" for k, v in env.items())
+    started = time.perf_counter()
+    _tmux(socket, "new-session", "-d", "-s", "b", "-x", "140", "-y", "40", f"{prefix} {command}")
+    try:
+        while time.perf_counter() - started < 30:
+            screen = _tmux(socket, "capture-pane", "-p", "-t", "b")
+            if all(mark in screen for mark in marks):
+                return time.perf_counter() - started
+            time.sleep(0.005)
+        raise RuntimeError(f"never ready: {marks}")
+    finally:
+        _tmux(socket, "kill-server")
+
+
+def ready_figure(runs: int = 5) -> None:
+    with tempfile.TemporaryDirectory() as home:
+        env = {"CHATUI_HOME": home, "PATH": os.environ["PATH"], "TERM": "xterm-256color"}
+        script = Path(home) / "bare.py"
+        script.write_text(BARE_APP)
+        bare, full = [], []
+        for _ in range(runs):
+            bare.append(_launch_until(f"{sys.executable} {script}", ("BARE-READY", "palette"), env))
+            full.append(
+                _launch_until(
+                    f"{CHATUI} --model demo",
+                    ("New chat · demo", "Message ·", "MEMORY", "CONVERSATION", "palette"),
+                    env,
+                )
+            )
+    print(
+        f"2. full UI ready p50 {p50(full):.0f} ms vs bare Textual first frame p50 "
+        f"{p50(bare):.0f} ms: {p50(full) / p50(bare):.2f}× (target ≤ 1.5×)"
+    )
+
+
+# -- 3. keystrokes while three chats stream ----------------------------------------------
+
+
+async def keystroke_figure(presses: int = 60) -> None:
+    from textual import events
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    server = LLMServer().start()
+    long_reply = " ".join(f"t{i}" for i in range(6000))
+    for _ in range(3):
+        server.script(text(long_reply, delay=1 / 300))
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["CHATUI_HOME"] = home
+        store = Store(Path(home) / "bench.db")
+        manager = SessionManager(store)
+        ids = [manager.create(f"chat {i}", model="openai/test-model").id for i in range(3)]
+        config = Config(model="openai/test-model", api_base=server.base_url, max_retries=0)
+        app = ChatApp(store, config, ui_state=UiState())
+        samples = []
+        async with app.run_test(size=(140, 40)) as pilot:
+            while not app.llm_ready:
+                await pilot.pause(0.05)
+            main = app.main
+            for sid in ids:
+                await main.open_chat(sid)
+                main.start_turn("send", text="go")
+                await pilot.pause(0.2)
+            await pilot.pause(1.0)  # all three streaming; the last one on screen
+            assert len(app.workspace.jobs.live_chats) == 3, app.workspace.jobs.live_chats
+            main.chat_input.focus()
+            for i in range(presses):
+                before = main.chat_input.text
+                started = time.perf_counter()
+                main.chat_input.post_message(events.Key("x", "x"))
+                while main.chat_input.text == before:
+                    await asyncio.sleep(0)
+                samples.append(time.perf_counter() - started)
+                await asyncio.sleep(0.02 + (i % 3) * 0.005)
+            await app.workspace.jobs.cancel_all()
+        store.close()
+    server.stop()
+    print(
+        f"3. keystroke → input while 3 chats stream at 300 tok/s: p50 {p50(samples):.2f} ms, "
+        f"p90 {statistics.quantiles(samples, n=10)[-1] * 1000:.2f} ms (target ≤ 5 ms)"
+    )
+
+
+def main() -> None:
+    only = sys.argv[1:] or ["1", "2", "3"]
+    if "1" in only:
+        asyncio.run(first_token_figure())
+    if "2" in only:
+        ready_figure()
+    if "3" in only:
+        asyncio.run(keystroke_figure())
+
+
+if __name__ == "__main__":
+    main()

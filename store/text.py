@@ -1,0 +1,121 @@
+"""Plain-text helpers every layer shares: control characters, one-line previews,
+a value as text, and the words for how a reply ended.
+
+They live in `store` because it is the one package both `widgets` and `chatui`
+may import; nothing here draws anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal, TypeAlias
+
+from .messages import Message
+
+__all__ = [
+    "CONTROL_CHARS",
+    "ESCAPE_SEQUENCES",
+    "REPLY_STATES",
+    "ReplyState",
+    "as_text",
+    "clean",
+    "one_line",
+    "reply_state",
+    "reply_state_label",
+]
+
+ESCAPE_SEQUENCES = re.compile(
+    r"""
+    \x1b\[[0-?]*[ -/]*[@-~]            # CSI
+    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?   # OSC, to BEL or ST (or unterminated)
+    | \x1b[PX^_][^\x1b]*(?:\x1b\\)?    # DCS, SOS, PM, APC
+    | \x1b[@-Z\\-_]                    # other two-byte escapes
+    | \x9b[0-?]*[ -/]*[@-~]            # 8-bit CSI
+    | \x9d[^\x07\x9c]*[\x07\x9c]?      # 8-bit OSC
+    """,
+    re.VERBOSE,
+)
+"""ESC-introduced sequences: CSI, OSC (to BEL or ST), DCS/SOS/PM/APC, two-byte escapes."""
+
+CONTROL_CHARS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+"""C0 controls except tab and newline, DEL, C1 controls, a lone ESC, and the bidi
+controls that would reorder what a terminal shows: the one set every layer removes."""
+
+_LINE_SEPARATORS = re.compile("[\u2028\u2029]")
+_CR_LINE = re.compile(r"\r(?!\n)")
+
+
+def clean(text: str) -> str:
+    """`text` without escape sequences or control characters (newlines and tabs kept)."""
+    if not text:
+        return ""
+    text = ESCAPE_SEQUENCES.sub("", text)
+    text = text.replace("\r\n", "\n")
+    text = _CR_LINE.sub("\n", text)  # a bare CR would overwrite the line before it
+    text = _LINE_SEPARATORS.sub("\n", text)
+    return CONTROL_CHARS.sub("", text)
+
+
+def one_line(text: str, width: int | None = 80) -> str:
+    """A clean single-line preview, whitespace collapsed, cut to `width` with an ellipsis
+    (None: not cut)."""
+    flat = " ".join(clean(text).split())
+    if width is None or len(flat) <= width:
+        return flat
+    return flat[: max(width - 1, 1)].rstrip() + "…"
+
+
+def as_text(value: Any, *, indent: int | None = 2) -> str:
+    """A tool's input or output as text: strings as they are, None as "", anything else
+    as JSON (`str()` when it is not JSON-able). The one "value as text" of every layer."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+ReplyState: TypeAlias = Literal["writing", "complete", "cancelled", "error", "interrupted"]
+"""How a model reply stands: being written now; finished; stopped by the user (what
+arrived is kept); failed (with `metadata["error"]`); cut off by a crash or a closed
+app while it was being written."""
+
+REPLY_STATES: tuple[ReplyState, ...] = ("writing", "complete", "cancelled", "error", "interrupted")
+
+
+def reply_state(message: Message, *, live: bool = False) -> ReplyState | None:
+    """The state of an assistant reply (None for other messages).
+
+    `live`: the reply is being written by this process now. A stored reply still
+    marked streaming that nobody writes was interrupted.
+    """
+    if message.role != "assistant" or message.is_compaction:
+        return None
+    meta = message.metadata
+    status = meta.get("status")
+    if status == "cancelled":
+        return "cancelled"
+    if status == "error":
+        return "error"
+    if meta.get("incomplete") or status == "streaming":
+        return "writing" if live else "interrupted"
+    return "complete"
+
+
+def reply_state_label(message: Message, state: ReplyState | None) -> str:
+    """The words shown for a state ("" for a complete reply or another message)."""
+    if state == "writing":
+        return "writing…"
+    if state == "cancelled":
+        return "cancelled — partial reply" if message.text else "cancelled before any text"
+    if state == "error":
+        return f"error — {one_line(str(message.metadata.get('error') or 'reply failed'), 80)}"
+    if state == "interrupted":
+        return "incomplete — the reply was interrupted"
+    return ""

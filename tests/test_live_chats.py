@@ -1,0 +1,280 @@
+"""Replies belong to their chat: they keep streaming when the user looks away (issue 10).
+
+Keys pressed through Pilot; the model is the scripted server on 127.0.0.1, streaming
+slowly so that every switch lands mid-reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from chatui.config import Config
+from chatui.tui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.dialogs import Confirm
+from store import SessionManager
+from widgets import ChatInput, MessageView
+
+from .app_helpers import make_app
+
+SIZE = (140, 40)
+WORDS = " ".join(f"word{i}" for i in range(60))
+LONG = " ".join(f"word{i}" for i in range(400))
+
+
+@pytest.fixture
+def config(llm_server, fake_key):
+    return Config(model="openai/test-model", api_base=llm_server.base_url, max_retries=0)
+
+
+async def long_chat(store, name: str, count: int = 30) -> str:
+    """A stored chat of `count` messages (more than a page: the "earlier" marker shows)."""
+    manager = SessionManager(store)
+    info = manager.create(name, model="openai/test-model")
+    messages = [
+        {
+            "id": f"{name}-{i}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "parts": [{"type": "text", "text": f"{name} message {i}"}],
+        }
+        for i in range(count)
+    ]
+    await manager.append_all(info.id, messages)
+    return info.id
+
+
+async def ready(pilot) -> None:
+    """The first chat drawn and LiteLLM loaded (its import would slow every key press)."""
+    await wait_for(pilot, lambda: pilot.app.llm_ready, 60)
+
+
+async def wait_for(pilot, condition, seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("timed out waiting")
+
+
+def stored_reply(store, session_id: str):
+    history = SessionManager(store).get_session(session_id).get_history()
+    return history[-1]
+
+
+async def send(pilot, text: str) -> None:
+    await pilot.press(*text, "enter")
+
+
+async def test_a_reply_keeps_streaming_when_another_chat_is_opened(store, config, llm_server):
+    first = await long_chat(store, "alpha")
+    second = await long_chat(store, "beta")
+    llm_server.text(WORDS, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await app.main.open_chat(first)
+        await send(pilot, "Count for me")
+        await wait_for(pilot, lambda: app.main.generating)
+        await pilot.pause(0.1)
+        await app.main.open_chat(second)  # look away mid-reply
+        assert app.main.session_id == second and not app.main.generating
+        assert app.workspace.jobs.running(first)
+        await wait_for(pilot, lambda: not app.workspace.jobs.live_chats)
+        reply = stored_reply(store, first)
+        assert reply.role == "assistant" and reply.text == WORDS
+        assert reply.metadata["status"] == "complete" and not reply.metadata.get("incomplete")
+        await app.main.open_chat(first)
+        assert app.main.chat_view.views[-1].text == WORDS
+
+
+async def test_returning_mid_reply_shows_the_stream_live(store, config, llm_server):
+    first = await long_chat(store, "alpha")
+    second = await long_chat(store, "beta")
+    llm_server.text(WORDS, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await app.main.open_chat(first)
+        await send(pilot, "Count for me")
+        await wait_for(pilot, lambda: app.main.generating)
+        await app.main.open_chat(second)
+        await pilot.pause(0.3)
+        await app.main.open_chat(first)  # back while it still streams
+        assert app.main.generating
+        view = app.main.chat_view.views[-1]
+        assert "writing…" in view.header().plain
+        assert app.main.query_one(ChatInput).has_class("-busy")
+        shown = len(view.text)
+        await pilot.pause(0.3)
+        assert len(view.text) > shown  # it keeps growing on screen
+        await wait_for(pilot, lambda: not app.main.generating)
+        await pilot.pause()
+        assert app.main.chat_view.views[-1].text == WORDS  # nothing doubled or lost
+
+
+async def test_switching_chats_mid_reply_never_crashes(store, config, llm_server):
+    """Issue 10's crash: send, then about 1.5 s later ctrl+s, down, enter into another
+    long chat: two redraws at once mounted two "earlier" markers (DuplicateIds)."""
+    await long_chat(store, "alpha")
+    await long_chat(store, "beta")
+    for _ in range(4):
+        llm_server.text(WORDS, delay=0.02)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for delay in (0.0, 0.05, 0.15, 0.3):
+            await send(pilot, "Go on")
+            await pilot.pause(delay)
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen))
+            await pilot.press("down", "enter")
+            await pilot.pause(delay)
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen))
+            await pilot.press("down", "enter")
+            await wait_for(pilot, lambda: not app.workspace.jobs.live_chats)
+            await pilot.pause()
+        assert app._exception is None
+    assert app.return_code in (None, 0)
+    for info in SessionManager(store).list():
+        for message in SessionManager(store).get_session(info.id).get_tree():
+            if message.role == "assistant" and message.metadata.get("model"):
+                assert message.text == WORDS and message.metadata["status"] == "complete"
+
+
+async def test_escape_cancels_only_the_chat_on_screen(store, config, llm_server):
+    first = await long_chat(store, "alpha")
+    second = await long_chat(store, "beta")
+    llm_server.text(LONG, delay=0.05)
+    llm_server.text(LONG, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await app.main.open_chat(first)
+        await send(pilot, "Long one")
+        await wait_for(pilot, lambda: app.main.generating)
+        await app.main.open_chat(second)
+        await send(pilot, "Another one")
+        await wait_for(pilot, lambda: app.main.generating)
+        assert app.workspace.jobs.live_chats == {first, second}
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.workspace.jobs.running(second))
+        assert app.workspace.jobs.running(first)  # the other chat goes on
+        cancelled = stored_reply(store, second)
+        assert cancelled.metadata["status"] == "cancelled"
+        await pilot.pause(0.2)
+        assert "cancelled" in app.main.chat_view.views[-1].header().plain
+        await app.workspace.jobs.cancel_all()
+    assert LONG.startswith(stored_reply(store, first).text)
+
+
+async def test_the_bound_on_live_replies_refuses_and_keeps_the_text(store, llm_server, fake_key):
+    config = Config(
+        model="openai/test-model", api_base=llm_server.base_url, max_retries=0, max_live_replies=1
+    )
+    first = await long_chat(store, "alpha")
+    second = await long_chat(store, "beta")
+    llm_server.text(WORDS, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await app.main.open_chat(first)
+        await send(pilot, "One")
+        await wait_for(pilot, lambda: app.main.generating)
+        await app.main.open_chat(second)
+        await send(pilot, "Two")
+        await pilot.pause()
+        assert not app.workspace.jobs.running(second)
+        assert app.main.query_one(ChatInput).text == "Two"  # kept for later
+        assert any("max_live_replies" in n.message for n in app._notifications)
+        assert len(llm_server.requests) == 1
+        await app.workspace.jobs.cancel_all()
+
+
+async def test_quitting_with_replies_running_asks_once_then_keeps_them(store, config, llm_server):
+    first = await long_chat(store, "alpha")
+    llm_server.text(LONG, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await app.main.open_chat(first)
+        await send(pilot, "Take your time")
+        await wait_for(pilot, lambda: app.main.generating)
+        await pilot.pause(0.3)
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("ctrl+q")  # asked once: a second ctrl+q does not stack dialogs
+        assert sum(isinstance(s, Confirm) for s in app.screen_stack) == 1
+        await pilot.press("escape")  # keep writing
+        await pilot.pause()
+        assert app.workspace.jobs.running(first)
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, Confirm))
+        app.screen.dismiss(True)
+        await pilot.pause(0.5)
+    assert app.return_code == 0
+    reply = stored_reply(store, first)
+    assert reply.metadata["status"] == "cancelled" and reply.metadata["incomplete"]
+    assert reply.text and LONG.startswith(reply.text)  # what arrived is kept
+
+
+async def test_a_regenerated_reply_says_writing_while_it_streams(store, config, llm_server):
+    llm_server.text("First answer.")
+    llm_server.text(WORDS, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Question")
+        await wait_for(pilot, lambda: not app.main.generating and len(llm_server.requests) == 1)
+        await pilot.pause(0.1)
+        await pilot.press("up", "r")
+        await wait_for(pilot, lambda: app.main.generating)
+        await pilot.pause(0.2)
+        view = app.main.chat_view.views[-1]
+        header = view.header().plain
+        assert "writing…" in header and "interrupted" not in header
+        await wait_for(pilot, lambda: not app.main.generating)
+
+
+async def test_fork_mid_reply_is_refused_like_r_and_e(store, config, llm_server):
+    llm_server.text(WORDS, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Question")
+        await wait_for(pilot, lambda: app.main.generating)
+        chats_before = len(app.manager.list())
+        await pilot.press("up")
+        assert isinstance(app.focused, MessageView)
+        await pilot.press("f")
+        await pilot.pause()
+        assert len(app.manager.list()) == chats_before
+        assert any("Still replying" in n.message for n in app._notifications)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.main.generating)
+
+
+async def test_two_redraws_at_once_do_not_mount_two_earlier_markers():
+    """The crash's root: `ChatView.show` twice at once (a turn's end and an opened chat)
+    mounted two `#earlier` markers. The view serialises its mounts."""
+    from textual.app import App
+
+    from store import Message
+    from widgets import ChatView
+
+    history = [
+        Message(id=f"m{i}", role="user" if i % 2 == 0 else "assistant", parts=[]) for i in range(40)
+    ]
+
+    class One(App[None]):
+        def compose(self):
+            yield ChatView(id="chat")
+
+    app = One()
+    async with app.run_test() as pilot:
+        view = app.query_one(ChatView)
+        await asyncio.gather(view.show(history), view.show(history[:30]), view.load_earlier())
+        await pilot.pause()
+        assert len(view.query("#earlier")) == 1
+        assert app._exception is None
