@@ -113,6 +113,17 @@ _COMPACTIONS = Prepared(
         .order_by(Compaction.created_at, SQL("rowid"))
     )
 )
+# A streaming reply rewrites its row on every flush.
+_UPDATE = Prepared(
+    lambda role, content, from_user, from_agent, delivered, usage, seq: M.update(
+        role=role,
+        content=content,
+        from_user_id=from_user,
+        from_agent_id=from_agent,
+        delivered_to_session_id=delivered,
+        token_usage=usage,
+    ).where(M.seq == seq)
+)
 _EXISTS = Prepared(lambda sid, mid: M.select(SQL("1")).where(M.session_id == sid, M.id == mid))
 _COUNT = Prepared(lambda sid: M.select(fn.COUNT(SQL("*"))).where(M.session_id == sid))
 _TOUCH = Prepared(
@@ -372,15 +383,15 @@ class StoreSessionProvider:
                 )
             seq, created = rows[0]
             message, content = self._storable(message, datetime.fromisoformat(created))
-            self.store.run(
-                M.update(
-                    role=message.role,
-                    content=content,
-                    from_user_id=message.from_user_id,
-                    from_agent_id=message.from_agent_id,
-                    delivered_to_session_id=message.delivered_to_session_id,
-                    token_usage=_usage_json(message),
-                ).where(M.seq == seq)
+            _UPDATE.run(
+                self.store,
+                message.role,
+                content,
+                message.from_user_id,
+                message.from_agent_id,
+                message.delivered_to_session_id,
+                _usage_json(message),
+                seq,
             )
             self.store.execute(
                 "UPDATE messages_fts SET body = ? WHERE rowid = ?",

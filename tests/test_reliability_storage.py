@@ -158,7 +158,9 @@ async def test_disk_full_while_the_reply_streams(
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         before = counts(store)
-        full = DiskFull(monkeypatch, store, only="UPDATE messages SET")
+        full = DiskFull(
+            monkeypatch, store, only='UPDATE "messages" SET'
+        )  # as the query builder writes it
         await type_and_send(pilot, TYPED)
         await idle(pilot)
         errors = error_notes(app)
