@@ -27,7 +27,9 @@ from .messages import Message, SearchResult
 from .prepared import Prepared
 from .schema import SearchScope
 from .search import match_expression, scoped_expression
-from .text_prep import prepare, restore
+from .text_prep import MARK_CLOSE as _CLOSE
+from .text_prep import MARK_OPEN as _OPEN
+from .text_prep import index_text, prepare, restore
 
 __all__ = [
     "index_body",
@@ -42,21 +44,7 @@ SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
 K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
 SNIPPET_TOKENS = 12
-_OPEN, _CLOSE = "\x01", "\x02"  # match marks from highlight(); never in indexed text
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-def index_text(message: Message) -> str:
-    """What search sees of a message: its text and reasoning parts."""
-    return (
-        "\n".join(
-            str(p.get("text") or "")
-            for p in message.parts
-            if p.get("type") in ("text", "reasoning")
-        )
-        .replace(_OPEN, " ")
-        .replace(_CLOSE, " ")
-    )
 
 
 _SCOPE = Prepared(

@@ -291,9 +291,8 @@ def m007_cjk_and_emoji_search(db: Database) -> None:
     # purpose: the index must match what today's queries look for.
     import json
 
-    from .message_search import index_text
     from .messages import Message
-    from .text_prep import prepare
+    from .text_prep import index_text, prepare
 
     scopes = dict(db.execute_sql("SELECT session_id, n FROM search_scopes").fetchall())
     rows = db.execute_sql("SELECT seq, session_id, content, created_at FROM messages").fetchall()

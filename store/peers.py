@@ -312,7 +312,7 @@ class PeerRouter:
                     to_session_id=session_id,
                     to_agent_id=target.id,
                     message_id=message.id,
-                    wait=int(wait),
+                    wait=1 if wait else 0,
                     state="delivered",
                     created_at=iso(now()),
                 )
@@ -416,6 +416,8 @@ def message_agent_tool(
         lines.append(f"- {name}{about}")
 
     async def message_agent(agent: str, text: str, wait: bool = True) -> str:
+        if not isinstance(wait, bool):  # models send null or "false"; refuse before any write
+            return "Error: wait must be true or false"
         try:
             reply = await router.send(caller_session_id, agent, text, wait=wait)
         except (StoreError, ValueError) as exc:

@@ -19,8 +19,22 @@ exactly as the message was written.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-__all__ = ["prepare", "restore", "query_terms", "spell_emoji", "SEPARATOR", "has_cjk"]
+if TYPE_CHECKING:
+    from .messages import Message
+
+__all__ = [
+    "MARK_CLOSE",
+    "MARK_OPEN",
+    "SEPARATOR",
+    "has_cjk",
+    "index_text",
+    "prepare",
+    "query_terms",
+    "restore",
+    "spell_emoji",
+]
 
 SEPARATOR = "\u2063"
 _CJK = (
@@ -76,3 +90,22 @@ def query_terms(word: str) -> list[str]:
 def spell_emoji(query: str) -> str:
     """A query with each emoji written as the word the index holds for it."""
     return _EMOJI_CHAR.sub(lambda m: f" emoji{ord(m.group()):x} ", query)
+
+
+MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
+"""Match marks of FTS5's highlight()/snippet(): never left in indexed text."""
+
+
+def index_text(message: Message) -> str:
+    """What search sees of a message: its text and reasoning parts (the index holds
+    this text `prepare`d). Here, beside `prepare`, so migrations can rebuild the
+    index without importing the search module."""
+    return (
+        "\n".join(
+            str(p.get("text") or "")
+            for p in message.parts
+            if p.get("type") in ("text", "reasoning")
+        )
+        .replace(MARK_OPEN, " ")
+        .replace(MARK_CLOSE, " ")
+    )

@@ -233,10 +233,16 @@ async def test_tree_marks_status_model_and_search_hit():
     tree = MessageTree()
     app = Harness(tree)
     async with app.run_test() as pilot:
-        tree.show(chat, "a3", chat_model="demo")
+        tree.show(chat, "a3", chat_model="demo", live={chat[2].id})
         await pilot.pause()
         texts = rows_of(tree)
         assert texts[2] == "◆ ‹2/2› writing… new answer"  # same model as the chat: unnamed
+        tree.show(chat, "a3", chat_model="demo")  # nobody writes it now: it was cut off
+        await pilot.pause()
+        assert rows_of(tree)[2] == "◆ ‹2/2› interrupted new answer"
+        tree.show(chat, "a3", chat_model="demo", live={chat[2].id})
+        await pilot.pause()
+        texts = rows_of(tree)
         assert texts[5] == "◆ error [gpt-4o] final"
         tree.mark_hit("a1")
         await pilot.pause()

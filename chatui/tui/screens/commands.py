@@ -87,7 +87,12 @@ class ChatCommands(Screen[None]):
     async def start_new_chat(self, agent_id: str | None, *, keep_model: bool = True) -> None:
         """A new chat running `agent_id`; with no agent, the open chat's model
         (`keep_model`) or the default one (--model, else the config's)."""
-        model = None if agent_id or not keep_model else (self.model if self.chat else None)
+        if agent_id:
+            model = None  # the agent's own
+        elif keep_model and self.chat is not None:
+            model = self.model
+        else:
+            model = self.workspace.model_of(None)  # --model, else the config's
         await self.open_chat(None, model=model, agent_id=agent_id)
         self.notify("New chat — it is saved when you send the first message.", timeout=3)
 

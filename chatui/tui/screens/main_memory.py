@@ -20,7 +20,6 @@ from ...inspection import block_details, next_request
 
 if TYPE_CHECKING:
     from ...engine import ChatEngine
-    from .main import MainScreen
 
 __all__ = ["MemoryMixin"]
 
@@ -38,7 +37,7 @@ class MemoryMixin:
     """Memory inspector and prompt screen for `MainScreen` (handlers by naming convention:
     `@on` does not register in a mixin)."""
 
-    def _memory_source(self: MainScreen) -> _Source:
+    def _memory_source(self) -> _Source:
         runtime = self.workspace.runtime
         if self.chat is None:
             agent = runtime.agent(self.draft_agent)
@@ -53,14 +52,14 @@ class MemoryMixin:
         )
         return _Source(session, name, agent, blocks, engine)
 
-    async def on_token_gauge_opened(self: MainScreen, event: TokenGauge.Opened) -> None:
+    async def on_token_gauge_opened(self, event: TokenGauge.Opened) -> None:
         event.stop()
         if event.gauge.id == "conversation-gauge":
             await self.action_show_prompt()
         else:
             await self.open_block(event.label)
 
-    async def open_block(self: MainScreen, label: str) -> None:
+    async def open_block(self, label: str) -> None:
         """The memory inspector for one block, read fresh from its provider."""
         from .memory import BlockScreen
 
@@ -87,7 +86,7 @@ class MemoryMixin:
 
         self.app.push_screen(BlockScreen(details, save if session else None), closed)
 
-    async def action_show_prompt(self: MainScreen) -> None:
+    async def action_show_prompt(self) -> None:
         """The exact system prompt and tools the next request of this chat carries."""
         from .prompt import PromptScreen
 
@@ -100,7 +99,7 @@ class MemoryMixin:
 
     # -- compaction originals ----------------------------------------------------------
 
-    def show_originals(self: MainScreen, summary_id: str, hit: str | None = None) -> bool:
+    def show_originals(self, summary_id: str, hit: str | None = None) -> bool:
         """Open the messages a summary covers (at `hit`); False when it covers none."""
         from .originals import OriginalsScreen
 
@@ -110,7 +109,7 @@ class MemoryMixin:
         self.app.push_screen(OriginalsScreen(covered, hit=hit))
         return True
 
-    async def show_search_hit(self: MainScreen, message_id: str) -> None:
+    async def show_search_hit(self, message_id: str) -> None:
         """After a search opened this chat at a hit: mark it in the tree, and when a
         summary hides it, open the originals at it."""
         self.tree.mark_hit(message_id)

@@ -6,16 +6,11 @@ and turns. It reads the open chat only through `MainScreen.tree_source`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import events
 
 from widgets import ContextSidebar, MessageTree, TokenGauge
 
 from ..panes import SIDEBAR_WIDTHS, TREE_WIDTHS, PanePlan, clamp_width, plan_panes
-
-if TYPE_CHECKING:
-    from .main import MainScreen
 
 __all__ = ["PanesMixin"]
 
@@ -33,7 +28,7 @@ class PanesMixin:
 
     # -- layout -------------------------------------------------------------------------
 
-    def arrange_panes(self: MainScreen) -> None:
+    def arrange_panes(self) -> None:
         """Place the panes for the screen's width (on mount, resize and any pane change)."""
         state = self.ui_state
         plan = plan_panes(
@@ -56,10 +51,10 @@ class PanesMixin:
             widget.set_class(mode == "drawer", "-drawer")
             widget.display = mode == "beside" or (mode == "drawer" and self._drawer == which)
 
-    def on_resize(self: MainScreen, event: events.Resize) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         self.arrange_panes()
 
-    def open_drawer(self: MainScreen, which: str | None) -> None:
+    def open_drawer(self, which: str | None) -> None:
         self._drawer = which
         self.arrange_panes()
 
@@ -67,7 +62,7 @@ class PanesMixin:
     def drawer_open(self) -> bool:
         return self._drawer is not None
 
-    def close_drawer(self: MainScreen) -> bool:
+    def close_drawer(self) -> bool:
         """Close an open drawer; False when none was open (escape then does its usual)."""
         if self._drawer is None:
             return False
@@ -75,7 +70,7 @@ class PanesMixin:
         self.chat_input.focus()
         return True
 
-    async def toggle_pane(self: MainScreen, which: str) -> None:
+    async def toggle_pane(self, which: str) -> None:
         """Show or hide a pane; a pane that is a drawer at this size opens or closes."""
         plan = self.plan
         mode = (plan.tree if which == "tree" else plan.sidebar) if plan else "beside"
@@ -96,7 +91,7 @@ class PanesMixin:
             (gauges[0] if gauges else target).focus()
         self.post_message(self.PanesChanged(state.show_tree, state.show_sidebar))
 
-    def focus_tree(self: MainScreen) -> None:
+    def focus_tree(self) -> None:
         """The tree key: focus the tree (opening it if hidden); pressed in the tree, back."""
         if self.focused is self.tree:
             self.close_drawer() or self.chat_input.focus()
@@ -110,7 +105,7 @@ class PanesMixin:
         self.arrange_panes()
         self.tree.focus()
 
-    def resize_pane(self: MainScreen, which: str, step: int) -> None:
+    def resize_pane(self, which: str, step: int) -> None:
         state = self.ui_state
         if which == "tree":
             state.tree_width = clamp_width(state.tree_width + step, TREE_WIDTHS)
@@ -121,7 +116,7 @@ class PanesMixin:
 
     # -- the tree's messages ---------------------------------------------------------------
 
-    def show_tree(self: MainScreen) -> None:
+    def show_tree(self) -> None:
         """Draw the tree from the screen's snapshot, with the chat's remembered folds."""
         snap = self.snapshot
         if snap is None:
@@ -136,42 +131,36 @@ class PanesMixin:
             live=self.workspace.jobs.live_messages(snap.info.id).keys(),
         )
 
-    def on_message_tree_folds_changed(self: MainScreen, event: MessageTree.FoldsChanged) -> None:
+    def on_message_tree_folds_changed(self, event: MessageTree.FoldsChanged) -> None:
         event.stop()
         if self.session_id is not None:
             self.ui_state.remember_unfolded(self.session_id, event.unfolded)
             self.post_message(self.UiStateChanged())
 
-    async def on_message_tree_highlighted(self: MainScreen, event: MessageTree.Highlighted) -> None:
+    async def on_message_tree_highlighted(self, event: MessageTree.Highlighted) -> None:
         """The chat follows the tree's cursor along the path on screen (a live preview)."""
         event.stop()
         if event.message_id in self.chat_view.shown_ids:
             await self.chat_view.reveal(event.message_id, focus=False)
 
-    def on_message_tree_leave_requested(
-        self: MainScreen, event: MessageTree.LeaveRequested
-    ) -> None:
+    def on_message_tree_leave_requested(self, event: MessageTree.LeaveRequested) -> None:
         event.stop()
         self.close_drawer() or self.chat_input.focus()
 
-    def on_message_tree_resize_requested(
-        self: MainScreen, event: MessageTree.ResizeRequested
-    ) -> None:
+    def on_message_tree_resize_requested(self, event: MessageTree.ResizeRequested) -> None:
         event.stop()
         self.resize_pane("tree", event.step)
 
-    def on_context_sidebar_resize_requested(
-        self: MainScreen, event: ContextSidebar.ResizeRequested
-    ) -> None:
+    def on_context_sidebar_resize_requested(self, event: ContextSidebar.ResizeRequested) -> None:
         event.stop()
         self.resize_pane("sidebar", event.step)
 
-    def on_descendant_blur(self: MainScreen, event: events.DescendantBlur) -> None:
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
         # A drawer is a glance: it closes once focus leaves it.
         if self._drawer is not None and event.widget in (self.tree, self.sidebar):
             self.call_after_refresh(self._close_unfocused_drawer)
 
-    def _close_unfocused_drawer(self: MainScreen) -> None:
+    def _close_unfocused_drawer(self) -> None:
         pane = self.tree if self._drawer == "tree" else self.sidebar
         if self._drawer is not None and (
             self.focused is None or pane not in self.focused.ancestors_with_self
@@ -179,7 +168,7 @@ class PanesMixin:
             if self.app.screen is self:  # a dialog over the screen keeps it open
                 self.open_drawer(None)
 
-    def on_message_tree_zoom_requested(self: MainScreen, event: MessageTree.ZoomRequested) -> None:
+    def on_message_tree_zoom_requested(self, event: MessageTree.ZoomRequested) -> None:
         """The tree full screen; enter there shows a branch, r/e/f act as here."""
         event.stop()
         from .tree import TreeScreen
