@@ -34,6 +34,7 @@ from .env import (
     warm_up,
 )
 from .errors import ErrorKind, LLMError, map_error, redact
+from .windows import table_window
 
 if TYPE_CHECKING:
     from ..config import ModelOptions
@@ -138,15 +139,7 @@ def context_window(model: str, options: ModelOptions | None = None) -> int | Non
         return options.context_window
     if is_demo(model):
         return DEMO_CONTEXT_WINDOW
-    try:
-        info = load_litellm().get_model_info(model)
-    except Exception:
-        return None
-    for key in ("max_input_tokens", "max_tokens"):
-        value = info.get(key)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
+    return table_window(model)
 
 
 def completion_cost(model: str, input_tokens: int, output_tokens: int) -> float:

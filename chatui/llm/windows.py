@@ -33,7 +33,7 @@ from .env import DEMO_CONTEXT_WINDOW, is_demo, is_loaded, load_litellm
 if TYPE_CHECKING:
     from ..config import ModelOptions
 
-__all__ = ["Window", "WindowBook", "WINDOWS", "window_from_error"]
+__all__ = ["Window", "WindowBook", "WINDOWS", "table_window", "window_from_error"]
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class WindowBook:
         if is_demo(model):
             return Window(DEMO_CONTEXT_WINDOW, "demo")
         if is_loaded():
-            tokens = _table(model)
+            tokens = table_window(model)
             if tokens:
                 return Window(tokens, "litellm")
         return Window(None)
@@ -226,7 +226,8 @@ class WindowBook:
             self._asked.clear()
 
 
-def _table(model: str) -> int | None:
+def table_window(model: str) -> int | None:
+    """The window LiteLLM's model table gives (input tokens), None when it has none."""
     try:
         info = load_litellm().get_model_info(model)
     except Exception:
