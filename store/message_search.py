@@ -19,6 +19,7 @@ Design notes and invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import datetime
@@ -53,6 +54,25 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SCOPE = Prepared(
     lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
 )
+
+
+_DELETED = Prepared(
+    lambda sid: SessionRow.select(SessionRow.id).where(
+        SessionRow.id == sid, SessionRow.deleted_at.is_null(False)
+    )
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _by_seqs(n: int) -> Prepared:
+    """The messages with those `n` seqs (compiled once per `n`: a search is on the hot path)."""
+    M = MessageRow
+    return Prepared(
+        lambda *seqs: M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
+            M.seq.in_(list(seqs))
+        ),
+        arity=n,
+    )
 
 
 def index_body(message: Message) -> str:
@@ -125,16 +145,8 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     scored.sort()  # best score first; among equals, the newest message
     best = scored[:limit]
     seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
-    M, S = MessageRow, SessionRow
-    rows = {
-        r[0]: r[1:]
-        for r in store.rows(
-            M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
-                M.seq.in_(seqs)
-            )
-        )
-    }
-    gone = bool(store.rows(S.select(S.id).where(S.id == session_id, S.deleted_at.is_null(False))))
+    rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
+    gone = bool(_DELETED.rows(store, session_id))
     results = []
     for score, _, rowid, text in best:
         row = rows.get(rowid & SEQ_MASK)
