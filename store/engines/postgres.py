@@ -29,6 +29,7 @@ from peewee import InterfaceError, OperationalError
 from playhouse import db_url
 from playhouse.postgres_ext import Psycopg3Database
 
+from ..driver import load_psycopg
 from ..errors import DatabaseFileError, DatabaseUnavailableError
 from ..search import tsquery_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN
@@ -64,6 +65,7 @@ class PostgresEngine(Engine):
         self._password = str(params.get("password") or "")
         params.setdefault("connect_timeout", max(1, int(busy_timeout)))
         params.setdefault("application_name", "chatui")
+        load_psycopg()
         self.db = Psycopg3Database(database, autoconnect=False, **params)
 
     def _scrub(self, text: str) -> str:
