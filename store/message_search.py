@@ -55,6 +55,9 @@ _SCOPE = Prepared(
     lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
 )
 
+# RETURNING, not `lastrowid`: psycopg has none (SQLite 3.35+ and PostgreSQL both return it).
+_NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid).returning(SearchScope.n))
+
 
 _DELETED = Prepared(
     lambda sid: SessionRow.select(SessionRow.id).where(
@@ -87,7 +90,7 @@ def scope_number(store: Store, session_id: str, *, create: bool = False) -> int 
         return int(rows[0][0])
     if not create:
         return None
-    return int(store.run(SearchScope.insert(session_id=session_id)) or 0)
+    return int(_NEW_SCOPE.rows(store, session_id)[0][0])
 
 
 def index_rowid(scope: int, seq: int) -> int:
