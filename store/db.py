@@ -92,9 +92,7 @@ class Store:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement, in this engine's dialect and parameter style, on this
         thread's connection (inside `write()` for writes); the driver's cursor."""
-        conn = self.connection()
-        # psycopg reads "%" as a placeholder only when parameters are given.
-        return conn.execute(sql, params) if params else conn.execute(sql)
+        return self.engine.execute(self.connection(), sql, params)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (this engine's dialect) and return all its rows."""

@@ -67,3 +67,78 @@ async def test_chatui_db_and_the_config_database_open_it(store, store_url, capsy
     paths.config_file().write_text(f"database = {json.dumps(store_url)}\n")
     assert main(["list", "--json"]) == 0
     assert [c["id"] for c in json.loads(capsys.readouterr().out)] == [chat_id]
+
+
+def _foreign_table(store_url: str, engine: str) -> None:
+    """Another program's table where the store's would go."""
+    if engine == "postgres":
+        import psycopg
+
+        with psycopg.connect(store_url.split("&application_name")[0], autocommit=True) as c:
+            c.execute("CREATE TABLE notes (id int primary key, body text)")
+            c.execute("INSERT INTO notes VALUES (1, 'mine')")
+    else:
+        import sqlite3
+
+        with sqlite3.connect(store_url) as c:
+            c.execute("CREATE TABLE notes (id int primary key, body text)")
+            c.execute("INSERT INTO notes VALUES (1, 'mine')")
+        c.close()
+
+
+def _notes(store_url: str, engine: str) -> list[tuple]:
+    if engine == "postgres":
+        import psycopg
+
+        with psycopg.connect(store_url.split("&application_name")[0]) as c:
+            tables = c.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            ).fetchall()
+            return [tuple(r) for r in c.execute("SELECT * FROM notes")] + tables
+    import sqlite3
+
+    c = sqlite3.connect(store_url)
+    try:
+        tables = c.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        return c.execute("SELECT * FROM notes").fetchall() + tables
+    finally:
+        c.close()
+
+
+def test_a_foreign_database_is_refused_and_left_unchanged(store_url, engine):
+    import pytest
+
+    from store import DatabaseFileError
+
+    _foreign_table(store_url, engine)
+    before = _notes(store_url, engine)
+    with pytest.raises(DatabaseFileError, match="not a chatui database"):
+        Store(store_url)
+    assert _notes(store_url, engine) == before == [(1, "mine"), ("notes",)]
+
+
+def test_a_newer_database_is_refused(store, store_url):
+    import pytest
+
+    from store import SchemaVersionError
+    from tests.engine_helpers import sql
+
+    sql(
+        store,
+        "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+        ("m999_from_the_future", "2030-01-01"),
+    )
+    store.close()
+    with pytest.raises(SchemaVersionError, match="newer version.*m999_from_the_future"):
+        Store(store_url)
+
+
+def test_every_migration_is_recorded_in_order_and_reopening_changes_nothing(store, store_url):
+    from tests.engine_helpers import sql
+
+    names = [r[0] for r in sql(store, "SELECT name FROM schema_migrations ORDER BY rowid")]
+    assert names == [name for name, _ in MIGRATIONS]
+    store.close()
+    with Store(store_url) as again:
+        assert [r[0] for r in sql(again, "SELECT name FROM schema_migrations")] == names
+        assert again.integrity_check() == []

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from peewee import DatabaseError as PeeweeDatabaseError
-from peewee import InterfaceError, OperationalError
+from peewee import InterfaceError, OperationalError, __exception_wrapper__
 from playhouse import db_url
 from playhouse.postgres_ext import Psycopg3Database
 
@@ -93,6 +93,12 @@ class PostgresEngine(Engine):
             raise DatabaseFileError(
                 f"{self.path}: not a chatui database (it holds {shown}); left unchanged"
             )
+
+    def execute(self, conn: Any, sql: str, params: Any) -> Any:
+        # psycopg's errors become peewee's, as the builder's own queries raise
+        # them: callers catch one family (SQLite keeps sqlite3's, as before).
+        with __exception_wrapper__:
+            return super().execute(conn, sql, params)
 
     def prepare_migrations(self) -> None:
         self.db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
