@@ -60,6 +60,20 @@ BOTH_ENGINES = {
 }
 
 
+_SKIPPED_ON_POSTGRES: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line at the end saying the PostgreSQL half did not run, and why."""
+    if _SKIPPED_ON_POSTGRES:
+        terminalreporter.write_line(
+            f"PostgreSQL half SKIPPED ({len(_SKIPPED_ON_POSTGRES)} tests): {_postgres_problem()}; "
+            "set CHATUI_TEST_POSTGRES_URL to a server (CHATUI_REQUIRE_POSTGRES=1 makes this fail)",
+            yellow=True,
+            bold=True,
+        )
+
+
 def pytest_generate_tests(metafunc):
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
     if "engine" in metafunc.fixturenames and module in BOTH_ENGINES:
@@ -87,6 +101,7 @@ def postgres_schema() -> Iterator[str]:
     if problem:
         if REQUIRE_POSTGRES:
             pytest.fail(f"{problem}; CHATUI_REQUIRE_POSTGRES=1 needs it")
+        _SKIPPED_ON_POSTGRES.append(problem)
         pytest.skip(f"{problem}; set CHATUI_TEST_POSTGRES_URL to run the PostgreSQL half")
     schema = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
