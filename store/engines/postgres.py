@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import peewee
 from peewee import DatabaseError as PeeweeDatabaseError
-from peewee import InterfaceError, OperationalError, __exception_wrapper__
+from peewee import InterfaceError, OperationalError
 from playhouse import db_url
 from playhouse.postgres_ext import Psycopg3Database
 
@@ -44,6 +45,8 @@ __all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
 
 # `english` stemming without stop words (see the baseline in `migrations`).
 TEXT_SEARCH_CONFIG = "chatui_english"
+# peewee's DB-API → peewee exception mapper (dunder-named, so mypy cannot see it).
+_PEEWEE_ERRORS = vars(peewee)["__exception_wrapper__"]
 SEQ_MASK = (1 << 32) - 1
 _HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
 # Any number, so that two chatui processes opening one new database migrate one at a time.
@@ -97,7 +100,7 @@ class PostgresEngine(Engine):
     def execute(self, conn: Any, sql: str, params: Any) -> Any:
         # psycopg's errors become peewee's, as the builder's own queries raise
         # them: callers catch one family (SQLite keeps sqlite3's, as before).
-        with __exception_wrapper__:
+        with _PEEWEE_ERRORS:
             return super().execute(conn, sql, params)
 
     def prepare_migrations(self) -> None:
