@@ -30,7 +30,7 @@ class Engine(ABC):
 
     @abstractmethod
     def connect(self) -> None:
-        """Open this thread's connection and refuse a database chatui did not make.
+        """Open this thread's connection; the first time, refuse a database chatui did not make.
 
         Raises:
             DatabaseFileError: not a chatui database, or not a database at all.

@@ -66,6 +66,7 @@ class PostgresEngine(Engine):
         if not database:
             raise DatabaseFileError(f"{self.path}: the URL names no database (…/dbname)")
         self._password = str(params.get("password") or "")
+        self._checked = False
         params.setdefault("connect_timeout", max(1, int(busy_timeout)))
         params.setdefault("application_name", "chatui")
         load_psycopg()
@@ -84,6 +85,8 @@ class PostgresEngine(Engine):
             raise DatabaseUnavailableError(
                 f"{self.path}: cannot connect to the PostgreSQL server: {self._scrub(str(exc))}"
             ) from None  # the driver's exception may hold the connection string
+        if self._checked:  # once: other threads' connections open the same schema
+            return
         tables = {
             r[0]
             for r in self.db.execute_sql(
@@ -96,6 +99,7 @@ class PostgresEngine(Engine):
             raise DatabaseFileError(
                 f"{self.path}: not a chatui database (it holds {shown}); left unchanged"
             )
+        self._checked = True
 
     def execute(self, conn: Any, sql: str, params: Any) -> Any:
         # psycopg's errors become peewee's, as the builder's own queries raise

@@ -54,6 +54,7 @@ class SqliteEngine(Engine):
             # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
             path = str(db_url.parse(path).get("database") or ":memory:")
         self.path = path
+        self._checked = False
         self.db = SqliteDatabase(
             self.path,
             pragmas={
@@ -70,8 +71,9 @@ class SqliteEngine(Engine):
         )
 
     def connect(self) -> None:
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not self._checked:  # once: other threads reconnect
             _check_file(Path(self.path))
+            self._checked = True
         try:
             self.db.connect(reuse_if_open=True)
         except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:
