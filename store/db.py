@@ -16,26 +16,17 @@ Design notes:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from .engines import Engine, open_engine
 from .migrations import migrate
+from .search import scope_token
 
 __all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "scope_token"]
 
 DEFAULT_MAX_ROW_BYTES = 1_048_576
-
-
-def scope_token(value: str) -> str:
-    """A single FTS token standing for a session or namespace id.
-
-    Hex digits and letters only, so the unicode61 tokenizer keeps it whole and
-    ids that tokenize alike ("chat-1", "chat_1") still get distinct tokens.
-    """
-    return "s" + hashlib.blake2b(value.encode(), digest_size=10).hexdigest()
 
 
 class Store:
@@ -146,4 +137,4 @@ class Store:
     def integrity_check(self) -> list[str]:
         """Problems found in the database and its search indexes ([] when healthy)."""
         self.connection()
-        return self.engine.integrity_problems(self)
+        return self.engine.integrity_problems()
