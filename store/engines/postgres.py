@@ -59,6 +59,7 @@ class PostgresEngine(Engine):
 
     def __init__(self, url: str, *, busy_timeout: float) -> None:
         self.url = url
+        """The URL as given, password included: for connecting, never for showing (`path` is)."""
         self.path = redact_url(url)
         params = db_url.parse(url, unquote_password=True, unquote_user=True)
         database = params.pop("database", "") or ""
