@@ -76,8 +76,8 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_generate_tests(metafunc):
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if "engine" in metafunc.fixturenames and module in BOTH_ENGINES:
-        metafunc.parametrize("engine", ["sqlite", "postgres"], indirect=True)
+    if "db_engine" in metafunc.fixturenames and module in BOTH_ENGINES:
+        metafunc.parametrize("db_engine", ["sqlite", "postgres"], indirect=True)
 
 
 @functools.cache
@@ -122,15 +122,15 @@ def postgres_schema() -> Iterator[str]:
 
 
 @pytest.fixture
-def engine(request) -> str:
+def db_engine(request) -> str:
     """"sqlite" or "postgres" (both in the modules of BOTH_ENGINES, else sqlite)."""
     return getattr(request, "param", "sqlite")
 
 
 @pytest.fixture
-def store_url(engine, tmp_path) -> Iterator[str]:
+def store_url(db_engine, tmp_path) -> Iterator[str]:
     """Where the test's database is: a file, or a PostgreSQL URL with its own schema."""
-    if engine == "postgres":
+    if db_engine == "postgres":
         with postgres_schema() as url:
             yield url
     else:
