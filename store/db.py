@@ -17,10 +17,14 @@ Design notes:
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from peewee import DatabaseError as PeeweeDatabaseError
+
 from .engines import Engine, open_engine
+from .errors import DatabaseFileError
 from .migrations import migrate
 from .search import scope_token
 
@@ -63,6 +67,11 @@ class Store:
         try:
             self.engine.connect()
             migrate(self.db, self.path, before=self.engine.prepare_migrations)
+        except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:  # peewee wraps some
+            self.db.close()
+            raise DatabaseFileError(
+                f"{self.path}: cannot open as a {self.engine.label} database: {exc}"
+            ) from exc
         except BaseException:
             self.db.close()
             raise

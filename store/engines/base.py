@@ -18,12 +18,14 @@ class Engine(ABC):
 
     Attributes:
         name: "sqlite" or "postgres" (what `chatui db info` prints).
+        label: "SQLite" or "PostgreSQL" (for messages).
         db: the peewee database (connections per thread, `autoconnect=False`).
         path: what `Store.path` shows: the file, ":memory:", or the URL with
             its password redacted.
     """
 
     name: ClassVar[str]
+    label: ClassVar[str]
     db: Database
     path: str
 

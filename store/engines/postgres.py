@@ -56,6 +56,7 @@ class PostgresEngine(Engine):
     """A PostgreSQL database (tables in the connection's current schema)."""
 
     name = "postgres"
+    label = "PostgreSQL"
 
     def __init__(self, url: str, *, busy_timeout: float) -> None:
         self.url = url

@@ -45,6 +45,7 @@ class SqliteEngine(Engine):
     """A SQLite file, ":memory:" (per thread), or a `sqlite:///…` URL."""
 
     name = "sqlite"
+    label = "SQLite"
 
     def __init__(self, location: str | os.PathLike[str], *, busy_timeout: float) -> None:
         path = os.fspath(location)
