@@ -123,7 +123,7 @@ def postgres_schema() -> Iterator[str]:
 
 @pytest.fixture
 def db_engine(request) -> str:
-    """"sqlite" or "postgres" (both in the modules of BOTH_ENGINES, else sqlite)."""
+    """The engine under test: sqlite, or postgres too in the modules of BOTH_ENGINES."""
     return getattr(request, "param", "sqlite")
 
 
