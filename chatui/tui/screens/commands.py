@@ -322,6 +322,7 @@ class ChatCommands(Screen[None]):
                     Path(answer.strip()),
                     fmt,
                     chat.active_leaf,
+                    self.workspace.jobs.live_messages(chat.session_id),
                 )
             except OSError as exc:
                 self.notify(
