@@ -57,6 +57,35 @@ def bare_first_token(server: LLMServer) -> float:
     raise RuntimeError("no token")
 
 
+class ScreenWatch:
+    """When a frame holding `mark` was handed to the terminal driver.
+
+    Headless, Textual still composes every frame and passes it to `App._display`
+    (which then skips the write); the frame is rendered to terminal text here, as
+    a terminal driver would, and searched. "On screen" means drawn, not merely
+    received by a widget.
+    """
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+        self.mark: str | None = None
+        self.seen: float | None = None
+        original = app._display
+
+        def display(screen, renderable):  # type: ignore[no-untyped-def]
+            original(screen, renderable)
+            if self.mark is None or renderable is None or self.seen is not None:
+                return
+            render = getattr(renderable, "render_segments", None)
+            if render is not None and self.mark in render(app.console):
+                self.seen = time.perf_counter()
+
+        app._display = display  # type: ignore[method-assign]
+
+    def expect(self, mark: str) -> None:
+        self.mark, self.seen = mark, None
+
+
 async def app_first_tokens(server: LLMServer, runs: int) -> list[float]:
     from textual import events
 
@@ -67,6 +96,7 @@ async def app_first_tokens(server: LLMServer, runs: int) -> list[float]:
         config = Config(model="openai/test-model", api_base=server.base_url, max_retries=0)
         app = ChatApp(store, config, ui_state=UiState())
         samples = []
+        watch = ScreenWatch(app)
         async with app.run_test(size=(140, 40)) as pilot:
             while not app.llm_ready:
                 await pilot.pause(0.05)
@@ -75,16 +105,15 @@ async def app_first_tokens(server: LLMServer, runs: int) -> list[float]:
                 main = app.main
                 main.chat_input.focus()
                 main.chat_input.insert("hi")
+                await pilot.pause(0.05)
+                watch.expect("tok0")
                 started = time.perf_counter()
                 # The key goes to the input as a keystroke would (Pilot.press would wait
                 # for the app to go idle, which it does not while a reply streams).
                 main.chat_input.post_message(events.Key("enter", None))
-                while True:
-                    views = main.chat_view.views
-                    if views and views[-1].message.role == "assistant" and "tok0" in views[-1].text:
-                        break
+                while watch.seen is None:
                     await asyncio.sleep(0.0005)
-                samples.append(time.perf_counter() - started)
+                samples.append(watch.seen - started)
                 while main.generating:
                     await pilot.pause(0.01)
                 await main.open_chat(None)
