@@ -207,7 +207,12 @@ def _launch_until(command: str, marks: tuple[str, ...], env: dict[str, str]) -> 
 
 def ready_figure(runs: int = 5) -> None:
     with tempfile.TemporaryDirectory() as home:
-        env = {"CHATUI_HOME": home, "PATH": os.environ["PATH"], "TERM": "xterm-256color"}
+        env = {
+            "CHATUI_HOME": home,
+            "PATH": os.environ["PATH"],
+            "TERM": "xterm-256color",
+            "PYTHONPATH": str(ROOT),
+        }
         script = Path(home) / "bare.py"
         script.write_text(BARE_APP)
         bare, full = [], []
