@@ -24,6 +24,7 @@ from store import (
     SessionInfo,
     SessionManager,
     is_url,
+    reply_state,
 )
 
 from .cli_base import (
@@ -44,7 +45,7 @@ from .cli_base import (
 from .cli_transfer import add_transfer_commands
 from .db_commands import add_db_commands
 from .porting.exports import json_text
-from .porting.markdown import render_markdown
+from .porting.markdown import render_markdown, state_note
 from .porting.text import one_line
 from .porting.tree import outline_lines, path_view
 
@@ -145,7 +146,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                     "session": _session_json(info),
                     "leaf": view.leaf,
                     "total": view.total,
-                    "messages": [_message_json(m) for m in view.path],
+                    "messages": [{**_message_json(m), "state": reply_state(m)} for m in view.path],
                     "forks": [
                         {
                             "position": f.position,
@@ -161,9 +162,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     elif args.tree:
         _out(f"{one_line(info.name)}  ({info.id}; * marks the branch `show` prints)")
         for prefix, shown, m in outline_lines(view):
+            note = state_note(m)
             _out(
-                f"{prefix}{'*' if shown else ' '} {one_line(m.id, 24)} {m.role}: "
-                f"{one_line(m.text or _kinds(m), 70)}"
+                f"{prefix}{'*' if shown else ' '} {one_line(m.id, 24)} {m.role}"
+                f"{f' [{note[0]}]' if note else ''}: {one_line(m.text or _kinds(m), 70)}"
             )
     else:
         _out(render_markdown(view, show_ids=True, through=through))

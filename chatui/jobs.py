@@ -165,6 +165,15 @@ class ReplyJobs:
         job.task.cancel()
         return True
 
+    async def stop(self, session_id: str, timeout: float = 5.0) -> bool:
+        """Cancel the chat's reply and wait until what arrived is stored (marked
+        cancelled): done before the chat is deleted, so nothing writes to it after.
+        False when it was not replying."""
+        if not self.cancel(session_id):
+            return False
+        await self.wait(session_id, timeout=timeout)
+        return True
+
     async def wait(self, session_id: str | None = None, timeout: float | None = None) -> None:
         """Until the chat's job (every job when None) has ended."""
         tasks = [

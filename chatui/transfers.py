@@ -8,6 +8,7 @@ conversations of a file with a damaged one (`chatui.porting.importing`).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 
@@ -38,9 +39,16 @@ def default_export_path(name: str, fmt: str, when: datetime | None = None) -> Pa
 
 
 def export_chat(
-    manager: SessionManager, session_id: str, target: Path, fmt: str, active_leaf: str | None = None
+    manager: SessionManager,
+    session_id: str,
+    target: Path,
+    fmt: str,
+    active_leaf: str | None = None,
+    live: Collection[str] = (),
 ) -> Path:
     """Write one chat: `md` (the branch through `active_leaf`) or `json` (the whole tree).
+
+    `live`: ids of replies being written now, which the Markdown calls "writing…".
 
     Raises:
         OSError: the file cannot be written (nothing partial is left behind).
@@ -49,7 +57,7 @@ def export_chat(
     if info is None:
         raise ValueError(f"no chat {session_id!r}")
     if fmt == "md":
-        text = markdown_page(manager.store, info, active_leaf)
+        text = markdown_page(manager.store, info, active_leaf, live)
     else:
         text = json_text(export_session(manager.store, session_id)) + "\n"
     target = target.expanduser()

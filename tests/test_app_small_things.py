@@ -109,6 +109,23 @@ async def test_the_footer_refits_when_the_terminal_grows(store, chats):
         assert "Keys" not in [k.description for k in _footer_keys(app)[0]]
 
 
+async def test_the_footer_is_rebuilt_only_when_its_keys_change(store, chats):
+    """Focus, the screen stack and the terminal's focus each ask the footer to recompose
+    at start-up; asking again with the same keys keeps the keys drawn (no new frame)."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        before = _footer_keys(app)[0]
+        app.main.refresh_bindings()  # nothing changed
+        await pilot.pause()
+        await pilot.pause()
+        assert _footer_keys(app)[0] == before  # the same widgets, not rebuilt
+        await pilot.press("ctrl+t")  # the tree's keys come first now
+        await until(pilot, lambda: _footer_keys(app)[0][0].description == "Show branch")
+        assert not set(_footer_keys(app)[0]) & set(before)
+
+
 async def test_default_assistant_uses_the_configs_model_not_the_open_chats(store, chats):
     from chatui.config import AgentConfig, Config
     from chatui.tui.screens.agent_picker import AgentPicker

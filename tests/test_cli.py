@@ -312,3 +312,39 @@ def test_no_command_launches_the_app(capsys, monkeypatch, tmp_path):
     calls.clear()
     assert run(capsys)[0] == 0
     assert calls == [{"db_path": None, "model": None, "theme": None}]
+
+
+async def test_show_names_every_reply_state(capsys):
+    """`chatui show` uses the app's words for each reply state (issue 10)."""
+    from tests.test_export_markdown import replies_in_every_state
+
+    paths.ensure_private_dir(paths.default_db().parent)
+    with Store(paths.default_db()) as store:
+        await replies_in_every_state(SessionManager(store))
+    code, out, _ = run(capsys, "show", "states0001")
+    assert code == 0
+    for word, mid in [
+        ("cancelled", "stopped"),
+        ("cancelled", "stopped-empty"),
+        ("error", "failed"),
+        ("interrupted", "cut"),
+    ]:
+        assert any(
+            f"Assistant · {word} · " in line and f"`{mid}`" in line for line in out.splitlines()
+        )
+    assert "Half an ans" in out and "> *error — rate limited (429)*" in out
+    code, out, _ = run(capsys, "show", "states0001", "--json")
+    states = {m["id"]: m["state"] for m in json.loads(out)["messages"]}
+    assert states == {
+        "u1": None, "done": "complete", "u2": None, "stopped": "cancelled", "u3": None,
+        "stopped-empty": "cancelled", "u4": None, "failed": "error", "u5": None,
+        "cut": "interrupted",
+    }  # fmt: skip
+    code, out, _ = run(capsys, "show", "states0001", "--tree")
+    lines = {line.split()[1]: line for line in out.splitlines()[1:]}
+    assert "assistant [cancelled]: Half an ans" in lines["stopped"]
+    assert "assistant [error]:" in lines["failed"]
+    assert "assistant [interrupted]: Cut off mid" in lines["cut"]
+    assert "assistant: Finished answer." in lines["done"]
+    code, out, _ = run(capsys, "export", "states0001", "--format", "md")
+    assert "· cancelled ·" in out and "· interrupted ·" in out and "· error ·" in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from chatui.porting.markdown import render_markdown
 from chatui.porting.tree import path_view
 
@@ -112,3 +114,71 @@ def test_code_and_tool_calls_are_whole_fenced_blocks():
     tricky = fenced("a ``` inside\n````", "")
     assert tricky.startswith("`````\n") and tricky.endswith("\n`````")
     assert fenced({"q": 1}) == '```json\n{\n  "q": 1\n}\n```'
+
+
+def reply(mid, body, **metadata):
+    return {
+        "id": mid,
+        "role": "assistant",
+        "parts": [{"type": "text", "text": body}] if body else [],
+        "metadata": {"model": "gpt-4o", **metadata},
+    }
+
+
+async def replies_in_every_state(manager, session_id: str = "states0001"):
+    """One chat whose path holds a reply in each state, as the engine stores them."""
+    info = manager.create("Every state", model="gpt-4o", id=session_id)
+    messages = [
+        text("u1", "user", "One"),
+        reply("done", "Finished answer.", status="complete"),
+        text("u2", "user", "Two"),
+        reply("stopped", "Half an ans", status="cancelled", incomplete=True),
+        text("u3", "user", "Three"),
+        reply("stopped-empty", "", status="cancelled", incomplete=True),
+        text("u4", "user", "Four"),
+        reply("failed", "", status="error", incomplete=True, error="rate limited (429)"),
+        text("u5", "user", "Five"),
+        reply("cut", "Cut off mid", status="streaming", incomplete=True),
+    ]
+    for message in messages:
+        await manager.append(info.id, message)
+    return manager.get(info.id)
+
+
+async def test_every_reply_state_is_named_in_the_export(manager):
+    """The export uses the chat pane's words and shows cancelled replies, never as finished."""
+    info = await replies_in_every_state(manager)
+    md = render_markdown(path_view(manager.store, info), show_ids=True)
+    heads = {line.rsplit("`", 2)[-2]: line for line in md.splitlines() if line.startswith("## ")}
+    assert re.match(r"## 2 · Assistant · \d{4}-", heads["done"])  # complete: no word
+    assert heads["stopped"].startswith("## 4 · Assistant · cancelled · ")
+    assert heads["stopped-empty"].startswith("## 6 · Assistant · cancelled · ")
+    assert heads["failed"].startswith("## 8 · Assistant · error · ")
+    assert heads["cut"].startswith("## 10 · Assistant · interrupted · ")
+    assert "Half an ans" in md  # what arrived is kept and shown
+    assert "> *cancelled — partial reply*" in md
+    assert "> *cancelled before any text*" in md
+    assert "> *error — rate limited (429)*" in md
+    assert "> *incomplete — the reply was interrupted*" in md
+    assert md.count("> *") == 4  # the complete reply has no note
+
+
+async def test_a_reply_being_written_is_writing_not_interrupted(manager):
+    """Only the process writing it knows: the app passes its live ids."""
+    info = await replies_in_every_state(manager)
+    view = path_view(manager.store, info)
+    md = render_markdown(view, live={"cut"})
+    assert "## 10 · Assistant · writing · " in md and "> *writing…*" in md
+    assert "interrupted" not in md
+    # a live id names only the reply being written: a finished one stays as it is
+    assert "## 4 · Assistant · cancelled" in render_markdown(view, live={"stopped"})
+
+
+async def test_export_from_the_app_passes_live_ids(manager, tmp_path):
+    from chatui.transfers import export_chat
+
+    info = await replies_in_every_state(manager)
+    target = export_chat(manager, info.id, tmp_path / "a.md", "md", None, {"cut": "Cut off mid"})
+    assert "Assistant · writing · " in target.read_text()
+    plain = export_chat(manager, info.id, tmp_path / "b.md", "md").read_text()
+    assert "Assistant · interrupted" in plain

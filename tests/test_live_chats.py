@@ -278,3 +278,32 @@ async def test_two_redraws_at_once_do_not_mount_two_earlier_markers():
         await pilot.pause()
         assert len(view.query("#earlier")) == 1
         assert app._exception is None
+
+
+async def test_a_burst_of_deltas_is_one_message_to_the_screen(store, config, llm_server):
+    """Deltas of one reply waiting for the screen are coalesced: the one message left
+    draws everything streamed so far, so a fast stream does not queue a message per
+    word ahead of the frames that show it. Nothing is lost."""
+    from chatui.events import ReplyDelta
+
+    llm_server.text(WORDS, delay=0.05)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Count")
+        await wait_for(pilot, lambda: app.main._streams)
+        main = app.main
+        posted: list[object] = []
+        original = main.post_message
+        main.post_message = lambda message: posted.append(message) or original(message)
+        reply_id = next(iter(main._streams))
+        for word in ("a", "b", "c"):  # as a burst arrives: no turn of the loop between
+            main._heard(ReplyDelta(main.session_id, reply_id, word))
+        assert len([m for m in posted if isinstance(m, main.WorkspaceChanged)]) <= 1
+        await pilot.pause()
+        main._heard(ReplyDelta(main.session_id, reply_id, "d"))  # handled: posts again
+        assert len([m for m in posted if isinstance(m, main.WorkspaceChanged)]) >= 1
+        main.post_message = original
+        await wait_for(pilot, lambda: not main.generating)
+        await pilot.pause()
+        assert main.chat_view.views[-1].text == WORDS

@@ -405,6 +405,36 @@ async def test_message_view_streams_and_sanitises():
         assert not view.view_for("r1").has_class("-writing")
 
 
+async def test_the_first_streamed_text_is_drawn_at_once_the_rest_coalesced():
+    """The first fragment after a quiet spell goes straight to the Markdown stream (the
+    first token must not wait out the coalescing timer); fragments right after it wait
+    for the next slot and go together."""
+    reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
+    view = ChatView()
+    app = Harness(view)
+    async with app.run_test() as pilot:
+        streaming = await view.start_reply(reply)
+        written: list[str] = []
+        await streaming.append("First")
+        original = streaming._stream.write
+
+        async def write(text: str) -> None:
+            written.append(text)
+            await original(text)
+
+        streaming._stream.write = write
+        assert streaming._flush_timer is None and not streaming._pending  # drawn at once
+        await streaming.append(" second")
+        await streaming.append(" third")
+        assert streaming._flush_timer is not None and written == []  # waiting for a slot
+        await pilot.pause(0.2)
+        assert written == [" second third"]
+        await pilot.pause(0.1)  # a quiet spell: the next fragment is drawn at once again
+        await streaming.append(" fourth")
+        assert written == [" second third", " fourth"]
+        assert streaming.text == "First second third fourth"
+
+
 async def test_message_view_keys_post_actions():
     view = MessageView(msg("q", "user", "hi"))
     app = Harness(view)

@@ -34,8 +34,32 @@ class FittingFooter(Footer):
         self.more_key = more_key
         self.more_label = more_label
         self._composed_width = 0
+        self._composed: tuple[object, ...] | None = None
+
+    def _signature(self) -> tuple[object, ...]:
+        """What the keys drawn depend on: the shown bindings, their state, the width."""
+        if not self._bindings_ready:
+            return (False,)
+        app = self.app
+        return (
+            self._available_width(),
+            self.show_command_palette and app.ENABLE_COMMAND_PALETTE,
+            tuple(
+                (b.key, app.get_key_display(b), b.description, b.action, enabled, tooltip)
+                for _, b, enabled, tooltip in self.screen.active_bindings.values()
+                if b.show
+            ),
+        )
+
+    async def recompose(self) -> None:
+        """Recompose only when the keys would change: focus, the screen stack and the
+        terminal's focus each ask at start-up, and rebuilding ~20 keys costs a frame."""
+        if self.is_attached and self._signature() == self._composed:
+            return
+        await super().recompose()
 
     def compose(self) -> ComposeResult:
+        self._composed = self._signature()
         keys = [w for w in super().compose() if isinstance(w, FooterKey)]
         palette = [k for k in keys if k.has_class("-command-palette")]
         shown = [k for k in keys if not k.has_class("-command-palette")]

@@ -8,6 +8,7 @@ All text shown here went through `sanitize.clean` first.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +140,8 @@ class MessageView(Vertical, can_focus=True):
         self._streamed = ""
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
+        self._flushed_at = 0.0
+        """When streamed text was last handed to the Markdown stream (monotonic)."""
         self._update_classes()
 
     @property
@@ -315,8 +318,14 @@ class MessageView(Vertical, can_focus=True):
         self._pending.append(fragment)
         if self._flush_timer is None:
             # Coalesce: a fast model sends hundreds of fragments a second; the screen
-            # needs a few dozen updates, and each one re-lays the growing block.
-            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush)
+            # needs a few dozen updates, and each one re-lays the growing block. The
+            # first fragment after a quiet spell is drawn at once (the first token must
+            # not wait out a timer); the rest wait for the next slot.
+            wait = self._flushed_at + FLUSH_SECONDS - time.monotonic()
+            if wait <= 0:
+                await self._flush()
+            else:
+                self._flush_timer = self.set_timer(wait, self._flush)
 
     async def _flush(self) -> None:
         self._flush_timer = None
@@ -324,6 +333,7 @@ class MessageView(Vertical, can_focus=True):
             return
         text = "".join(self._pending)
         self._pending.clear()
+        self._flushed_at = time.monotonic()
         await self._stream.write(text)
 
     # -- actions ----------------------------------------------------------------

@@ -12,7 +12,6 @@ import logging
 import os
 import re
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Literal, TypeAlias
 
 from .env import key_env_name, provider_of
@@ -149,6 +148,8 @@ def retry_after_of(exc: BaseException) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
+            from email.utils import parsedate_to_datetime  # rare: off the start-up path
+
             when = parsedate_to_datetime(value)
             return max(0.0, (when - datetime.now(UTC)).total_seconds())
     except (TypeError, ValueError):

@@ -22,8 +22,6 @@ import json
 import logging
 import re
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -87,6 +85,8 @@ def _root(api_base: str) -> str:
 
 
 def _get(url: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
+    import urllib.request  # with http.client and email: not on the start-up path
+
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(
         url, data=data, headers={"Content-Type": "application/json"} if data else {}
@@ -154,7 +154,7 @@ def ask_server(api_base: str, model: str, timeout: float = ASK_TIMEOUT) -> int |
     for ask in asks:
         try:
             found = ask()
-        except (OSError, ValueError, urllib.error.URLError) as exc:
+        except (OSError, ValueError) as exc:  # URLError is an OSError
             log.debug("window of %s at %s: %s", model, api_base, exc)
             continue
         if found is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 from store import SessionInfo, Store
@@ -20,9 +21,12 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:50] or "chat"
 
 
-def markdown_page(store: Store, info: SessionInfo, through: str | None = None) -> str:
-    """The branch through `through` (the active one by default) as Markdown."""
-    return render_markdown(path_view(store, info, through), through=through)
+def markdown_page(
+    store: Store, info: SessionInfo, through: str | None = None, live: Collection[str] = ()
+) -> str:
+    """The branch through `through` (the active one by default) as Markdown; `live`:
+    ids of replies being written now (the app knows them; another process cannot)."""
+    return render_markdown(path_view(store, info, through), through=through, live=live)
 
 
 def json_text(value: Any) -> str:

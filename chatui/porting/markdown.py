@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
-from store import Message
+from store import Message, reply_state, reply_state_label
 
 from .text import neutralise, one_line
 from .tree import PathView
 
-__all__ = ["fenced", "render_markdown", "when"]
+__all__ = ["fenced", "render_markdown", "state_note", "when"]
 
 ROLE_NAMES = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 
@@ -52,6 +53,20 @@ def fenced(value: Any, language: str = "") -> str:
     return f"{fence}{language}\n{body.rstrip(chr(10))}\n{fence}"
 
 
+def state_note(message: Message, live: Collection[str] = ()) -> tuple[str, str] | None:
+    """(state word, its words in full) of a reply that is not simply complete, in the
+    vocabulary of the chat pane and the tree (`store.reply_state`); None otherwise.
+
+    `live`: ids of replies being written now by this process. A reader of the
+    file must see a cancelled, failed or cut-off reply for what it is, not as
+    an answer the model finished.
+    """
+    state = reply_state(message, live=message.id in live)
+    if state is None or state == "complete":
+        return None
+    return state, reply_state_label(message, state)
+
+
 def _body(message: Message) -> str:
     chunks = []
     for part in message.parts:
@@ -81,8 +96,15 @@ def _body(message: Message) -> str:
     return "\n\n".join(chunks) if chunks else "*(empty)*"
 
 
-def render_markdown(view: PathView, *, show_ids: bool = False, through: str | None = None) -> str:
-    """The path of `view` as Markdown; `show_ids` adds message ids (for `chatui show`)."""
+def render_markdown(
+    view: PathView,
+    *,
+    show_ids: bool = False,
+    through: str | None = None,
+    live: Collection[str] = (),
+) -> str:
+    """The path of `view` as Markdown; `show_ids` adds message ids (for `chatui show`);
+    `live`: ids of replies this process is writing now (shown "writing…")."""
     info = view.info
     lines = [
         f"# {one_line(info.name) or 'Untitled'}",
@@ -129,10 +151,15 @@ def render_markdown(view: PathView, *, show_ids: bool = False, through: str | No
         head = f"## {i} · {ROLE_NAMES.get(message.role, message.role)}"
         if fork:
             head += f" ‹{fork.index}/{len(fork.siblings)}›"
+        note = state_note(message, live)
+        if note:
+            head += f" · {note[0]}"
         head += f" · {when(message.created_at)}"
         if show_ids:
             head += f" · `{message.id}`"
         lines += [head, ""]
+        if note:
+            lines += [f"> *{note[1]}*", ""]
         if fork and show_ids:
             lines += ["*Other branches here: " + ", ".join(f"`{o}`" for o in fork.others) + "*", ""]
         lines += [_body(message), ""]

@@ -224,13 +224,14 @@ def run(
     except ConfigError as exc:
         print(f"chatui: {exc}", file=sys.stderr)
         return 2
-    known = set(BUILTIN_THEMES) | {t.name for t in load_themes()}
-    if theme is not None and theme not in known:
-        print(
-            f"chatui: unknown theme {theme!r} (available: {', '.join(sorted(known))})",
-            file=sys.stderr,
-        )
-        return 2
+    if theme is not None:  # checked only when asked for (the app reads the themes itself)
+        known = set(BUILTIN_THEMES) | {t.name for t in load_themes()}
+        if theme not in known:
+            print(
+                f"chatui: unknown theme {theme!r} (available: {', '.join(sorted(known))})",
+                file=sys.stderr,
+            )
+            return 2
     if db_path is not None and is_url(db_path):  # a URL is never a file path
         try:
             store = Store(db_path)

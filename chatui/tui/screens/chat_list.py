@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Input, Label
 from store import SessionInfo, SessionManager
 from widgets import clean, one_line
 
+from ...jobs import ReplyJobs
 from .dialogs import TextPrompt
 
 __all__ = ["ChatListScreen", "relative_time"]
@@ -58,12 +59,14 @@ class ChatListScreen(ModalScreen[str | None]):
         manager: SessionManager,
         current: str | None = None,
         *,
-        live: set[str] | frozenset[str] = frozenset(),
+        jobs: ReplyJobs | None = None,
     ) -> None:
         super().__init__()
         self.manager = manager
         self.current = current
-        self.live = set(live)
+        self.jobs = jobs
+        """The reply jobs: a chat that is replying is stopped before it is deleted."""
+        self.live = set(jobs.live_chats) if jobs is not None else set()
         """Chats writing a reply now (their status reads "writing…")."""
         self.show_deleted = False
         self.undo_stack: list[str] = []
@@ -215,10 +218,13 @@ class ChatListScreen(ModalScreen[str | None]):
 
         self.app.push_screen(TextPrompt("Rename chat", info.name), done)
 
-    def action_delete(self) -> None:
+    async def action_delete(self) -> None:
         info = self.selected()
         if info is None or info.deleted_at is not None:
             return
+        if self.jobs is not None and await self.jobs.stop(info.id):
+            # what arrived is stored, marked cancelled, before the chat goes
+            self.live.discard(info.id)
         self.manager.delete(info.id)
         self.undo_stack.append(info.id)
         self.notify(

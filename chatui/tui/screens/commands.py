@@ -111,7 +111,7 @@ class ChatCommands(Screen[None]):
                 await self.redraw()
 
         self.app.push_screen(
-            ChatListScreen(manager, self.session_id, live=self.workspace.jobs.live_chats),
+            ChatListScreen(manager, self.session_id, jobs=self.workspace.jobs),
             chosen,
         )
 
@@ -295,9 +295,7 @@ class ChatCommands(Screen[None]):
         main = self
         if main.chat is None:
             return
-        jobs = self.workspace.jobs
-        if jobs.cancel(main.chat.session_id):  # its partial reply is stored before it goes
-            await jobs.wait(main.chat.session_id, timeout=5)
+        await self.workspace.jobs.stop(main.chat.session_id)  # its partial reply is kept
         info = self.workspace.manager.delete(main.chat.session_id)
         self.notify(f"Deleted {info.name!r} — restore it from the chat list (ctrl+s, t).")
         recent = self.workspace.manager.list(limit=1)
@@ -322,6 +320,7 @@ class ChatCommands(Screen[None]):
                     Path(answer.strip()),
                     fmt,
                     chat.active_leaf,
+                    self.workspace.jobs.live_messages(chat.session_id),
                 )
             except OSError as exc:
                 self.notify(

@@ -170,6 +170,8 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
         self._title = ""
+        self._delta_waiting: set[str] = set()
+        """Replies with a text delta message posted and not yet handled."""
         self._unsubscribe = workspace.subscribe(self._heard)
 
     def compose(self) -> ComposeResult:
@@ -186,11 +188,22 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
 
     def on_mount(self) -> None:
         self.arrange_panes()
-        # Paint the frame first, then fill it: start-up does not wait on the chat.
-        self.call_after_refresh(self.open_first_chat)
+        # Fill the screen once it is mounted, not once it has settled: waiting for it to
+        # go idle cost several frames (the footer, the input) before the chat was read.
+        # Textual paints on its own timer; measured, the first frame still came first.
+        self.call_later(self.open_first_chat)
 
     def _heard(self, event: WorkspaceEvent) -> None:
-        """The workspace's listener: its events become this screen's messages."""
+        """The workspace's listener: its events become this screen's messages.
+
+        Text deltas of one reply are coalesced: one waiting message draws everything
+        streamed so far (`_catch_up`), so a fast stream does not queue hundreds of
+        messages ahead of the frames that show it.
+        """
+        if isinstance(event, ReplyDelta) and event.kind == "text":
+            if event.message_id in self._delta_waiting:
+                return
+            self._delta_waiting.add(event.message_id)
         self.post_message(self.WorkspaceChanged(event))
 
     def on_unmount(self) -> None:
@@ -487,6 +500,8 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
     async def workspace_changed(self, message: WorkspaceChanged) -> None:
         message.stop()
         event = message.event
+        if isinstance(event, ReplyDelta):
+            self._delta_waiting.discard(event.message_id)  # later deltas post again
         async with self._draw_lock:
             if isinstance(event, ModelFactsChanged):
                 if event.model == self.model:
