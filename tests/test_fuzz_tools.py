@@ -253,7 +253,9 @@ async def test_any_arguments_to_any_tool(tmp_path_factory, call, as_json):
                 assert len(written) == 1, written
                 ((name, _),) = written  # one file, directly inside the skills folder
                 assert name.startswith("skills/") and name.count("/") == 1, name
-                assert name.endswith(".md") and content in (root / name).read_text()
+                assert (
+                    name.endswith(".md") and content in (root / name).read_bytes().decode()
+                )  # as written: no newline translation
         elif tool == "load_context":
             assert diff <= {"loaded_skills"} and label in ("skills", "docs")
             assert args["key"] in ("deploy", "review")  # nothing outside the folder loads
