@@ -12,6 +12,9 @@ Design notes:
   the turn with `TurnFailed`. Only cancellation propagates.
 - The system prompt is refreshed at the start of each user action (so
   memory written last turn is in it) and stays frozen within the turn.
+- Memory per branch: a turn reads the blocks at the message it answers,
+  and a tool call's writes belong to the reply that made it, so a
+  regenerated reply starts from the memory its branch had.
 - Old branches are never touched: regenerate and edit append siblings.
 - LiteLLM is imported lazily by `chatui.llm`; importing this module is cheap.
 """
@@ -318,6 +321,8 @@ class ChatEngine:
         session = self.manager.get_session(session_id)
         model = self.model_for(session_id)
         options = self.options_for(model)
+        # Memory per branch: the prompt carries what the branch being answered holds.
+        session.set_branch(parent_id)
         system_prompt = await session.refresh_system_prompt()
         tools = await self._tools(session)
         schemas = [tool.to_openai() for tool in tools.values()] or None
@@ -398,6 +403,7 @@ class ChatEngine:
                 if compaction is not None:
                     yield compaction
                 return
+            session.set_branch(finished.id)  # the tool calls' writes belong to this reply
             run = await run_tools(session, tools, writer.calls, finished.id)
             yield MessageStored(session_id, run.message)
             if run.changed_labels:

@@ -108,9 +108,14 @@ class NextRequest:
         return sum(t.tokens for t in self.tools)
 
 
-async def next_request(engine: ChatEngine, session: Session, model: str) -> NextRequest:
-    """The prompt and tools the engine would send now for `session` (nothing written)."""
-    prompt = render_system_prompt(await session.load_context())
+async def next_request(
+    engine: ChatEngine, session: Session, model: str, at: str | None = None
+) -> NextRequest:
+    """The prompt and tools the engine would send now for `session` (nothing written).
+
+    `at`: the leaf the next turn answers (memory per branch: its blocks).
+    """
+    prompt = render_system_prompt(await session.load_context(at=at))
     tools = dict(await session.tools())
     tools.update(engine.manager.tools())
     if engine.extra_tools is not None:

@@ -160,14 +160,18 @@ class Workspace:
         model: str,
         *,
         template_tokens: int = 0,
+        prompt_tokens: int | None = None,
     ) -> ContextUsage:
         """How full the window is: the sidebar's figure, computed as auto-compaction does.
 
         `session` None: a new chat, whose prompt is `template_tokens` (its blocks).
+        `prompt_tokens`: the prompt of a stored chat as the branch on screen would
+        send it (None: the session's frozen prompt).
         """
         window = self.window(model)
+        prompt = template_tokens if session is None else prompt_tokens
         return await measure(
-            session, history, model, window.tokens, window.source, prompt_tokens=template_tokens
+            session, history, model, window.tokens, window.source, prompt_tokens=prompt
         )
 
     # -- replies --------------------------------------------------------------------

@@ -7,6 +7,7 @@ needs no server (SQLite through peewee) and imports no UI or LLM client.
 """
 
 from .agents import UNSET, AgentInfo, AgentSpec
+from .block_writes import BranchSite, StoredWrite, UnknownWriteError
 from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
@@ -85,6 +86,10 @@ from .transfer import (
 from .urls import is_url, redact_url
 
 __all__ = [
+    # memory per branch (store.block_writes)
+    "BranchSite",
+    "StoredWrite",
+    "UnknownWriteError",
     "ChangeWatcher",
     "DatabaseInfo",
     "database_info",

@@ -15,20 +15,24 @@ Design notes and invariants:
   restoring the same backup twice changes nothing.
 - JSONL is the same shape one entry a line: a `session` header, then its
   `message`, `compaction`, `block`, `search_entry`, `skill`, `prompt` and
-  `loaded_skill` entries, each naming its `session_id`.
+  `loaded_skill` and `block_write` entries, each naming its `session_id`.
+- A block's writes (its history, what memory per branch reads) go with it,
+  in the order they were made; a block that comes without any (a file from
+  before histories) gets its content as one write on no message.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from .block_writes import ORIGINS
 from .clock import iso as _iso
 from .clock import now
 from .db import Store, scope_token
@@ -36,6 +40,7 @@ from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
 from .messages import Message
 from .records import insert_session
+from .schema import BlockWrite
 from .storage import StoreSessionProvider, insert_messages
 from .text_prep import prepare
 
@@ -62,6 +67,11 @@ _CONTEXT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("skill", "skills", ("namespace", "key", "content", "description", "updated_at")),
     ("prompt", "prompts", ("namespace", "prompt", "updated_at")),
     ("loaded_skill", "loaded_skills", ("namespace", "label", "key", "tool_call_id", "message_id")),
+    (
+        "block_write",
+        "block_writes",
+        ("namespace", "label", "content", "message_id", "origin", "written_at", "reverted_at"),
+    ),
 )
 _TABLES = {
     "blocks": "context_blocks",
@@ -69,6 +79,7 @@ _TABLES = {
     "skills": "skills",
     "prompts": "prompts",
     "loaded_skills": "loaded_skills",
+    "block_writes": "block_writes",
 }
 _ORDER = {
     "blocks": "namespace, label",
@@ -76,6 +87,7 @@ _ORDER = {
     "skills": "namespace, key",
     "prompts": "namespace",
     "loaded_skills": "namespace, label, key",
+    "block_writes": "seq",  # the order of writes is what a branch's content means
 }
 # Columns a document must give as strings (the others may be null).
 _REQUIRED = {"namespace", "label", "key", "content", "prompt"}
@@ -513,6 +525,16 @@ def _check_context(raw: Any, where: str, session_id: str) -> dict[str, list[dict
                 )
             if "updated_at" in columns:
                 row["updated_at"] = _stamp(data.get("updated_at"), at, "updated_at")
+            if key == "block_writes":
+                row["written_at"] = _stamp(data.get("written_at"), at, "written_at")
+                if row["reverted_at"] is not None:
+                    _when(row["reverted_at"], at, "reverted_at")
+                if row["origin"] is None:
+                    row["origin"] = "import"
+                if row["origin"] not in ORIGINS:
+                    raise TransferError(
+                        f"{at}: origin {row['origin']!r} is not one of {', '.join(ORIGINS)}"
+                    )
             context[key].append(row)
     return context
 
@@ -684,6 +706,9 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
             (cid, target, comp["summary"], comp["from"], comp["to"], _iso(comp["created_at"])),
         )
     for _, key, columns in _CONTEXT:
+        if key == "block_writes":
+            _write_block_writes(store, c, target, namespace)
+            continue
         for item in c.context[key]:
             row = {**item, "namespace": namespace(item["namespace"])}
             if key == "search_entries":  # keyed rows with an FTS index beside them
@@ -703,3 +728,39 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
                     "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
                     (cursor.lastrowid, prepare(row["content"]), scope_token(row["namespace"])),
                 )
+
+
+def _write_block_writes(
+    store: Store, c: _Checked, target: str, namespace: Callable[[str], str]
+) -> None:
+    """The document's block writes, in order, as writes of `target`; a block without
+    any gets one from its content (on no message: every branch sees it)."""
+    written: set[tuple[str, str]] = set()
+    for item in c.context["block_writes"]:
+        ns = namespace(item["namespace"])
+        written.add((ns, item["label"]))
+        store.run(
+            BlockWrite.insert(
+                namespace=ns,
+                label=item["label"],
+                content=item["content"],
+                session_id=target,
+                message_id=item["message_id"],
+                origin=item["origin"],
+                written_at=item["written_at"],
+                reverted_at=item["reverted_at"],
+            )
+        )
+    for block in c.context["blocks"]:
+        ns = namespace(block["namespace"])
+        if (ns, block["label"]) not in written:
+            store.run(
+                BlockWrite.insert(
+                    namespace=ns,
+                    label=block["label"],
+                    content=block["content"],
+                    session_id=target,
+                    origin="import",
+                    written_at=block["updated_at"],
+                )
+            )

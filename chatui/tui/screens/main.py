@@ -32,7 +32,13 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from store import Message, SessionInfo, UnknownMessageError
+from store import (
+    Message,
+    SessionInfo,
+    UnknownMessageError,
+    estimate_string_tokens,
+    render_system_prompt,
+)
 from widgets import (
     ChatInput,
     ChatView,
@@ -370,10 +376,10 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             return
         workspace = self.workspace
         if blocks or not self.sidebar.blocks:
-            session = self.chat.session if self.chat else None
+            # Memory per branch: the blocks as the branch on screen holds them.
             self.sidebar.show_blocks(
-                await session.load_context()
-                if session
+                await self.chat.session.load_context(at=self.chat.active_leaf)
+                if self.chat
                 else await workspace.template_blocks(self.draft_agent)
             )
         model = self.model
@@ -393,7 +399,11 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             return
         snap = self.snapshot
         info = snap.info if snap else self.chat.info
-        usage = await workspace.usage(self.chat.session, snap.history if snap else [], model)
+        # The prompt the next turn sends: the blocks of this branch, rendered.
+        prompt = estimate_string_tokens(render_system_prompt(self.sidebar.blocks))
+        usage = await workspace.usage(
+            self.chat.session, snap.history if snap else [], model, prompt_tokens=prompt
+        )
         self.sidebar.show_stats(
             ConversationStats(
                 tokens=usage.tokens,

@@ -64,8 +64,9 @@ class MemoryMixin:
         from .memory import BlockScreen
 
         source = self._memory_source()
+        leaf = self.chat.active_leaf if self.chat is not None else None
         blocks: list[ContextBlock] = (
-            await source.session.load_context() if source.session else self.sidebar.blocks
+            await source.session.load_context(at=leaf) if source.session else self.sidebar.blocks
         )
         block = next((b for b in blocks if b.label == label), None)
         if block is None:
@@ -77,7 +78,8 @@ class MemoryMixin:
 
         async def save(label: str, content: str) -> object:
             assert session is not None  # only stored chats are editable
-            return await session.replace_context_block(label, content)
+            # The edit belongs to the branch on screen, as a reply's write would.
+            return await session.replace_context_block(label, content, at=leaf, origin="user")
 
         async def closed(saved: bool | None) -> None:
             if saved:
@@ -94,7 +96,8 @@ class MemoryMixin:
         if source.session is None or source.engine is None:
             self.notify("A new chat has no request yet: send a first message.", timeout=4)
             return
-        request = await next_request(source.engine, source.session, self.model)
+        leaf = self.chat.active_leaf if self.chat is not None else None
+        request = await next_request(source.engine, source.session, self.model, at=leaf)
         self.app.push_screen(PromptScreen(request))
 
     # -- compaction originals ----------------------------------------------------------
