@@ -481,6 +481,8 @@ class Session:
             await provider.set(content)
         if self._own_position(at):
             self._contents[config.label] = content
+        else:  # the write may be on the session's own branch too: read it again
+            self._contents.pop(config.label, None)
 
     async def replace_context_block(
         self, label: str, content: str, *, at: str | None = None, origin: str = "model"

@@ -5,6 +5,8 @@ depth, and stays so through fork, compaction, export and import; shared
 blocks keep one content but record who wrote; a write can be reverted.
 """
 
+import uuid
+
 import pytest
 from peewee import SqliteDatabase
 
@@ -22,6 +24,32 @@ from store import (
     import_sessions,
 )
 from store.migrations import migrate
+from store.schema import BlockWrite
+
+PG = "postgresql://postgres@127.0.0.1:5432/{}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    """Every test here runs on each engine: a SQLite file, and a fresh PostgreSQL database
+    (skipped when no server answers on 127.0.0.1:5432)."""
+    if request.param == "sqlite":
+        with Store(tmp_path / "t.db") as s:
+            yield s
+        return
+    psycopg = pytest.importorskip("psycopg")
+    name = f"branchmem_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(PG.format("postgres"), autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        pytest.skip("no PostgreSQL server on 127.0.0.1:5432")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            with Store(PG.format(name)) as s:
+                yield s
+        finally:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def text(mid, role="user", words=None):
@@ -202,26 +230,24 @@ async def test_purge_removes_the_history(store):
     await tree(s)
     await s.replace_context_block("notes", "gone soon", at="a1")
     manager.purge("chat")
-    assert store.query("SELECT COUNT(*) FROM block_writes")[0][0] == 0
+    assert store.rows(BlockWrite.select()) == []
 
 
-async def test_export_import_round_trips_the_writes(tmp_path):
-    with Store(tmp_path / "a.db") as a:
-        _, s = branchy(a)
-        await tree(s)
-        await s.replace_context_block("notes", "main", at="a3")
-        await s.replace_context_block("notes", "side", at="b2", origin="user")
-        await s.replace_context_block("notes", "oops", at="c1")
-        s.revert_block_write("notes", s.block_history("notes")[-1].seq)
-        doc = export_session(a, "chat")
+async def test_export_import_round_trips_the_writes(store, tmp_path):
+    _, s = branchy(store)
+    await tree(s)
+    await s.replace_context_block("notes", "main", at="a3")
+    await s.replace_context_block("notes", "side", at="b2", origin="user")
+    await s.replace_context_block("notes", "oops", at="c1")
+    s.revert_block_write("notes", s.block_history("notes")[-1].seq)
+    doc = export_session(store, "chat")
     assert [w["content"] for w in doc["context"]["block_writes"]] == ["main", "side", "oops"]
-    with Store(tmp_path / "b.db") as b:
+    [copy] = import_sessions(store, doc, new_ids=True)  # beside the original, same engine
+    with Store(tmp_path / "b.db") as b:  # and into another database under the same id
         [same] = import_sessions(b, doc)
         assert export_session(b, "chat") == doc
-        [copy] = import_sessions(b, doc, new_ids=True)
-        manager = SessionManager(b).with_branch_memory().with_context("notes")
-        for sid in (same.session_id, copy.session_id):
-            s = manager.get_session(sid)
+        for db, sid in ((b, same.session_id), (store, copy.session_id)):
+            s = SessionManager(db).with_branch_memory().with_context("notes").get_session(sid)
             assert await seen(s, "a3") == "main"
             assert await seen(s, "b2") == "side"
             assert await seen(s, "c1") == ""
@@ -230,18 +256,17 @@ async def test_export_import_round_trips_the_writes(tmp_path):
             assert {w.session_id for w in s.block_history("notes")} == {sid}
 
 
-async def test_an_export_without_writes_imports_its_blocks_for_every_branch(tmp_path):
+async def test_an_export_without_writes_imports_its_blocks_for_every_branch(store, tmp_path):
     with Store(tmp_path / "a.db") as a:
         _, s = branchy(a)
         await tree(s)
         await s.replace_context_block("notes", "old content", at="a1")
         doc = export_session(a, "chat")
     del doc["context"]["block_writes"]  # as a file from before histories
-    with Store(tmp_path / "b.db") as b:
-        import_sessions(b, doc)
-        s = SessionManager(b).with_branch_memory().with_context("notes").get_session("chat")
-        assert await seen(s, "c1") == "old content"
-        assert s.block_history("notes")[0].origin == "import"
+    import_sessions(store, doc)
+    s = SessionManager(store).with_branch_memory().with_context("notes").get_session("chat")
+    assert await seen(s, "c1") == "old content"
+    assert s.block_history("notes")[0].origin == "import"
 
 
 @pytest.mark.parametrize(
@@ -254,20 +279,20 @@ async def test_an_export_without_writes_imports_its_blocks_for_every_branch(tmp_
         ({"namespace": "someone-else"}, "does not belong"),
     ],
 )
-async def test_import_refuses_a_bad_write(tmp_path, change, problem):
+async def test_import_refuses_a_bad_write(store, tmp_path, change, problem):
     with Store(tmp_path / "a.db") as a:
         _, s = branchy(a)
         await tree(s)
         await s.replace_context_block("notes", "x", at="a1")
         doc = export_session(a, "chat")
     doc["context"]["block_writes"][0].update(change)
-    with Store(tmp_path / "b.db") as b:
-        with pytest.raises(TransferError, match=problem):
-            import_sessions(b, doc)
-        assert b.query("SELECT COUNT(*) FROM sessions")[0][0] == 0
+    with pytest.raises(TransferError, match=problem):
+        import_sessions(store, doc)
+    assert SessionManager(store).count() == 0
 
 
 async def test_migration_turns_existing_content_into_a_write_for_every_branch(tmp_path):
+    # SQLite only: PostgreSQL databases start at m001's baseline, empty.
     path = tmp_path / "old.db"
     db = SqliteDatabase(str(path))
     db.connect()
