@@ -91,9 +91,7 @@ class BlockScreen(ModalScreen[bool]):
 
     def _options(self) -> list[Option]:
         return [
-            Option(
-                Text(clean(w.text), style="dim strike" if w.reverted else ""), id=str(w.seq)
-            )
+            Option(Text(clean(w.text), style="dim strike" if w.reverted else ""), id=str(w.seq))
             for w in self.writes
         ]
 
