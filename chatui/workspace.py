@@ -184,8 +184,11 @@ class Workspace:
         text: str = "",
         message_id: str | None = None,
         parent_id: str | None | Latest = LATEST,
+        model: str | None = None,
     ) -> ReplyJob:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
+
+        `model`: a regenerate written by another model than the chat's (that reply only).
 
         Raises:
             JobsFull: `max_live_replies` chats are replying already.
@@ -197,7 +200,7 @@ class Workspace:
             events = engine.send(session_id, text, parent_id=parent_id)
         elif kind == "regenerate":
             assert message_id is not None
-            events = engine.regenerate(session_id, message_id)
+            events = engine.regenerate(session_id, message_id, model=model)
         elif kind == "edit":
             assert message_id is not None
             events = engine.edit(session_id, message_id, text)

@@ -131,6 +131,13 @@ class MessageTree(ScrollView, can_focus=True):
         Binding("enter", "select", "Show branch", id="tree.select"),
         Binding("space", "toggle_fold", "Fold", id="tree.fold"),
         Binding("r", "message('regenerate')", "Regenerate", id="tree.regenerate", show=False),
+        Binding(
+            "R",
+            "message('regenerate_with')",
+            "Regenerate with…",
+            id="tree.regenerate_with",
+            show=False,
+        ),
         Binding("e", "message('edit')", "Edit", id="tree.edit", show=False),
         Binding("f", "message('fork')", "Fork", id="tree.fork", show=False),
         Binding("c", "message('copy')", "Copy", id="tree.copy", show=False),

@@ -83,6 +83,13 @@ class MessageView(Vertical, can_focus=True):
 
     BINDINGS = [
         Binding("r", "act('regenerate')", "Regenerate", id="message.regenerate"),
+        Binding(
+            "R",
+            "act('regenerate_with')",
+            "Regenerate with…",
+            id="message.regenerate_with",
+            show=False,
+        ),
         Binding("e", "act('edit')", "Edit", id="message.edit"),
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),

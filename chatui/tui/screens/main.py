@@ -448,7 +448,34 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             return
         self.start_turn("send", text=event.text)
 
-    def start_turn(self, kind: TurnKind, *, message_id: str | None = None, text: str = "") -> None:
+    def regenerate_with(self, message_id: str) -> None:
+        """Pick a model, then regenerate the message with it (that reply only)."""
+        from .model_picker import ModelPicker
+
+        def chosen(model: str | None) -> None:
+            if model:
+                self.recent_models = [model, *(m for m in self.recent_models if m != model)]
+                self.model_chosen(model)
+                self.start_turn("regenerate", message_id=message_id, model=model)
+
+        choices = self.workspace.model_choices(self.model, self.recent_models)
+        self.app.push_screen(
+            ModelPicker(
+                self.model,
+                choices,
+                title=f"Regenerate this reply with (the chat keeps {self.model})",
+            ),
+            chosen,
+        )
+
+    def start_turn(
+        self,
+        kind: TurnKind,
+        *,
+        message_id: str | None = None,
+        text: str = "",
+        model: str | None = None,
+    ) -> None:
         """Start a reply job in the chat on screen (a new chat is stored first)."""
         jobs = self.workspace.jobs
         if len(jobs.live_chats) >= jobs.limit:
@@ -467,6 +494,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
                 text=text,
                 message_id=message_id,
                 parent_id=chat.active_leaf if kind == "send" else None,
+                model=model,
             )
         except JobsFull as exc:
             self.notify(str(exc), severity="warning")
@@ -663,7 +691,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         if message is None:
             self.notify("That message no longer exists.", severity="warning")
             return
-        if action in ("regenerate", "edit", "fork") and self.generating:
+        if action in ("regenerate", "regenerate_with", "edit", "fork") and self.generating:
             # A fork would copy a half-written reply: like r and e, it waits for the end.
             self.notify("Still replying — press escape to cancel first.", severity="warning")
             return
@@ -671,6 +699,8 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             await self.follow_hop(message_id)
         elif action == "regenerate":
             self.start_turn("regenerate", message_id=message_id)
+        elif action == "regenerate_with":
+            self.regenerate_with(message_id)
         elif action == "edit":
             if message.role != "user":
                 self.notify(
