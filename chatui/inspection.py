@@ -120,6 +120,7 @@ _WHO = {
     "user": "you",
     "before history": "earlier",
     "import": "imported",
+    "library": "a program",
     "revert": "a revert",
 }
 

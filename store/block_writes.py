@@ -43,7 +43,7 @@ __all__ = [
     "revert_write",
 ]
 
-ORIGINS = ("model", "user", "revert", "before history", "import")
+ORIGINS = ("model", "user", "library", "revert", "before history", "import")
 
 
 class UnknownWriteError(StoreError, LookupError):
@@ -61,7 +61,8 @@ class BranchSite:
     session_id: str | None
     message_id: str | None
     origin: str = "model"
-    """Who writes: "model" (a tool call), "user" (the memory editor), "revert"."""
+    """Who writes: "model" (a tool call), "user" (the memory editor), "library" (a
+    program calling a provider's `set` directly)."""
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,7 @@ class MessageTree(ScrollView, can_focus=True):
         Binding("f", "message('fork')", "Fork", id="tree.fork", show=False),
         Binding("c", "message('copy')", "Copy", id="tree.copy", show=False),
         Binding("g", "message('goto')", "Go to peer chat", id="tree.goto", show=False),
+        Binding("v", "message('compare')", "Compare siblings", id="tree.compare", show=False),
         Binding("z", "zoom", "Full screen", id="tree.zoom"),
         Binding("less_than_sign", "resize(-4)", "Narrower", id="tree.narrower", show=False),
         Binding("greater_than_sign", "resize(4)", "Wider", id="tree.wider", show=False),

@@ -94,6 +94,7 @@ class MessageView(Vertical, can_focus=True):
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),
         Binding("g", "act('goto')", "Go to peer chat", id="message.goto", show=False),
+        Binding("v", "act('compare')", "Compare siblings", id="message.compare", show=False),
         Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
         Binding("right", "act('next')", "Branch ›", id="message.next"),
         Binding("up,k", "move(-1)", "Previous message", show=False),

@@ -38,6 +38,12 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("e", "edit your message: a new branch, then a new reply", "message or tree"),
     KeyHelp("f", "fork: a new chat holding the path up to this message", "message or tree"),
     KeyHelp("left / right", "previous / next sibling branch", "message"),
+    KeyHelp(
+        "v",
+        "compare with its siblings side by side (differing words marked; enter keeps one)",
+        "message or tree",
+    ),
+    KeyHelp("tab", "in compare: pick the left or right side for enter to keep", "compare"),
     KeyHelp("c", "copy the message; again: copy its code blocks in turn", "message or tree"),
     KeyHelp(
         "g", "a peer message (⇄): open the other agent's chat at that message", "message or tree"

@@ -59,7 +59,7 @@ class StoreContextProvider:
 
     async def set(self, content: str) -> None:
         """Replace the content, on no branch (every branch sees it)."""
-        await self.set_at(content, BranchSite(None, None))
+        await self.set_at(content, BranchSite(None, None, "library"))
 
     async def set_at(self, content: str, site: BranchSite) -> None:
         """Replace the content, recording the write at `site`."""

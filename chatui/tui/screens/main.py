@@ -720,6 +720,8 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             )
         elif action == "fork":
             await self.fork(message_id)
+        elif action == "compare":
+            self.compare(message)
         elif action == "copy":
             self.copy(message)
         elif action in ("previous", "next"):
@@ -755,6 +757,30 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         info = await self.workspace.manager.fork(self.chat.session_id, message_id, name)
         await self.open_chat(info.id)
         self.notify(f"Forked into a new chat: {name}")
+
+    def compare(self, message: Message) -> None:
+        """Open the message beside its siblings; the one kept becomes the branch shown."""
+        from .compare import CompareScreen
+
+        assert self.chat is not None
+        chat = self.chat
+        siblings = (
+            chat.session.get_branches(message.parent_id)
+            if message.parent_id
+            else [m for m in chat.session.get_tree() if m.parent_id is None]
+        )
+        if len(siblings) < 2:
+            self.notify("No sibling to compare with: r regenerates one.", timeout=3)
+            return
+
+        async def kept(message_id: str | None) -> None:
+            if message_id is None or self.chat is not chat:
+                return
+            chat.set_active(chat.session.latest_leaf_under(message_id))
+            await self.redraw()
+            await self.chat_view.reveal(message_id)
+
+        self.app.push_screen(CompareScreen(siblings, message.id, self.model), kept)
 
     def copy(self, message: Message) -> None:
         text = message.text
