@@ -79,6 +79,8 @@ class MessageView(Vertical, can_focus=True):
     MessageView Collapsible > Contents { padding: 0 1; }
     MessageView .message--tool-output { color: $text-muted; }
     MessageView .message--covered { color: $text-muted; }
+    MessageView .message--note { color: $secondary; }
+    MessageView .message--note-text { color: $text-muted; }
     """
 
     BINDINGS = [
@@ -129,6 +131,7 @@ class MessageView(Vertical, can_focus=True):
         streaming: bool = False,
         hop: str | None = None,
         sender: str | None = None,
+        notes: Sequence[tuple[str, str]] = (),
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -140,6 +143,8 @@ class MessageView(Vertical, can_focus=True):
         self.covered = list(covered)
         self.hop = hop
         self.sender = sender
+        self.notes = list(notes)
+        """(title, text) of notes on the sibling branches left behind ("what we tried")."""
         """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
@@ -196,6 +201,9 @@ class MessageView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(self.header(), classes="message--header")
+        for title, note in self.notes:
+            with Collapsible(title=clean(title), collapsed=True, classes="message--note"):
+                yield Static(Text(clean(note)), classes="message--note-text")
         reasoning = "\n".join(
             clean(str(p.get("text", "")))
             for p in self.message.parts

@@ -53,6 +53,7 @@ from widgets import (
 )
 
 from ...agents import PeerMarks
+from ...branch_notes import notes_by_shown, stored_notes
 from ...chat_state import ChatSnapshot, ChatState
 from ...events import (
     Compacted,
@@ -71,6 +72,7 @@ from ...state import UiState
 from ...workspace import ModelFactsChanged, Workspace, WorkspaceEvent
 from .commands import ChatCommands
 from .main_memory import MemoryMixin
+from .main_notes import BranchNotesMixin
 from .main_panes import PanesMixin
 
 __all__ = ["MainScreen", "NEW_CHAT_NAME"]
@@ -87,7 +89,7 @@ WELCOME = (
 )
 
 
-class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
+class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"
@@ -292,6 +294,9 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             self.show_tree()
             self.chat_view.hops = self.marks.labels
             self.chat_view.senders = self.workspace.runtime.names()
+            self.chat_view.notes = notes_by_shown(
+                snap.history, snap.positions, stored_notes(snap.info.metadata)
+            )
             await self.chat_view.show(
                 snap.history,
                 positions=snap.positions,
@@ -776,8 +781,10 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         async def kept(message_id: str | None) -> None:
             if message_id is None or self.chat is not chat:
                 return
+            before = chat.active_leaf
             chat.set_active(chat.session.latest_leaf_under(message_id))
             await self.redraw()
+            self.note_left_branch(before)
             await self.chat_view.reveal(message_id)
 
         self.app.push_screen(CompareScreen(siblings, message.id, self.model), kept)
@@ -802,6 +809,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
 
     async def switch_sibling(self, message_id: str, step: int, *, from_tree: bool) -> None:
         assert self.chat is not None
+        before = self.chat.active_leaf
         try:
             target = self.chat.switch_sibling(message_id, step)
         except UnknownMessageError:
@@ -811,6 +819,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             self.notify("No other branch that way.", timeout=2)
             return
         await self.redraw()
+        self.note_left_branch(before)
         if from_tree:
             self.tree.select_message(target)
             await self.chat_view.reveal(target, focus=False)
@@ -826,6 +835,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         self.chat.select(event.message_id)
         if self.chat.active_leaf != before:
             await self.redraw()
+            self.note_left_branch(before)
             self.tree.select_message(event.message_id)
         await self.chat_view.reveal(event.message_id, focus=False)
 
