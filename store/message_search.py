@@ -54,6 +54,8 @@ _SCOPE = Prepared(
     lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
 )
 
+_NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid))
+
 
 def index_body(message: Message) -> str:
     """What the index holds for a message: its search text, prepared (`text_prep`)."""
@@ -67,7 +69,7 @@ def scope_number(store: Store, session_id: str, *, create: bool = False) -> int 
         return int(rows[0][0])
     if not create:
         return None
-    return int(store.run(SearchScope.insert(session_id=session_id)) or 0)
+    return int(_NEW_SCOPE.run(store, session_id).lastrowid or 0)
 
 
 def index_rowid(scope: int, seq: int) -> int:
