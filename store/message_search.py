@@ -54,7 +54,8 @@ _SCOPE = Prepared(
     lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
 )
 
-_NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid))
+# RETURNING (SQLite 3.35+, PostgreSQL): psycopg has no `lastrowid`.
+_NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid).returning(SearchScope.n))
 
 
 def index_body(message: Message) -> str:
@@ -69,7 +70,7 @@ def scope_number(store: Store, session_id: str, *, create: bool = False) -> int 
         return int(rows[0][0])
     if not create:
         return None
-    return int(_NEW_SCOPE.run(store, session_id).lastrowid or 0)
+    return int(_NEW_SCOPE.rows(store, session_id)[0][0])
 
 
 def index_rowid(scope: int, seq: int) -> int:
