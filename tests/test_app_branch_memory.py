@@ -10,9 +10,10 @@ from textual.widgets import OptionList, TextArea
 from chatui.tui.screens.memory import BlockScreen
 from chatui.tui.screens.prompt import PromptScreen
 from store import SessionManager
+from store.schema import BlockWrite
 from widgets import MessageView
 
-from .app_helpers import make_app, populate
+from .app_helpers import T0, make_app, populate
 
 SIZE = (160, 50)
 
@@ -128,3 +129,27 @@ async def test_a_block_with_no_writes_has_no_list_and_ctrl_r_says_so(store, plai
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert "no writes" in str(screen.query_one("#block-status").render())
+
+
+def test_branch_memory_screenshot(store, chats, snap_compare):
+    """You should see the "Lisbon trip" chat on its a2 branch with the scratchpad
+    inspector open: the text "Belém first" in the editor, and under it the block's two
+    writes, newest first — "#2 Oct 03 09:00 · the model · this branch — Belém first" and
+    "#1 … · the model · another branch — Alfama first" (the a1 branch's); the hint that
+    ctrl+s saves. (docs/branch-memory.svg in the README is this picture.)"""
+    with store.write():  # the writes' times are in the list: the same every run
+        store.run(BlockWrite.update(written_at=T0.isoformat()))
+
+    async def inspect(pilot) -> None:
+        for _ in range(100):
+            if pilot.app.main.chat is not None:
+                break
+            await pilot.pause(0.02)
+        pilot.app.main.sidebar.gauge("scratchpad").focus()
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        pilot.app.screen.set_focus(None)  # no blinking cursor
+        await pilot.pause()
+
+    app = make_app(store, warm_llm=False)
+    assert snap_compare(app, terminal_size=(120, 30), run_before=inspect)

@@ -87,6 +87,8 @@ class BlockScreen(ModalScreen[bool]):
                 if self.details.editable
                 else f"{self.details.note} · escape closes"
             )
+            if self.writes and self._revert is not None:
+                hint += " · tab to a write, ctrl+r reverts it"
             yield Static(Text(hint), id="block-status")
 
     def _options(self) -> list[Option]:
