@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py $(ARGS)
 	$(BIN)/python bench/app_bench.py
 	$(BIN)/python bench/tree_bench.py
+	$(BIN)/python bench/branch_memory_bench.py
 
 soak: $(STAMP)
 	$(BIN)/python bench/soak_bench.py $(ARGS)
