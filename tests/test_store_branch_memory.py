@@ -20,6 +20,8 @@ from store import (
     StoreContextProvider,
     TransferError,
     UnknownWriteError,
+    document_entries,
+    documents_from_entries,
     export_session,
     import_sessions,
 )
@@ -254,6 +256,16 @@ async def test_export_import_round_trips_the_writes(store, tmp_path):
             assert await seen(s, "u1") == ""
             assert [w.origin for w in s.block_history("notes")] == ["model", "user", "model"]
             assert {w.session_id for w in s.block_history("notes")} == {sid}
+
+
+async def test_jsonl_entries_carry_the_writes(store):
+    _, s = branchy(store)
+    await tree(s)
+    await s.replace_context_block("notes", "main", at="a3")
+    doc = export_session(store, "chat")
+    entries = list(document_entries(doc))
+    assert [e["content"] for e in entries if e["type"] == "block_write"] == ["main"]
+    assert documents_from_entries(entries) == [doc]
 
 
 async def test_an_export_without_writes_imports_its_blocks_for_every_branch(store, tmp_path):
