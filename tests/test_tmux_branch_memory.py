@@ -59,7 +59,14 @@ def test_left_right_change_the_memory_gauge(tmp_path):
     try:
         term.wait_for("Lisbon trip")
         wait_gauge(term, belem)  # the active leaf a4 sits under a2
-        for _ in range(3):  # input → a4 → q2b → a2, one key at a time
+        # From the input to the last message (a4): a key sent while the app still
+        # settles may be lost, so press until the footer shows a message's keys.
+        for _ in range(20):
+            term.send("Up")
+            time.sleep(0.5)
+            if any("Regenerate" in line for line in term.screen()):
+                break
+        for _ in range(2):  # a4 → q2b → a2
             term.send("Up")
             time.sleep(0.5)
         term.send("Left")  # to a1's branch
