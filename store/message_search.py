@@ -19,6 +19,7 @@ Design notes and invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import datetime
@@ -31,7 +32,7 @@ from .schema import MessageRow, SearchScope, SessionRow
 from .search import Query, parse_query
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
-from .text_prep import index_text, prepare, restore
+from .text_prep import index_text, prepare, restore, snippet
 
 __all__ = [
     "index_body",
@@ -46,7 +47,6 @@ __all__ = [
 SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
 K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
-SNIPPET_TOKENS = 12
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -54,8 +54,27 @@ _SCOPE = Prepared(
     lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
 )
 
-# RETURNING (SQLite 3.35+, PostgreSQL): psycopg has no `lastrowid`.
+# RETURNING, not `lastrowid`: psycopg has none (SQLite 3.35+ and PostgreSQL both return it).
 _NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid).returning(SearchScope.n))
+
+
+_DELETED = Prepared(
+    lambda sid: SessionRow.select(SessionRow.id).where(
+        SessionRow.id == sid, SessionRow.deleted_at.is_null(False)
+    )
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _by_seqs(n: int) -> Prepared:
+    """The messages with those `n` seqs (compiled once per `n`: a search is on the hot path)."""
+    M = MessageRow
+    return Prepared(
+        lambda *seqs: M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
+            M.seq.in_(list(seqs))
+        ),
+        arity=n,
+    )
 
 
 def index_body(message: Message) -> str:
@@ -103,7 +122,7 @@ def search_messages(
         return []
     if session_id is not None:
         return _search_session(store, parsed, session_id, int(limit))
-    rows = store.engine.search_messages(store, parsed, int(limit), include_deleted)
+    rows = store.engine.search_messages(parsed, int(limit), include_deleted)
     return [
         _result(mid, role, content, created, sid, marked, score, bool(gone))
         for mid, role, content, created, sid, marked, score, gone in rows
@@ -115,7 +134,7 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     if scope is None:
         return []
     low, high = scope_range(scope)
-    marked = store.engine.search_range(store, query, low, high)
+    marked = store.engine.search_range(query, low, high)
     if not marked:
         return []
     lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
@@ -128,16 +147,8 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     scored.sort()  # best score first; among equals, the newest message
     best = scored[:limit]
     seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
-    M, S = MessageRow, SessionRow
-    rows = {
-        r[0]: r[1:]
-        for r in store.rows(
-            M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
-                M.seq.in_(seqs)
-            )
-        )
-    }
-    gone = bool(store.rows(S.select(S.id).where(S.id == session_id, S.deleted_at.is_null(False))))
+    rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
+    gone = bool(_DELETED.rows(store, session_id))
     results = []
     for score, _, rowid, text in best:
         row = rows.get(rowid & SEQ_MASK)
@@ -195,17 +206,3 @@ def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     if start is not None and length > start:  # a match cut off by the excerpt
         spans.append((start, length))
     return "".join(plain), tuple(spans)
-
-
-def snippet(marked: str) -> str:
-    """About `SNIPPET_TOKENS` words around the first match, matches still marked."""
-    words = marked.split()
-    first = next((i for i, w in enumerate(words) if _OPEN in w), 0)
-    start = max(0, min(first - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
-    window = words[start : start + SNIPPET_TOKENS]
-    text = " ".join(window)
-    if text.count(_OPEN) > text.count(_CLOSE):
-        text += _CLOSE  # a match that runs past the window
-    prefix = "…" if start > 0 else ""
-    suffix = "…" if start + SNIPPET_TOKENS < len(words) else ""
-    return f"{prefix}{text}{suffix}"

@@ -11,6 +11,7 @@ treated as plain words. Both engines stem English words (porter / `english`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ __all__ = [
     "fts5_expression",
     "match_expression",
     "parse_query",
+    "scope_token",
     "scoped_expression",
     "tsquery_expression",
 ]
@@ -106,6 +108,15 @@ def scoped_expression(
     return body
 
 
+def scope_token(value: str) -> str:
+    """A single FTS token standing for a session or namespace id.
+
+    Hex digits and letters only, so the unicode61 tokenizer keeps it whole and
+    ids that tokenize alike ("chat-1", "chat_1") still get distinct tokens.
+    """
+    return "s" + hashlib.blake2b(value.encode(), digest_size=10).hexdigest()
+
+
 def _ts_quote(token: str) -> str:
     # A quoted lexeme: `'` doubled and `\` escaped, so no operator inside a word survives.
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
@@ -113,7 +124,7 @@ def _ts_quote(token: str) -> str:
 
 def tsquery_expression(query: Query) -> str:
     """`query` as `to_tsquery` text: `&` between groups, `|` inside, `<->` in phrases,
-    `:*` for a prefix. Each word is a quoted lexeme, stemmed by the `english` config."""
+    `:*` for a prefix. Each word is a quoted lexeme, stemmed by the engine's English configuration."""
 
     def term(t: Term) -> str:
         words = [_ts_quote(w) for w in t.tokens]
