@@ -3,9 +3,8 @@
 A write on one branch is invisible on its siblings and its parent, at any
 depth, and stays so through fork, compaction, export and import; shared
 blocks keep one content but record who wrote; a write can be reverted.
+Every test using `store` runs on SQLite and on PostgreSQL (conftest's BOTH_ENGINES).
 """
-
-import uuid
 
 import pytest
 from peewee import SqliteDatabase
@@ -27,31 +26,6 @@ from store import (
 )
 from store.migrations import migrate
 from store.schema import BlockWrite
-
-PG = "postgresql://postgres@127.0.0.1:5432/{}"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path):
-    """Every test here runs on each engine: a SQLite file, and a fresh PostgreSQL database
-    (skipped when no server answers on 127.0.0.1:5432)."""
-    if request.param == "sqlite":
-        with Store(tmp_path / "t.db") as s:
-            yield s
-        return
-    psycopg = pytest.importorskip("psycopg")
-    name = f"branchmem_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(PG.format("postgres"), autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError:
-        pytest.skip("no PostgreSQL server on 127.0.0.1:5432")
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            with Store(PG.format(name)) as s:
-                yield s
-        finally:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def text(mid, role="user", words=None):
