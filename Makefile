@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/app_bench.py
 	$(BIN)/python bench/tree_bench.py
 	$(BIN)/python bench/live_bench.py
+	$(BIN)/python bench/branch_memory_bench.py
 
 soak: $(STAMP)
 	$(BIN)/python bench/soak_bench.py $(ARGS)

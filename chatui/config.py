@@ -31,6 +31,8 @@ __all__ = [
 
 BlockKind: TypeAlias = Literal["static", "writable", "searchable", "skills"]
 BlockScope: TypeAlias = Literal["chat", "global"]
+BranchNotes: TypeAlias = Literal["off", "ask", "always"]
+BRANCH_NOTES = ("off", "ask", "always")
 _KINDS = ("static", "writable", "searchable", "skills")
 _SCOPES = ("chat", "global")
 
@@ -113,6 +115,9 @@ class Config:
     """Model that writes compaction summaries (default: the chat's model)."""
     compact_at: float = 0.8
     """Auto-compact when the conversation fills this share of the context window."""
+    branch_notes: BranchNotes = "off"
+    """Leaving a branch for a sibling: "always" has the compaction model write a short
+    note of what was tried there, "ask" asks each time, "off" never does."""
     theme: str | None = None
     """Theme name; the last one picked in the app is remembered when this is unset."""
     api_base: str | None = None
@@ -262,6 +267,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         ("max_tool_rounds", "int", False),
         ("max_retries", "int", False),
         ("max_live_replies", "int", False),
+        ("branch_notes", "str", False),
     ):
         if name in data:
             values[name] = _check("", name, data[name], kind, optional=optional)
@@ -277,6 +283,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         raise ValueError("max_retries must be between 0 and 10")
     if not 1 <= values.get("max_live_replies", 1) <= 20:
         raise ValueError("max_live_replies must be between 1 and 20")
+    if values.get("branch_notes", "off") not in BRANCH_NOTES:
+        raise ValueError(f"branch_notes must be one of {', '.join(BRANCH_NOTES)}")
     if "blocks" in data:
         values["blocks"] = _blocks(data["blocks"], "blocks")
     if "models" in data:

@@ -48,11 +48,13 @@ async def measure(
 ) -> ContextUsage:
     """Tokens of `history` plus the session's (frozen) system prompt against `window`.
 
-    `prompt_tokens` stands in for the prompt when there is no session yet (a new
-    chat: the template blocks' tokens).
+    `prompt_tokens` stands in for the prompt when given: a new chat's template
+    blocks, or a stored chat's blocks as the branch on screen holds them.
     """
-    if session is not None:
+    if prompt_tokens is not None:
+        prompt = prompt_tokens
+    elif session is not None:
         prompt = estimate_string_tokens(await session.freeze_system_prompt())
     else:
-        prompt = prompt_tokens or 0
+        prompt = 0
     return ContextUsage(estimate_message_tokens(list(history)) + prompt, window, model, source)

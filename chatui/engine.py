@@ -12,6 +12,9 @@ Design notes:
   the turn with `TurnFailed`. Only cancellation propagates.
 - The system prompt is refreshed at the start of each user action (so
   memory written last turn is in it) and stays frozen within the turn.
+- Memory per branch: a turn reads the blocks at the message it answers,
+  and a tool call's writes belong to the reply that made it, so a
+  regenerated reply starts from the memory its branch had.
 - Old branches are never touched: regenerate and edit append siblings.
 - LiteLLM is imported lazily by `chatui.llm`; importing this module is cheap.
 """
@@ -175,8 +178,20 @@ class ChatEngine:
             async for event in events:
                 yield event
 
-    async def regenerate(self, session_id: str, message_id: str) -> AsyncGenerator[TurnEvent, None]:
-        """A new reply: a sibling of an assistant message, or under a user message."""
+    async def regenerate(
+        self, session_id: str, message_id: str, *, model: str | None = None
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """A new reply: a sibling of an assistant message, or under a user message.
+
+        Args:
+            model: write this one reply with another model (stored in its metadata);
+                the chat's model does not change.
+        """
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            yield TurnFailed(
+                session_id, "No model named", hint="Pick a model in the list.", kind="bad_input"
+            )
+            return
         session = self.manager.get_session(session_id)
         message = session.get_message(message_id)
         problem = self._not_regenerable(message)
@@ -188,7 +203,8 @@ class ChatEngine:
         assert message is not None
         parent = message.id if message.role == "user" else message.parent_id
         assert parent is not None
-        async with aclosing(self._turn(session_id, parent)) as events:
+        model = model.strip() if model else None
+        async with aclosing(self._turn(session_id, parent, model=model)) as events:
             async for event in events:
                 yield event
 
@@ -240,9 +256,9 @@ class ChatEngine:
             return f"A {message.role} message cannot be regenerated"
         return None
 
-    async def _preflight(self, session_id: str) -> TurnFailed | None:
+    async def _preflight(self, session_id: str, model: str | None = None) -> TurnFailed | None:
         """A reason the model cannot be called at all (checked before any write)."""
-        model = self.model_for(session_id)
+        model = model or self.model_for(session_id)
         api_base = self.options_for(model).api_base
         if llm.is_demo(model) or api_base:
             # No key to check: store the user's message now rather than after LiteLLM's
@@ -288,17 +304,20 @@ class ChatEngine:
                 yield event
 
     async def _turn(
-        self, session_id: str, parent_id: str, *, preflight: bool = True
+        self, session_id: str, parent_id: str, *, preflight: bool = True, model: str | None = None
     ) -> AsyncGenerator[TurnEvent, None]:
-        """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept."""
+        """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept.
+
+        `model`: this turn's model instead of the chat's.
+        """
         if preflight:
-            failed = await self._preflight(session_id)
+            failed = await self._preflight(session_id, model)
             if failed:
                 yield failed
                 return
         self.manager.set_status(session_id, "active")
         try:
-            async with aclosing(self._reply_loop(session_id, parent_id)) as events:
+            async with aclosing(self._reply_loop(session_id, parent_id, model)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -314,10 +333,14 @@ class ChatEngine:
             tools.update(self.extra_tools(session.session_id))
         return tools
 
-    async def _reply_loop(self, session_id: str, parent_id: str) -> AsyncGenerator[TurnEvent, None]:
+    async def _reply_loop(
+        self, session_id: str, parent_id: str, model: str | None = None
+    ) -> AsyncGenerator[TurnEvent, None]:
         session = self.manager.get_session(session_id)
-        model = self.model_for(session_id)
+        model = model or self.model_for(session_id)
         options = self.options_for(model)
+        # Memory per branch: the prompt carries what the branch being answered holds.
+        session.set_branch(parent_id)
         system_prompt = await session.refresh_system_prompt()
         tools = await self._tools(session)
         schemas = [tool.to_openai() for tool in tools.values()] or None
@@ -398,6 +421,7 @@ class ChatEngine:
                 if compaction is not None:
                     yield compaction
                 return
+            session.set_branch(finished.id)  # the tool calls' writes belong to this reply
             run = await run_tools(session, tools, writer.calls, finished.id)
             yield MessageStored(session_id, run.message)
             if run.changed_labels:

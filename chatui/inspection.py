@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from store import (
     ContextBlock,
     Session,
+    StoredWrite,
     estimate_string_tokens,
+    one_line,
     render_system_prompt,
 )
 
@@ -27,7 +29,15 @@ if TYPE_CHECKING:
 
     from .engine import ChatEngine
 
-__all__ = ["BlockDetails", "NextRequest", "ToolLine", "block_details", "next_request"]
+__all__ = [
+    "BlockDetails",
+    "NextRequest",
+    "ToolLine",
+    "WriteLine",
+    "block_details",
+    "next_request",
+    "write_lines",
+]
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,74 @@ def block_details(
 
 
 @dataclass(frozen=True)
+class WriteLine:
+    """One write of a block as the inspector lists it: who, where, what."""
+
+    seq: int
+    when: str
+    """Local time of the write, short."""
+    who: str
+    where: str
+    """Which chat and branch it was made on, said from the chat on screen."""
+    preview: str
+    reverted: bool
+    live_here: bool
+    """On the branch on screen (or on no branch): it counts for what this branch holds."""
+
+    @property
+    def text(self) -> str:
+        state = " · reverted" if self.reverted else ""
+        return f"#{self.seq} {self.when} · {self.who} · {self.where}{state} — {self.preview}"
+
+
+_WHO = {
+    "model": "the model",
+    "user": "you",
+    "before history": "earlier",
+    "import": "imported",
+    "library": "a program",
+    "revert": "a revert",
+}
+
+
+def write_lines(
+    writes: list[StoredWrite],
+    *,
+    chat_id: str | None,
+    on_path: set[str],
+    names: dict[str, str],
+) -> list[WriteLine]:
+    """A block's writes, newest first, each said from the chat on screen.
+
+    Args:
+        on_path: ids of the branch on screen (root → active leaf).
+        names: chat names by id, for writes other chats made (global blocks).
+    """
+    lines = []
+    for w in reversed(writes):
+        if w.message_id is None:
+            where, here = "every branch", True
+        elif w.session_id == chat_id:
+            here = w.message_id in on_path
+            where = "this branch" if here else "another branch"
+        else:
+            name = names.get(w.session_id or "", "a deleted chat")
+            where, here = f"chat {one_line(name, 24)}", False
+        lines.append(
+            WriteLine(
+                seq=w.seq,
+                when=w.written_at.astimezone().strftime("%b %d %H:%M"),
+                who=_WHO.get(w.origin, w.origin),
+                where=where,
+                preview=one_line(w.content, 60) or "(emptied)",
+                reverted=w.reverted,
+                live_here=here,
+            )
+        )
+    return lines
+
+
+@dataclass(frozen=True)
 class ToolLine:
     name: str
     description: str
@@ -108,9 +186,14 @@ class NextRequest:
         return sum(t.tokens for t in self.tools)
 
 
-async def next_request(engine: ChatEngine, session: Session, model: str) -> NextRequest:
-    """The prompt and tools the engine would send now for `session` (nothing written)."""
-    prompt = render_system_prompt(await session.load_context())
+async def next_request(
+    engine: ChatEngine, session: Session, model: str, at: str | None = None
+) -> NextRequest:
+    """The prompt and tools the engine would send now for `session` (nothing written).
+
+    `at`: the leaf the next turn answers (memory per branch: its blocks).
+    """
+    prompt = render_system_prompt(await session.load_context(at=at))
     tools = dict(await session.tools())
     tools.update(engine.manager.tools())
     if engine.extra_tools is not None:

@@ -46,6 +46,9 @@ class ReplyWriter:
         self._dirty = False
         self.started = False
         self.finished = False
+        self._started_at = 0.0
+        self.first_token: float | None = None
+        """Seconds from the request to the first text, reasoning or tool call."""
 
     async def start(self, parent_id: str) -> Message:
         """Store the empty reply (status streaming, incomplete) under `parent_id`."""
@@ -57,8 +60,12 @@ class ReplyWriter:
         )
         stored = await self.session.append_message(message, parent_id)
         self.started = True
-        self._last_flush = time.monotonic()
+        self._last_flush = self._started_at = time.monotonic()
         return stored
+
+    def _arrived(self) -> None:
+        if self.first_token is None:
+            self.first_token = time.monotonic() - self._started_at
 
     def reset(self) -> None:
         """Forget what streamed (before a retry into the same message)."""
@@ -72,14 +79,17 @@ class ReplyWriter:
         return bool(self.text or self.reasoning or self.calls)
 
     def add_text(self, text: str) -> None:
+        self._arrived()
         self.text.append(text)
         self._dirty = True
 
     def add_reasoning(self, text: str) -> None:
+        self._arrived()
         self.reasoning.append(text)
         self._dirty = True
 
     def add_call(self, call_id: str, name: str, arguments_json: str) -> None:
+        self._arrived()
         try:
             arguments: Any = json.loads(arguments_json) if arguments_json.strip() else {}
         except ValueError:
@@ -115,6 +125,8 @@ class ReplyWriter:
     ) -> Message:
         """Store the reply in its final form and return it as stored."""
         metadata: dict[str, Any] = {"model": self.model, "status": status}
+        if self.first_token is not None:  # compare shows it beside the reply's siblings
+            metadata["first_token_s"] = round(self.first_token, 3)
         if status in ("cancelled", "error"):
             metadata["incomplete"] = True
         if error:

@@ -1,8 +1,9 @@
 """Turning a `Config` into the store objects a chat runs on.
 
 Block scopes map to provider namespaces: a `chat` block lives under the
-session id (so fork copies it and purge removes it), a `global` block under
-one shared namespace every chat sees.
+session id (so fork copies it and purge removes it) and keeps one content
+per branch, a `global` block under one shared namespace every chat sees
+(each write still records its chat and message).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def build_manager(
         skills_dir: a skills folder to offer (default: the config's).
         global_namespace: where `global` blocks live.
     """
-    manager = SessionManager(store).with_cached_prompt()
+    # Chat blocks keep one content per branch; global ones stay shared.
+    manager = SessionManager(store).with_cached_prompt().with_branch_memory()
     blocks = config.blocks if blocks is None else blocks
     for block in blocks:
         manager.with_context(

@@ -160,14 +160,18 @@ class Workspace:
         model: str,
         *,
         template_tokens: int = 0,
+        prompt_tokens: int | None = None,
     ) -> ContextUsage:
         """How full the window is: the sidebar's figure, computed as auto-compaction does.
 
         `session` None: a new chat, whose prompt is `template_tokens` (its blocks).
+        `prompt_tokens`: the prompt of a stored chat as the branch on screen would
+        send it (None: the session's frozen prompt).
         """
         window = self.window(model)
+        prompt = template_tokens if session is None else prompt_tokens
         return await measure(
-            session, history, model, window.tokens, window.source, prompt_tokens=template_tokens
+            session, history, model, window.tokens, window.source, prompt_tokens=prompt
         )
 
     # -- replies --------------------------------------------------------------------
@@ -180,8 +184,11 @@ class Workspace:
         text: str = "",
         message_id: str | None = None,
         parent_id: str | None | Latest = LATEST,
+        model: str | None = None,
     ) -> ReplyJob:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
+
+        `model`: a regenerate written by another model than the chat's (that reply only).
 
         Raises:
             JobsFull: `max_live_replies` chats are replying already.
@@ -193,7 +200,7 @@ class Workspace:
             events = engine.send(session_id, text, parent_id=parent_id)
         elif kind == "regenerate":
             assert message_id is not None
-            events = engine.regenerate(session_id, message_id)
+            events = engine.regenerate(session_id, message_id, model=model)
         elif kind == "edit":
             assert message_id is not None
             events = engine.edit(session_id, message_id, text)

@@ -10,6 +10,7 @@ PostgreSQL (`Store("postgresql://…")`); it imports no UI or LLM client.
 # First, before anything imports peewee: keeps psycopg off the start-up path.
 from . import driver as _driver  # noqa: F401
 from .agents import UNSET, AgentInfo, AgentSpec
+from .block_writes import BranchSite, StoredWrite, UnknownWriteError
 from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
@@ -89,6 +90,10 @@ from .transfer import (
 from .urls import is_url, redact_url
 
 __all__ = [
+    # memory per branch (store.block_writes)
+    "BranchSite",
+    "StoredWrite",
+    "UnknownWriteError",
     "ChangeWatcher",
     "DatabaseInfo",
     "database_info",

@@ -38,7 +38,7 @@ from .db import Store
 from .errors import InvalidStatusError, UnknownSessionError
 from .message_search import scope_number, scope_range, search_messages
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult
-from .namespaces import copy_namespaces, delete_namespaces
+from .namespaces import copy_block_writes, copy_namespaces, delete_namespaces
 from .prepared import Prepared
 from .projects import ProjectInfo
 from .providers.history import HistorySearchProvider
@@ -95,6 +95,7 @@ class _Recipe:
     token_counter: TokenCounter | None = None
     on_error: CompactionErrorHandler | None = None
     history_label: str | None = None
+    branch_memory: bool = False
 
 
 def _metadata_json(metadata: object) -> str:
@@ -207,6 +208,12 @@ class SessionManager:
     def on_compaction_error(self, handler: CompactionErrorHandler) -> SessionManager:
         """Receive the exception of a failed auto-compaction (sync or async handler)."""
         self._recipe.on_error = handler
+        self._sessions.clear()  # sessions handed out later get the new recipe
+        return self
+
+    def with_branch_memory(self) -> SessionManager:
+        """Memory per branch for every session's own blocks (see `Session.with_branch_memory`)."""
+        self._recipe.branch_memory = True
         self._sessions.clear()  # sessions handed out later get the new recipe
         return self
 
@@ -435,6 +442,8 @@ class SessionManager:
     def _build(self, session_id: str) -> Session:
         recipe = self._recipe
         session = Session(self.store, session_id=session_id, touch_session=True)
+        if recipe.branch_memory:
+            session.with_branch_memory()
         for t in recipe.templates:
             provider = (
                 t.provider(session_id)
@@ -605,7 +614,8 @@ class SessionManager:
 
         Messages get new ids; content, order and parent links are kept, and
         so are overlays lying wholly on the path and the session's blocks,
-        skills and search entries (its own namespace and `"{id}/…"` ones).
+        skills and search entries (its own namespace and `"{id}/…"` ones);
+        of the blocks' writes, those on the path (and on no message).
         One transaction: a failure leaves no half-made session.
         """
         source = self._require(session_id)
@@ -647,6 +657,7 @@ class SessionManager:
                         c.summary, id_map[c.from_message_id], id_map[c.to_message_id]
                     )
             copy_namespaces(self.store, session_id, new_id, stamp)
+            copy_block_writes(self.store, session_id, new_id, id_map)
         return self._require(new_id)
 
     # -- usage and status ---------------------------------------------------------

@@ -531,6 +531,44 @@ def m007_cjk_and_emoji_search(db: Database) -> None:
             )
 
 
+@migration
+def m008_block_writes(db: Database) -> None:
+    # Issue 14: a memory block's writes are kept, each with the chat and
+    # message that made it, so a block can have one content per branch (the
+    # newest write on the branch's path) and a history a person can revert.
+    # What a block holds today becomes its first write, on no message: it
+    # applies to every branch, as it did.
+    text, key = (
+        (_T, "BIGSERIAL PRIMARY KEY")
+        if is_postgres(db)
+        else (
+            "TEXT",
+            "INTEGER PRIMARY KEY AUTOINCREMENT",
+        )
+    )
+    _run(
+        db,
+        f"""
+    CREATE TABLE block_writes (
+        seq {key},
+        namespace {text} NOT NULL,
+        label {text} NOT NULL,
+        content {text} NOT NULL,
+        session_id {text},
+        message_id {text},
+        origin {text} NOT NULL DEFAULT 'model',
+        written_at {text} NOT NULL,
+        reverted_at {text}
+    );
+    CREATE INDEX block_writes_block ON block_writes (namespace, label, seq);
+    CREATE INDEX block_writes_message ON block_writes (session_id, message_id);
+    INSERT INTO block_writes (namespace, label, content, origin, written_at)
+        SELECT namespace, label, content, 'before history', updated_at FROM context_blocks
+        ORDER BY namespace, label
+    """,
+    )
+
+
 def applied_migrations(db: Database) -> list[str]:
     """Names of the migrations the database records, oldest first (creating the record table)."""
     if is_postgres(db):

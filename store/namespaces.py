@@ -4,6 +4,8 @@ Built-in providers key their rows by a namespace. A session's own is its id
 (the default writable blocks, the cached prompt, loaded skills); chat-scoped
 providers of an application use `"{session_id}/{label}"`. `SessionManager`
 copies both on fork and deletes both on purge, inside its transaction.
+A fork copies the history of a block's writes only along the path it copies
+(`copy_block_writes`): the memory of the branch, not of its siblings.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 from peewee import Value, fn
 
 from .db import Store, scope_token
-from .schema import ContextBlock, EntryIndex, LoadedSkill, Prompt, SearchEntry, Skill
+from .schema import BlockWrite, ContextBlock, EntryIndex, LoadedSkill, Prompt, SearchEntry, Skill
 from .text_prep import prepare
 
 __all__ = [
+    "copy_block_writes",
     "copy_namespaces",
     "delete_namespaces",
     "index_entry",
@@ -38,7 +41,7 @@ def owned_by(column: Any, session_id: str) -> Any:
     return (column == session_id) | ((column >= low) & (column < high))
 
 
-_TABLES = (ContextBlock, Skill, Prompt, LoadedSkill)
+_TABLES = (ContextBlock, Skill, Prompt, LoadedSkill, BlockWrite)
 
 
 def index_entry(store: Store, rowid: int, namespace: str, content: str) -> None:
@@ -94,3 +97,42 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
         copied = new + namespace[len(old) :]
         rowid = store.run(e.insert(namespace=copied, key=key, content=content, updated_at=stamp))
         index_entry(store, rowid, copied, content)
+
+
+def copy_block_writes(store: Store, old: str, new: str, id_map: dict[str, str]) -> None:
+    """Copy the writes of session `old`'s blocks made on no message or on a copied one.
+
+    `id_map` maps the copied messages' ids to their copies'. The copies' newest
+    content (`context_blocks`) becomes the newest copied write still live, so a
+    shared read of the fork sees the branch it was made from.
+    """
+    w = BlockWrite
+    rows = store.rows(
+        w.select(
+            w.namespace, w.label, w.content, w.message_id, w.origin, w.written_at, w.reverted_at
+        )
+        .where(owned_by(w.namespace, old))
+        .order_by(w.seq)
+    )
+    newest: dict[tuple[str, str], str] = {}
+    for namespace, label, content, message_id, origin, written_at, reverted_at in rows:
+        if message_id is not None and message_id not in id_map:
+            continue  # made on a branch the fork does not copy
+        copied = new + namespace[len(old) :]
+        store.run(
+            w.insert(
+                namespace=copied,
+                label=label,
+                content=content,
+                session_id=new,
+                message_id=id_map.get(message_id) if message_id is not None else None,
+                origin=origin,
+                written_at=written_at,
+                reverted_at=reverted_at,
+            )
+        )
+        if reverted_at is None:
+            newest[(copied, label)] = content
+    b = ContextBlock
+    for (namespace, label), content in newest.items():
+        store.run(b.update(content=content).where(b.namespace == namespace, b.label == label))

@@ -28,6 +28,7 @@ from peewee import (
 
 __all__ = [
     "Agent",
+    "BlockWrite",
     "Compaction",
     "ContextBlock",
     "EntryIndex",
@@ -157,6 +158,29 @@ class ContextBlock(_Table):
     class Meta:
         table_name = "context_blocks"
         primary_key = CompositeKey("namespace", "label")
+
+
+class BlockWrite(_Table):
+    """One write to a memory block: its whole new content, who made it and where.
+
+    `session_id`/`message_id` name the chat and the message (a tool call's
+    reply, or the leaf a person was looking at) the write belongs to; a
+    branch-aware block's content on a branch is the newest write on its path
+    (a write without a message applies to every branch).
+    """
+
+    seq = AutoField()
+    namespace = TextField()
+    label = TextField()
+    content = TextField()
+    session_id = TextField(null=True)
+    message_id = TextField(null=True)
+    origin = TextField(default="model")
+    written_at = TextField()
+    reverted_at = TextField(null=True)
+
+    class Meta:
+        table_name = "block_writes"
 
 
 class SearchEntry(_Table):
@@ -308,6 +332,7 @@ MODELS: tuple[type[Model], ...] = (
     Compaction,
     StatusChange,
     ContextBlock,
+    BlockWrite,
     SearchEntry,
     Skill,
     LoadedSkill,

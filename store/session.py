@@ -8,6 +8,10 @@ Design notes:
   `refresh_system_prompt()`, on writes through the session, and on first use.
 - The frozen system prompt never changes behind the model's back: tool writes
   are durable at once; the prompt changes on `refresh_system_prompt()`.
+- A session reads and writes its blocks at a branch (`set_branch`, default
+  the latest leaf). Providers with `get_at`/`set_at` are told where
+  (`BranchSite`): with `with_branch_memory()` the session's own blocks keep
+  one content per branch; others may just record who wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .block_writes import BranchSite, StoredWrite
 from .compaction import CompactFunction
 from .context import (
     ContextBlock,
@@ -39,7 +44,7 @@ from .messages import LATEST, Latest, Message, MessageLike, SearchResult, Stored
 from .overlays import apply_compactions
 from .prompts import InMemoryPromptCache, PromptCache, StorePromptCache
 from .providers import StoreContextProvider
-from .providers.protocols import is_writable
+from .providers.protocols import is_branch_aware, is_writable
 from .schema import LoadedSkill
 from .storage import SessionProvider, StoreSessionProvider
 from .tokens import TokenCounter, estimate_message_tokens, estimate_string_tokens
@@ -94,6 +99,8 @@ class Session:
         self._on_compaction_error: CompactionErrorHandler | None = None
         self._touch_session = touch_session
         self._loaded_skills: set[tuple[str, str]] = set()
+        self._branch_memory = False
+        self._branch: str | None = None
 
     # -- builder ----------------------------------------------------------------
 
@@ -121,6 +128,19 @@ class Session:
     ) -> Session:
         """Declare a block; no provider means the store's writable block for this session."""
         self._add_config(ContextConfig(label, description, max_tokens, provider))
+        return self
+
+    def with_branch_memory(self) -> Session:
+        """Memory per branch for the blocks this session stores itself (no provider given).
+
+        A write then belongs to the message it was made at (`set_branch`), and a
+        block's content on a branch is the newest write on that branch's path:
+        a write on one branch is invisible on its siblings and its parent.
+        Off by default: a block holds one content for the whole tree.
+        """
+        if self._block_providers:
+            raise StoreError("with_branch_memory() must be called before the blocks are used")
+        self._branch_memory = True
         return self
 
     def with_cached_prompt(self, provider: PromptCache | None = None) -> Session:
@@ -183,7 +203,9 @@ class Session:
             if config.provider is not None:
                 provider = config.provider
             elif isinstance(self._storage, Store):
-                provider = StoreContextProvider(self._storage, self._session_id, config.label)
+                provider = StoreContextProvider(
+                    self._storage, self._session_id, config.label, branches=self._branch_memory
+                )
             else:
                 provider = InMemoryProvider()
             self._block_providers[config.label] = provider
@@ -215,6 +237,10 @@ class Session:
     ) -> Message:
         """Store a message (see SPEC 3); may auto-compact, never losing the message."""
         stored = self.provider.append_message(Message.coerce(message), parent_id)
+        if self._branch is None:  # the latest leaf moved: per-branch contents may differ
+            for config in self._configs:
+                if is_branch_aware(self._block_providers.get(config.label)):
+                    self._contents.pop(config.label, None)
         if self._compact_fn is not None and self._compact_threshold is not None:
             await self._maybe_compact(stored.id)
         return stored
@@ -352,15 +378,52 @@ class Session:
 
     # -- context blocks ---------------------------------------------------------
 
+    @property
+    def branch(self) -> str | None:
+        """The message blocks are read and written at (None: the latest leaf)."""
+        return self._branch
+
+    def set_branch(self, message_id: str | None) -> None:
+        """Read and write blocks at `message_id` from now on (None: the latest leaf).
+
+        The branch's path decides what a per-branch block holds; a write is
+        recorded against this message. Cached contents are dropped when it moves.
+        """
+        if message_id is not None and not isinstance(message_id, str):
+            raise TypeError("a branch is named by a message id")
+        if message_id != self._branch:
+            self._branch = message_id
+            self._contents.clear()
+
+    def _site(self, at: str | None = None, origin: str = "model") -> BranchSite:
+        message_id = at if at is not None else self._branch
+        if message_id is None:
+            leaf = self.provider.get_latest_leaf()
+            message_id = leaf.id if leaf is not None else None
+        return BranchSite(self._session_id, message_id, origin)
+
+    def _own_position(self, at: str | None) -> bool:
+        """Whether a read at `at` is a read at the session's branch (so it may be cached)."""
+        return at is None or at == self._branch
+
+    async def _read(self, config: ContextConfig, at: str | None = None) -> str:
+        provider = self._block_provider(config)
+        if is_branch_aware(provider):
+            value = await provider.get_at(self._site(at))
+        else:
+            value = await provider.get()
+        return "" if value is None else str(value)
+
     async def _load(self, config: ContextConfig) -> str:
-        value = await self._block_provider(config).get()
-        content = "" if value is None else str(value)
+        content = await self._read(config)
         self._contents[config.label] = content
         return content
 
     def _content_now(self, config: ContextConfig) -> str:
         if config.label not in self._contents:
-            done, value = run_now(self._block_provider(config).get())
+            provider = self._block_provider(config)
+            reading = provider.get_at(self._site()) if is_branch_aware(provider) else provider.get()
+            done, value = run_now(reading)
             if not done:
                 return ""  # an I/O provider: loaded on the first async call
             self._contents[config.label] = "" if value is None else str(value)
@@ -377,8 +440,19 @@ class Session:
         """Every block, in declaration order."""
         return [make_block(c, self._block_provider(c), self._content_now(c)) for c in self._configs]
 
-    async def load_context(self) -> list[ContextBlock]:
-        """Reload every block from its provider and return them."""
+    async def load_context(self, at: str | None = None) -> list[ContextBlock]:
+        """Reload every block from its provider and return them.
+
+        Args:
+            at: read as seen from this message (a branch shown on screen)
+                without moving the session's own branch; None: the session's.
+        """
+        if not self._own_position(at):
+            blocks = []
+            for config in self._configs:
+                content = await self._read(config, at)
+                blocks.append(make_block(config, self._block_provider(config), content))
+            return blocks
         for config in self._configs:
             await self._load(config)
         return self.get_context_blocks()
@@ -398,8 +472,26 @@ class Session:
                     f"{config.label!r} would hold {tokens} tokens; its limit is {config.max_tokens}"
                 )
 
-    async def replace_context_block(self, label: str, content: str) -> ContextBlock:
+    async def _write(
+        self, config: ContextConfig, provider: Any, content: str, at: str | None, origin: str
+    ) -> None:
+        if is_branch_aware(provider):
+            await provider.set_at(content, self._site(at, origin))
+        else:
+            await provider.set(content)
+        if self._own_position(at):
+            self._contents[config.label] = content
+        else:  # the write may be on the session's own branch too: read it again
+            self._contents.pop(config.label, None)
+
+    async def replace_context_block(
+        self, label: str, content: str, *, at: str | None = None, origin: str = "model"
+    ) -> ContextBlock:
         """Write a block's whole content through its provider.
+
+        Args:
+            at: the message the write belongs to (None: the session's branch).
+            origin: who writes, recorded with the write: "model" or "user".
 
         Raises:
             UnknownBlockError, ReadOnlyBlockError, ContextLimitError (nothing written).
@@ -408,16 +500,18 @@ class Session:
             raise TypeError("block content must be a string")
         config, provider = self._writable_provider(label)
         self._check_limit(config, content)
-        await provider.set(content)
-        self._contents[label] = content
+        await self._write(config, provider, content, at, origin)
         return make_block(config, provider, content)
 
-    async def append_context_block(self, label: str, content: str) -> ContextBlock:
-        """Append to a block, adding a newline separator when needed."""
+    async def append_context_block(
+        self, label: str, content: str, *, at: str | None = None, origin: str = "model"
+    ) -> ContextBlock:
+        """Append to a block, adding a newline separator when needed (`at`, `origin`:
+        as `replace_context_block`)."""
         if not isinstance(content, str):
             raise TypeError("block content must be a string")
         config, provider = self._writable_provider(label)
-        current = await self._load(config)
+        current = await self._read(config, at)
         joined = (
             current
             + (
@@ -431,9 +525,28 @@ class Session:
             + content
         )
         self._check_limit(config, joined)
-        await provider.set(joined)
-        self._contents[label] = joined
+        await self._write(config, provider, joined, at, origin)
         return make_block(config, provider, joined)
+
+    def block_history(self, label: str) -> list[StoredWrite]:
+        """Every recorded write of a block, oldest first ([] when its provider keeps none)."""
+        history = getattr(self._block_provider(self._config(label)), "history", None)
+        return list(history()) if callable(history) else []
+
+    def revert_block_write(self, label: str, seq: int) -> StoredWrite:
+        """Undo one recorded write of a block (it counts on no branch any more).
+
+        Raises:
+            UnknownBlockError; ReadOnlyBlockError when the provider keeps no history;
+            UnknownWriteError, ValueError (reverted already) from the provider.
+        """
+        provider = self._block_provider(self._config(label))
+        revert = getattr(provider, "revert", None)
+        if not callable(revert):
+            raise ReadOnlyBlockError(f"context block {label!r} keeps no history to revert")
+        reverted: StoredWrite = revert(seq)
+        self._contents.pop(label, None)
+        return reverted
 
     async def add_context(
         self,

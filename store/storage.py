@@ -35,7 +35,7 @@ from .message_search import (
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
 from .prepared import Prepared
-from .schema import Compaction, LoadedSkill, MessageIndex, MessageRow, SessionRow
+from .schema import BlockWrite, Compaction, LoadedSkill, MessageIndex, MessageRow, SessionRow
 
 __all__ = ["SessionProvider", "StoreSessionProvider", "insert_messages"]
 
@@ -417,6 +417,14 @@ class StoreSessionProvider:
                 self.store.run(
                     M.update(parent_id=parent).where(
                         M.session_id == self.session_id, M.parent_id == message_id
+                    )
+                )
+                # A block write made at the message now belongs to its parent, so
+                # the branch keeps the memory it had.
+                self.store.run(
+                    BlockWrite.update(message_id=parent).where(
+                        BlockWrite.session_id == self.session_id,
+                        BlockWrite.message_id == message_id,
                     )
                 )
                 if scope is not None:

@@ -15,14 +15,17 @@ Design notes and invariants:
   restoring the same backup twice changes nothing.
 - JSONL is the same shape one entry a line: a `session` header, then its
   `message`, `compaction`, `block`, `search_entry`, `skill`, `prompt` and
-  `loaded_skill` entries, each naming its `session_id`.
+  `loaded_skill` and `block_write` entries, each naming its `session_id`.
+- A block's writes (its history, what memory per branch reads) go with it,
+  in the order they were made; a block that comes without any (a file from
+  before histories) gets its content as one write on no message.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from os import PathLike
@@ -31,6 +34,7 @@ from typing import Any
 
 from peewee import SQL, Model
 
+from .block_writes import ORIGINS
 from .clock import iso as _iso
 from .clock import now
 from .db import Store
@@ -40,6 +44,7 @@ from .messages import Message
 from .namespaces import index_entry, owned_by
 from .records import insert_session, record_status
 from .schema import (
+    BlockWrite,
     Compaction,
     ContextBlock,
     EntryIndex,
@@ -75,6 +80,11 @@ _CONTEXT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("skill", "skills", ("namespace", "key", "content", "description", "updated_at")),
     ("prompt", "prompts", ("namespace", "prompt", "updated_at")),
     ("loaded_skill", "loaded_skills", ("namespace", "label", "key", "tool_call_id", "message_id")),
+    (
+        "block_write",
+        "block_writes",
+        ("namespace", "label", "content", "message_id", "origin", "written_at", "reverted_at"),
+    ),
 )
 _TABLES: dict[str, type[Model]] = {
     "blocks": ContextBlock,
@@ -82,6 +92,7 @@ _TABLES: dict[str, type[Model]] = {
     "skills": Skill,
     "prompts": Prompt,
     "loaded_skills": LoadedSkill,
+    "block_writes": BlockWrite,
 }
 _ORDER = {
     "blocks": ("namespace", "label"),
@@ -89,6 +100,7 @@ _ORDER = {
     "skills": ("namespace", "key"),
     "prompts": ("namespace",),
     "loaded_skills": ("namespace", "label", "key"),
+    "block_writes": ("seq",),  # the order of writes is what a branch's content means
 }
 # Columns a document must give as strings (the others may be null).
 _REQUIRED = {"namespace", "label", "key", "content", "prompt"}
@@ -520,6 +532,16 @@ def _check_context(raw: Any, where: str, session_id: str) -> dict[str, list[dict
                 )
             if "updated_at" in columns:
                 row["updated_at"] = _stamp(data.get("updated_at"), at, "updated_at")
+            if key == "block_writes":
+                row["written_at"] = _stamp(data.get("written_at"), at, "written_at")
+                if row["reverted_at"] is not None:
+                    _when(row["reverted_at"], at, "reverted_at")
+                if row["origin"] is None:
+                    row["origin"] = "import"
+                if row["origin"] not in ORIGINS:
+                    raise TransferError(
+                        f"{at}: origin {row['origin']!r} is not one of {', '.join(ORIGINS)}"
+                    )
             context[key].append(row)
     return context
 
@@ -711,6 +733,9 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
             )
         )
     for _, key, columns in _CONTEXT:
+        if key == "block_writes":
+            _write_block_writes(store, c, target, namespace)
+            continue
         for item in c.context[key]:
             row = {**item, "namespace": namespace(item["namespace"])}
             table = _TABLES[key]
@@ -731,4 +756,40 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
                 insert.on_conflict(conflict_target=keys, preserve=rest)
                 if rest
                 else insert.on_conflict_ignore()
+            )
+
+
+def _write_block_writes(
+    store: Store, c: _Checked, target: str, namespace: Callable[[str], str]
+) -> None:
+    """The document's block writes, in order, as writes of `target`; a block without
+    any gets one from its content (on no message: every branch sees it)."""
+    written: set[tuple[str, str]] = set()
+    for item in c.context["block_writes"]:
+        ns = namespace(item["namespace"])
+        written.add((ns, item["label"]))
+        store.run(
+            BlockWrite.insert(
+                namespace=ns,
+                label=item["label"],
+                content=item["content"],
+                session_id=target,
+                message_id=item["message_id"],
+                origin=item["origin"],
+                written_at=item["written_at"],
+                reverted_at=item["reverted_at"],
+            )
+        )
+    for block in c.context["blocks"]:
+        ns = namespace(block["namespace"])
+        if (ns, block["label"]) not in written:
+            store.run(
+                BlockWrite.insert(
+                    namespace=ns,
+                    label=block["label"],
+                    content=block["content"],
+                    session_id=target,
+                    origin="import",
+                    written_at=block["updated_at"],
+                )
             )

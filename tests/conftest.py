@@ -49,6 +49,7 @@ BOTH_ENGINES = {
     "test_manager",
     "test_store_agents",
     "test_store_bad_input",
+    "test_store_branch_memory",
     "test_store_compaction",
     "test_store_lifecycle",
     "test_store_peers",

@@ -83,7 +83,10 @@ async def test_send_stores_user_then_streams_reply_exactly(chat):
     assert finished.status == "complete"
     stored = chat.session.get_message(started.message.id)
     assert stored.text == reply
-    assert stored.metadata == {"model": "openai/test-model", "status": "complete"}
+    metadata = dict(stored.metadata)
+    first_token = metadata.pop("first_token_s")  # time to first token, for compare
+    assert isinstance(first_token, float) and first_token >= 0
+    assert metadata == {"model": "openai/test-model", "status": "complete"}
     assert stored.token_usage == {"input": 40, "output": 12, "cost": 0.0}
     info = chat.manager.get(chat.sid)
     assert (info.input_tokens, info.output_tokens) == (40, 12)

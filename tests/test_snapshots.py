@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from store import StoreContextProvider
+from store.schema import BlockWrite
 from widgets import ChatInput
 
-from .app_helpers import make_app, populate
+from .app_helpers import T0, make_app, populate
 
 SIZE = (140, 36)
 
@@ -19,6 +20,8 @@ def app(store):
     import asyncio
 
     asyncio.run(memory.set("Prefers walking tours. Vegetarian. Travels in October.\n" * 66))
+    with store.write():  # the write's time is in the inspector's list: the same every run
+        store.run(BlockWrite.update(written_at=T0.isoformat()))
     return make_app(store, warm_llm=False)
 
 
@@ -117,7 +120,8 @@ def test_memory_inspector(app, snap_compare):
     """You should see the memory inspector over the chat: "memory · writable ·
     908/1,100 tokens", that it belongs to every chat (global) with its description,
     the block's text ("Prefers walking tours. Vegetarian. Travels in October." repeated)
-    in an editor (not focused, so no cursor), and the hint that ctrl+s saves."""
+    in an editor (not focused, so no cursor), under it the block's one write ("#1 … · a
+    program · every branch — Prefers walking tours…"), and the hint that ctrl+s saves."""
 
     async def inspect(pilot) -> None:
         await _settle(pilot)

@@ -7,6 +7,7 @@ they never call a model or open a database.
 from .chat_input import ChatInput
 from .chat_view import ChatNotice, ChatView
 from .context_sidebar import ContextSidebar, ConversationStats
+from .diff_view import DiffView, word_diff
 from .fitting_footer import FittingFooter
 from .message_tree import MessageTree, preview
 from .message_view import MessageView, code_blocks, status_of
@@ -20,6 +21,7 @@ __all__ = [
     "ChatView",
     "ContextSidebar",
     "ConversationStats",
+    "DiffView",
     "FittingFooter",
     "MessageTree",
     "MessageView",
@@ -35,4 +37,5 @@ __all__ = [
     "preview",
     "status_label",
     "status_of",
+    "word_diff",
 ]

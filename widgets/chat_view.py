@@ -87,6 +87,8 @@ class ChatView(VerticalScroll, can_focus=False):
         """Message id → where it crossed to another chat ("from B", "asked B")."""
         self.senders: Mapping[str, str] = {}
         """Agent id → name: a message another agent sent is labelled with its name."""
+        self.notes: Mapping[str, Sequence[tuple[str, str]]] = {}
+        """Message id → (title, text) notes of its siblings' branches, shown collapsed."""
         self._live: Mapping[str, str] = {}
         self._lock = asyncio.Lock()
         """Mounting and removing never interleave (two `show`s at once would mount two
@@ -122,6 +124,7 @@ class ChatView(VerticalScroll, can_focus=False):
             covered=self._covered.get(message.id, ()),
             hop=self.hops.get(message.id),
             sender=self.senders.get(message.from_agent_id or ""),
+            notes=self.notes.get(message.id, ()),
             streaming=live is not None,
         )
 

@@ -80,14 +80,24 @@ class MessageView(Vertical, can_focus=True):
     MessageView Collapsible > Contents { padding: 0 1; }
     MessageView .message--tool-output { color: $text-muted; }
     MessageView .message--covered { color: $text-muted; }
+    MessageView .message--note { color: $secondary; }
+    MessageView .message--note-text { color: $text-muted; }
     """
 
     BINDINGS = [
         Binding("r", "act('regenerate')", "Regenerate", id="message.regenerate"),
+        Binding(
+            "R",
+            "act('regenerate_with')",
+            "Regenerate with…",
+            id="message.regenerate_with",
+            show=False,
+        ),
         Binding("e", "act('edit')", "Edit", id="message.edit"),
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),
         Binding("g", "act('goto')", "Go to peer chat", id="message.goto", show=False),
+        Binding("v", "act('compare')", "Compare siblings", id="message.compare", show=False),
         Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
         Binding("right", "act('next')", "Branch ›", id="message.next"),
         Binding("up,k", "move(-1)", "Previous message", show=False),
@@ -122,6 +132,7 @@ class MessageView(Vertical, can_focus=True):
         streaming: bool = False,
         hop: str | None = None,
         sender: str | None = None,
+        notes: Sequence[tuple[str, str]] = (),
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -133,6 +144,8 @@ class MessageView(Vertical, can_focus=True):
         self.covered = list(covered)
         self.hop = hop
         self.sender = sender
+        self.notes = list(notes)
+        """(title, text) of notes on the sibling branches left behind ("what we tried")."""
         """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
@@ -191,6 +204,9 @@ class MessageView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(self.header(), classes="message--header")
+        for title, note in self.notes:
+            with Collapsible(title=clean(title), collapsed=True, classes="message--note"):
+                yield Static(Text(clean(note)), classes="message--note-text")
         reasoning = "\n".join(
             clean(str(p.get("text", "")))
             for p in self.message.parts

@@ -30,9 +30,20 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("f2", "the next request: the exact system prompt and tools, with token counts"),
     KeyHelp("ctrl+q", "quit"),
     KeyHelp("r", "regenerate: a new reply beside the old one (kept)", "message or tree"),
+    KeyHelp(
+        "R",
+        "regenerate with another model (picked in a list); the chat keeps its model",
+        "message or tree",
+    ),
     KeyHelp("e", "edit your message: a new branch, then a new reply", "message or tree"),
     KeyHelp("f", "fork: a new chat holding the path up to this message", "message or tree"),
     KeyHelp("left / right", "previous / next sibling branch", "message"),
+    KeyHelp(
+        "v",
+        "compare with its siblings side by side (differing words marked; enter keeps one)",
+        "message or tree",
+    ),
+    KeyHelp("tab", "in compare: pick the left or right side for enter to keep", "compare"),
     KeyHelp("c", "copy the message; again: copy its code blocks in turn", "message or tree"),
     KeyHelp(
         "g", "a peer message (⇄): open the other agent's chat at that message", "message or tree"
@@ -53,4 +64,5 @@ KEYS: tuple[KeyHelp, ...] = (
         "enter", "open the block: its whole content, owner, budget; edit a writable one", "gauge"
     ),
     KeyHelp("ctrl+s", "save the block (refused over its budget or when read-only)", "block editor"),
+    KeyHelp("ctrl+r", "revert the write highlighted in the block's list of writes", "block editor"),
 )

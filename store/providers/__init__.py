@@ -3,11 +3,13 @@
 from .directory_skills import DirectorySkillProvider
 from .history import HistorySearchProvider
 from .protocols import (
+    BranchAwareProvider,
     ContextProvider,
     SearchProvider,
     SkillProvider,
     WritableContextProvider,
     can_set,
+    is_branch_aware,
     is_searchable,
     is_skill,
     is_writable,
@@ -28,7 +30,9 @@ __all__ = [
     "StoreSearchProvider",
     "StoreSkillProvider",
     "WritableContextProvider",
+    "BranchAwareProvider",
     "can_set",
+    "is_branch_aware",
     "is_searchable",
     "is_skill",
     "is_writable",

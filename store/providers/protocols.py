@@ -9,6 +9,8 @@ __all__ = [
     "WritableContextProvider",
     "SkillProvider",
     "SearchProvider",
+    "BranchAwareProvider",
+    "is_branch_aware",
     "is_writable",
     "is_skill",
     "is_searchable",
@@ -33,6 +35,22 @@ class WritableContextProvider(Protocol):
 
     async def set(self, content: str) -> None:
         """Replace the whole content (limits are checked before this is called)."""
+
+
+@runtime_checkable
+class BranchAwareProvider(Protocol):
+    """Writable and told where each read and write happens (a chat and a message).
+
+    `site` is a `store.BranchSite`. A session calls these instead of `get`/`set`
+    when a provider has them, so a provider may keep one content per branch
+    (`StoreContextProvider(..., branches=True)`) or record who wrote.
+    """
+
+    async def get_at(self, site: Any) -> str | None:
+        """The content as seen from `site`."""
+
+    async def set_at(self, content: str, site: Any) -> None:
+        """Replace the content, the write made at `site`."""
 
 
 @runtime_checkable
@@ -74,6 +92,11 @@ def is_searchable(provider: Any) -> bool:
 def can_set(provider: Any) -> bool:
     """Has `set`: writable, or a keyed block the model can add entries to."""
     return _has(provider, "set")
+
+
+def is_branch_aware(provider: Any) -> bool:
+    """Reads and writes take a site: has `get_at` and `set_at`."""
+    return _has(provider, "get_at") and _has(provider, "set_at")
 
 
 def is_writable(provider: Any) -> bool:

@@ -2,49 +2,80 @@
 
 from __future__ import annotations
 
-from ..clock import iso, now
+from ..block_writes import (
+    BranchSite,
+    StoredWrite,
+    block_history,
+    content_on_path,
+    path_ids,
+    record_write,
+    revert_write,
+)
 from ..db import Store
-from ..schema import ContextBlock
+from ..schema import ContextBlock as B
 
 __all__ = ["StoreContextProvider"]
 
 
 class StoreContextProvider:
-    """Writable text under (namespace, label) in the `context_blocks` table.
+    """Writable text under (namespace, label), with the history of its writes.
 
     Sessions wire it as `StoreContextProvider(store, session_id, label)`, so
     each session's blocks are its own.
+
+    Args:
+        branches: memory per branch. Off (the default), the block holds one
+            content whatever branch a chat is on: the newest write. On, its
+            content seen from a message is the newest write on that message's
+            path from the root, so a write made on one branch is invisible on
+            its siblings and its parent (`Session.with_branch_memory()` wires
+            a session's own blocks this way). Every write is recorded either
+            way, with the chat and message that made it (`history()`).
     """
 
-    def __init__(self, store: Store, namespace: str, label: str = "") -> None:
+    def __init__(
+        self, store: Store, namespace: str, label: str = "", *, branches: bool = False
+    ) -> None:
         self.store = store
         self.namespace = namespace
         self.label = label
+        self.branches = branches
 
     async def get(self) -> str:
-        """The stored content ("" before the first write)."""
-        B = ContextBlock
+        """The content ("" before the first write); per branch: writes on no message only."""
+        if self.branches:
+            return content_on_path(self.store, self.namespace, self.label, set()) or ""
         rows = self.store.rows(
             B.select(B.content).where(B.namespace == self.namespace, B.label == self.label)
         )
         return rows[0][0] if rows else ""
 
+    async def get_at(self, site: BranchSite) -> str:
+        """The content seen from `site` (the newest write for a shared block)."""
+        if not self.branches:
+            return await self.get()
+        path = path_ids(self.store, site.session_id, site.message_id)
+        return content_on_path(self.store, self.namespace, self.label, path) or ""
+
     async def set(self, content: str) -> None:
-        """Replace the content."""
+        """Replace the content, on no branch (every branch sees it)."""
+        await self.set_at(content, BranchSite(None, None, "library"))
+
+    async def set_at(self, content: str, site: BranchSite) -> None:
+        """Replace the content, recording the write at `site`."""
         if not isinstance(content, str):
             raise TypeError("block content must be a string")
         with self.store.write():
-            B = ContextBlock
-            self.store.run(
-                B.insert(
-                    namespace=self.namespace,
-                    label=self.label,
-                    content=content,
-                    updated_at=iso(now()),
-                ).on_conflict(
-                    conflict_target=[B.namespace, B.label], preserve=[B.content, B.updated_at]
-                )
-            )
+            record_write(self.store, self.namespace, self.label, content, site)
+
+    def history(self) -> list[StoredWrite]:
+        """Every write of the block, oldest first (reverted ones marked)."""
+        return block_history(self.store, self.namespace, self.label)
+
+    def revert(self, seq: int) -> StoredWrite:
+        """Undo write `seq`: it counts on no branch any more (see `block_writes`)."""
+        return revert_write(self.store, self.namespace, self.label, seq)
 
     def __repr__(self) -> str:
-        return f"StoreContextProvider({self.namespace!r}, {self.label!r})"
+        mode = ", branches=True" if self.branches else ""
+        return f"StoreContextProvider({self.namespace!r}, {self.label!r}{mode})"

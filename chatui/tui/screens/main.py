@@ -32,7 +32,13 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widgets import Static
 
-from store import Message, SessionInfo, UnknownMessageError
+from store import (
+    Message,
+    SessionInfo,
+    UnknownMessageError,
+    estimate_string_tokens,
+    render_system_prompt,
+)
 from widgets import (
     ChatInput,
     ChatView,
@@ -47,6 +53,7 @@ from widgets import (
 )
 
 from ...agents import PeerMarks
+from ...branch_notes import notes_by_shown, stored_notes
 from ...chat_state import ChatSnapshot, ChatState
 from ...events import (
     Compacted,
@@ -65,6 +72,7 @@ from ...state import UiState
 from ...workspace import ModelFactsChanged, Workspace, WorkspaceEvent
 from .commands import ChatCommands
 from .main_memory import MemoryMixin
+from .main_notes import BranchNotesMixin
 from .main_panes import PanesMixin
 
 __all__ = ["MainScreen", "NEW_CHAT_NAME"]
@@ -81,7 +89,7 @@ WELCOME = (
 )
 
 
-class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
+class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"
@@ -299,6 +307,9 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             self.show_tree()
             self.chat_view.hops = self.marks.labels
             self.chat_view.senders = self.workspace.runtime.names()
+            self.chat_view.notes = notes_by_shown(
+                snap.history, snap.positions, stored_notes(snap.info.metadata)
+            )
             await self.chat_view.show(
                 snap.history,
                 positions=snap.positions,
@@ -384,10 +395,10 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             return
         workspace = self.workspace
         if blocks or not self.sidebar.blocks:
-            session = self.chat.session if self.chat else None
+            # Memory per branch: the blocks as the branch on screen holds them.
             self.sidebar.show_blocks(
-                await session.load_context()
-                if session
+                await self.chat.session.load_context(at=self.chat.active_leaf)
+                if self.chat
                 else await workspace.template_blocks(self.draft_agent)
             )
         model = self.model
@@ -407,7 +418,11 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             return
         snap = self.snapshot
         info = snap.info if snap else self.chat.info
-        usage = await workspace.usage(self.chat.session, snap.history if snap else [], model)
+        # The prompt the next turn sends: the blocks of this branch, rendered.
+        prompt = estimate_string_tokens(render_system_prompt(self.sidebar.blocks))
+        usage = await workspace.usage(
+            self.chat.session, snap.history if snap else [], model, prompt_tokens=prompt
+        )
         self.sidebar.show_stats(
             ConversationStats(
                 tokens=usage.tokens,
@@ -451,7 +466,34 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             return
         self.start_turn("send", text=event.text)
 
-    def start_turn(self, kind: TurnKind, *, message_id: str | None = None, text: str = "") -> None:
+    def regenerate_with(self, message_id: str) -> None:
+        """Pick a model, then regenerate the message with it (that reply only)."""
+        from .model_picker import ModelPicker
+
+        def chosen(model: str | None) -> None:
+            if model:
+                self.recent_models = [model, *(m for m in self.recent_models if m != model)]
+                self.model_chosen(model)
+                self.start_turn("regenerate", message_id=message_id, model=model)
+
+        choices = self.workspace.model_choices(self.model, self.recent_models)
+        self.app.push_screen(
+            ModelPicker(
+                self.model,
+                choices,
+                title=f"Regenerate this reply with (the chat keeps {self.model})",
+            ),
+            chosen,
+        )
+
+    def start_turn(
+        self,
+        kind: TurnKind,
+        *,
+        message_id: str | None = None,
+        text: str = "",
+        model: str | None = None,
+    ) -> None:
         """Start a reply job in the chat on screen (a new chat is stored first)."""
         jobs = self.workspace.jobs
         if len(jobs.live_chats) >= jobs.limit:
@@ -470,6 +512,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
                 text=text,
                 message_id=message_id,
                 parent_id=chat.active_leaf if kind == "send" else None,
+                model=model,
             )
         except JobsFull as exc:
             self.notify(str(exc), severity="warning")
@@ -668,7 +711,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         if message is None:
             self.notify("That message no longer exists.", severity="warning")
             return
-        if action in ("regenerate", "edit", "fork") and self.generating:
+        if action in ("regenerate", "regenerate_with", "edit", "fork") and self.generating:
             # A fork would copy a half-written reply: like r and e, it waits for the end.
             self.notify("Still replying — press escape to cancel first.", severity="warning")
             return
@@ -676,6 +719,8 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             await self.follow_hop(message_id)
         elif action == "regenerate":
             self.start_turn("regenerate", message_id=message_id)
+        elif action == "regenerate_with":
+            self.regenerate_with(message_id)
         elif action == "edit":
             if message.role != "user":
                 self.notify(
@@ -695,6 +740,8 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             )
         elif action == "fork":
             await self.fork(message_id)
+        elif action == "compare":
+            self.compare(message)
         elif action == "copy":
             self.copy(message)
         elif action in ("previous", "next"):
@@ -731,6 +778,32 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         await self.open_chat(info.id)
         self.notify(f"Forked into a new chat: {name}")
 
+    def compare(self, message: Message) -> None:
+        """Open the message beside its siblings; the one kept becomes the branch shown."""
+        from .compare import CompareScreen
+
+        assert self.chat is not None
+        chat = self.chat
+        siblings = (
+            chat.session.get_branches(message.parent_id)
+            if message.parent_id
+            else [m for m in chat.session.get_tree() if m.parent_id is None]
+        )
+        if len(siblings) < 2:
+            self.notify("No sibling to compare with: r regenerates one.", timeout=3)
+            return
+
+        async def kept(message_id: str | None) -> None:
+            if message_id is None or self.chat is not chat:
+                return
+            before = chat.active_leaf
+            chat.set_active(chat.session.latest_leaf_under(message_id))
+            await self.redraw()
+            self.note_left_branch(before)
+            await self.chat_view.reveal(message_id)
+
+        self.app.push_screen(CompareScreen(siblings, message.id, self.model), kept)
+
     def copy(self, message: Message) -> None:
         text = message.text
         blocks = code_blocks(text)
@@ -751,6 +824,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
 
     async def switch_sibling(self, message_id: str, step: int, *, from_tree: bool) -> None:
         assert self.chat is not None
+        before = self.chat.active_leaf
         try:
             target = self.chat.switch_sibling(message_id, step)
         except UnknownMessageError:
@@ -760,6 +834,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
             self.notify("No other branch that way.", timeout=2)
             return
         await self.redraw()
+        self.note_left_branch(before)
         if from_tree:
             self.tree.select_message(target)
             await self.chat_view.reveal(target, focus=False)
@@ -775,6 +850,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
         self.chat.select(event.message_id)
         if self.chat.active_leaf != before:
             await self.redraw()
+            self.note_left_branch(before)
             self.tree.select_message(event.message_id)
         await self.chat_view.reveal(event.message_id, focus=False)
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from store import AgentInfo, ContextBlock, Session
+from store import AgentInfo, ContextBlock, Session, StoredWrite
 from widgets import TokenGauge
 
 from ...agents import agent_blocks
 from ...config import BlockConfig
-from ...inspection import block_details, next_request
+from ...inspection import WriteLine, block_details, next_request, write_lines
 
 if TYPE_CHECKING:
     from ...engine import ChatEngine
@@ -64,8 +64,9 @@ class MemoryMixin:
         from .memory import BlockScreen
 
         source = self._memory_source()
+        leaf = self.chat.active_leaf if self.chat is not None else None
         blocks: list[ContextBlock] = (
-            await source.session.load_context() if source.session else self.sidebar.blocks
+            await source.session.load_context(at=leaf) if source.session else self.sidebar.blocks
         )
         block = next((b for b in blocks if b.label == label), None)
         if block is None:
@@ -74,17 +75,40 @@ class MemoryMixin:
         config = next((b for b in source.blocks if b.label == label), None)
         details = block_details(block, config, chat_name=source.chat_name, agent=source.agent)
         session = source.session
+        writes = session.block_history(label) if session is not None else []
+
+        def lines(history: list[StoredWrite]) -> list[WriteLine]:
+            assert self.chat is not None
+            on_path = {m.id for m in self.chat.session.get_raw_history(leaf)} if leaf else set()
+            names = self.workspace.manager.names({w.session_id for w in history if w.session_id})
+            return write_lines(history, chat_id=self.chat.session_id, on_path=on_path, names=names)
+
+        async def revert(seq: int) -> tuple[str, list[WriteLine]]:
+            assert session is not None
+            session.revert_block_write(label, seq)
+            blocks = await session.load_context(at=leaf)
+            content = next((b.content for b in blocks if b.label == label), "")
+            return content, lines(session.block_history(label))
 
         async def save(label: str, content: str) -> object:
             assert session is not None  # only stored chats are editable
-            return await session.replace_context_block(label, content)
+            # The edit belongs to the branch on screen, as a reply's write would.
+            return await session.replace_context_block(label, content, at=leaf, origin="user")
 
         async def closed(saved: bool | None) -> None:
             if saved:
                 await self.refresh_sidebar()
-                self.notify(f"Saved {label}: the next reply's prompt carries it.")
+                self.notify(f"{label} changed: the next reply's prompt carries it.")
 
-        self.app.push_screen(BlockScreen(details, save if session else None), closed)
+        self.app.push_screen(
+            BlockScreen(
+                details,
+                save if session else None,
+                writes=lines(writes) if writes else None,
+                revert=revert if details.editable else None,
+            ),
+            closed,
+        )
 
     async def action_show_prompt(self) -> None:
         """The exact system prompt and tools the next request of this chat carries."""
@@ -94,7 +118,8 @@ class MemoryMixin:
         if source.session is None or source.engine is None:
             self.notify("A new chat has no request yet: send a first message.", timeout=4)
             return
-        request = await next_request(source.engine, source.session, self.model)
+        leaf = self.chat.active_leaf if self.chat is not None else None
+        request = await next_request(source.engine, source.session, self.model, at=leaf)
         self.app.push_screen(PromptScreen(request))
 
     # -- compaction originals ----------------------------------------------------------

@@ -4,6 +4,9 @@ Saving goes through `Session.replace_context_block` — the provider the
 model's `set_context` writes through — so the next prompt carries the edit;
 a read-only block refuses, and an edit over the block's budget is refused
 with the store's message and nothing written.
+
+Below the text, the block's writes (newest first): who made each, on which
+chat and branch; ctrl+r reverts the highlighted one.
 """
 
 from __future__ import annotations
@@ -15,17 +18,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static, TextArea
+from textual.widgets import Label, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
 
 from store import ContextLimitError, ReadOnlyBlockError, StoreError, estimate_string_tokens
 from widgets import clean, format_tokens
 
-from ...inspection import BlockDetails
+from ...inspection import BlockDetails, WriteLine
 
 __all__ = ["BlockScreen"]
 
 Saver = Callable[[str, str], Awaitable[object]]
 """save(label, content): write the block; raises what `replace_context_block` raises."""
+Reverter = Callable[[int], Awaitable[tuple[str, list[WriteLine]]]]
+"""revert(seq): undo that write; the block's content on this branch and its writes after."""
 
 
 class BlockScreen(ModalScreen[bool]):
@@ -34,13 +40,24 @@ class BlockScreen(ModalScreen[bool]):
     CSS_PATH = "memory.tcss"
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="block.save"),
+        Binding("ctrl+r", "revert", "Revert write", id="block.revert"),
         Binding("escape", "dismiss", "Close", id="block.close"),
     ]
 
-    def __init__(self, details: BlockDetails, save: Saver | None = None) -> None:
+    def __init__(
+        self,
+        details: BlockDetails,
+        save: Saver | None = None,
+        *,
+        writes: list[WriteLine] | None = None,
+        revert: Reverter | None = None,
+    ) -> None:
         super().__init__()
         self.details = details
         self._save = save
+        self.writes = writes or []
+        self._revert = revert
+        self._changed = False
 
     def compose(self) -> ComposeResult:
         block = self.details.block
@@ -63,15 +80,48 @@ class BlockScreen(ModalScreen[bool]):
                 show_line_numbers=False,
             )
             yield editor
+            if self.writes:
+                yield OptionList(*self._options(), id="block-writes")
             hint = (
                 "ctrl+s saves (the next reply's prompt carries it) · escape closes"
                 if self.details.editable
                 else f"{self.details.note} · escape closes"
             )
+            if self.writes and self._revert is not None:
+                hint += " · tab to a write, ctrl+r reverts it"
             yield Static(Text(hint), id="block-status")
+
+    def _options(self) -> list[Option]:
+        return [
+            Option(Text(clean(w.text), style="dim strike" if w.reverted else ""), id=str(w.seq))
+            for w in self.writes
+        ]
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
+
+    async def action_revert(self) -> None:
+        """Undo the write highlighted in the list (tab to it first)."""
+        if not self.writes or self._revert is None:
+            self._status("This block keeps no writes to revert.", error=True)
+            return
+        listing = self.query_one("#block-writes", OptionList)
+        index = listing.highlighted if listing.highlighted is not None else 0
+        write = self.writes[index]
+        if write.reverted:
+            self._status(f"Write #{write.seq} is reverted already.", error=True)
+            return
+        try:
+            content, self.writes = await self._revert(write.seq)
+        except (StoreError, ValueError, OSError) as exc:
+            self._status(f"Not reverted: {exc}", error=True)
+            return
+        self._changed = True
+        self.query_one(TextArea).text = content
+        listing.clear_options()
+        listing.add_options(self._options())
+        listing.highlighted = index
+        self._status(f"Reverted write #{write.seq}: it counts on no branch now.")
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         block = self.details.block
@@ -106,4 +156,4 @@ class BlockScreen(ModalScreen[bool]):
         self.dismiss(True)
 
     async def action_dismiss(self, result: bool | None = False) -> None:
-        self.dismiss(bool(result))
+        self.dismiss(bool(result) or self._changed)

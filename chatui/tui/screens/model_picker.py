@@ -22,16 +22,17 @@ class ModelPicker(ModalScreen[str | None]):
         Binding("down", "focus_list", "List", show=False, id="models.list"),
     ]
 
-    def __init__(self, current: str, choices: list[tuple[str, str]]) -> None:
+    def __init__(
+        self, current: str, choices: list[tuple[str, str]], *, title: str | None = None
+    ) -> None:
         super().__init__()
         self.current = current
         self.choices = choices
+        self.title_text = title or f"Model for this chat (now: {current})"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="models"):
-            yield Label(
-                f"Model for this chat (now: {self.current})", id="models-title", markup=False
-            )
+            yield Label(self.title_text, id="models-title", markup=False)
             yield Input(
                 placeholder="any LiteLLM model name, e.g. gpt-4o-mini, "
                 "anthropic/claude-sonnet-4-5, ollama/llama3.2",

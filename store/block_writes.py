@@ -1,0 +1,235 @@
+"""The history of a memory block: every write, with the chat and message that made it.
+
+Design notes and invariants:
+- A write holds the block's whole content after it (replace and append
+  alike), so a block's content anywhere is one write, never a replay.
+- `BranchSite` says where a write happens or a read looks from: a chat and
+  a message in it (the reply whose tool call wrote, or the leaf a person was
+  looking at). The content of a block on a branch is the newest
+  non-reverted write whose message is on the path root → that message; a
+  write on no message (a library call without a branch, or what the block
+  held before histories existed) applies to every branch.
+- Reverting marks a write; nothing is deleted, so a revert can be seen in
+  the history and the write's content is kept.
+- `context_blocks` keeps the newest content of a block (what a shared block
+  reads, what the change feed watches); branch reads never use it.
+- Queries go through peewee's builder so every engine gets its own dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from peewee import Value
+
+from .clock import iso, now
+from .db import Store
+from .errors import StoreError
+from .prepared import Prepared
+from .schema import BlockWrite as W
+from .schema import ContextBlock as B
+from .schema import MessageRow as M
+
+__all__ = [
+    "BranchSite",
+    "StoredWrite",
+    "UnknownWriteError",
+    "block_history",
+    "content_on_path",
+    "path_ids",
+    "record_write",
+    "revert_write",
+]
+
+ORIGINS = ("model", "user", "library", "revert", "before history", "import")
+
+
+class UnknownWriteError(StoreError, LookupError):
+    """No write with that number in that block."""
+
+
+@dataclass(frozen=True)
+class BranchSite:
+    """Where a block is read or written: a chat and a message of it.
+
+    `message_id` None means no branch: a read sees only writes made on no
+    message, a write applies to every branch.
+    """
+
+    session_id: str | None
+    message_id: str | None
+    origin: str = "model"
+    """Who writes: "model" (a tool call), "user" (the memory editor), "library" (a
+    program calling a provider's `set` directly)."""
+
+
+@dataclass(frozen=True)
+class StoredWrite:
+    """One write of a block as the history shows it."""
+
+    seq: int
+    namespace: str
+    label: str
+    content: str
+    session_id: str | None
+    message_id: str | None
+    origin: str
+    written_at: datetime
+    reverted_at: datetime | None
+
+    @property
+    def reverted(self) -> bool:
+        return self.reverted_at is not None
+
+
+_COLUMNS = (
+    W.seq,
+    W.namespace,
+    W.label,
+    W.content,
+    W.session_id,
+    W.message_id,
+    W.origin,
+    W.written_at,
+    W.reverted_at,
+)
+
+
+def _stored(row: tuple[Any, ...]) -> StoredWrite:
+    seq, namespace, label, content, sid, mid, origin, written, reverted = row
+    return StoredWrite(
+        seq=int(seq),
+        namespace=namespace,
+        label=label,
+        content=content,
+        session_id=sid,
+        message_id=mid,
+        origin=origin,
+        written_at=datetime.fromisoformat(written),
+        reverted_at=datetime.fromisoformat(reverted) if reverted else None,
+    )
+
+
+def _path_ids(sid: Any, leaf: Any) -> Any:
+    """The ids of a message and its ancestors (one recursive CTE walking up)."""
+    path = (
+        M.select(M.id, M.parent_id, Value(0).alias("depth"))
+        .where(M.session_id == sid, M.id == leaf)
+        .cte("path", recursive=True, columns=("id", "parent_id", "depth"))
+    )
+    up = M.alias("up")
+    step = (
+        up.select(up.id, up.parent_id, path.c.depth + 1)
+        .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
+        .where(path.c.depth < 1_000_000)  # a corrupt parent cycle stops
+    )
+    cte = path.union_all(step)
+    return cte.select_from(cte.c.id).with_cte(cte)
+
+
+# Read on every prompt refresh and sidebar redraw: compiled once (see `prepared`).
+_PATH_IDS = Prepared(_path_ids)
+_LIVE_WRITES = Prepared(
+    lambda ns, label: (
+        W.select(W.seq, W.message_id)
+        .where(W.namespace == ns, W.label == label, W.reverted_at.is_null())
+        .order_by(W.seq.desc())
+    )
+)
+_CONTENT = Prepared(lambda seq: W.select(W.content).where(W.seq == seq))
+
+
+def path_ids(store: Store, session_id: str | None, message_id: str | None) -> set[str]:
+    """Ids on the path root → `message_id` (empty for no message or an unknown one)."""
+    if session_id is None or message_id is None:
+        return set()
+    return {row[0] for row in _PATH_IDS.rows(store, session_id, message_id)}
+
+
+def content_on_path(store: Store, namespace: str, label: str, path: set[str]) -> str | None:
+    """The newest live write on `path` (or on no message); None when there is none."""
+    for seq, message_id in _LIVE_WRITES.rows(store, namespace, label):
+        if message_id is None or message_id in path:
+            rows = _CONTENT.rows(store, seq)
+            return rows[0][0] if rows else None
+    return None
+
+
+def record_write(
+    store: Store, namespace: str, label: str, content: str, site: BranchSite | None
+) -> int:
+    """Store a write and make it the block's newest content; its number.
+
+    Call inside `store.write()`: the history and the newest content change together.
+    """
+    if not isinstance(content, str):
+        raise TypeError("block content must be a string")
+    stamp = iso(now())
+    site = site or BranchSite(None, None)
+    if site.origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {', '.join(ORIGINS)}, not {site.origin!r}")
+    seq = store.run(
+        W.insert(
+            namespace=namespace,
+            label=label,
+            content=content,
+            session_id=site.session_id,
+            message_id=site.message_id,
+            origin=site.origin,
+            written_at=stamp,
+        )
+    )
+    _mirror(store, namespace, label, content, stamp)
+    return int(seq)
+
+
+def _mirror(store: Store, namespace: str, label: str, content: str, stamp: str) -> None:
+    store.run(
+        B.insert(namespace=namespace, label=label, content=content, updated_at=stamp).on_conflict(
+            conflict_target=[B.namespace, B.label],
+            update={B.content: content, B.updated_at: stamp},
+        )
+    )
+
+
+def block_history(store: Store, namespace: str, label: str) -> list[StoredWrite]:
+    """Every write of a block, oldest first, reverted ones included."""
+    rows = store.rows(
+        W.select(*_COLUMNS).where(W.namespace == namespace, W.label == label).order_by(W.seq)
+    )
+    return [_stored(r) for r in rows]
+
+
+def revert_write(store: Store, namespace: str, label: str, seq: int) -> StoredWrite:
+    """Undo one write: it no longer counts on any branch; the write as it is now.
+
+    The block's newest content (what a shared block reads) becomes the newest
+    write still live, or "" when none is left.
+
+    Raises:
+        UnknownWriteError: no such write in that block.
+        ValueError: the write is reverted already.
+    """
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise TypeError("a write is named by its number")
+    with store.write():
+        rows = store.rows(
+            W.select(*_COLUMNS).where(W.seq == seq, W.namespace == namespace, W.label == label)
+        )
+        if not rows:
+            raise UnknownWriteError(f"no write {seq} in block {label!r} of {namespace!r}")
+        if rows[0][-1] is not None:
+            raise ValueError(f"write {seq} of {label!r} is reverted already")
+        stamp = iso(now())
+        store.run(W.update(reverted_at=stamp).where(W.seq == seq))
+        live = store.rows(
+            W.select(W.content)
+            .where(W.namespace == namespace, W.label == label, W.reverted_at.is_null())
+            .order_by(W.seq.desc())
+            .limit(1)
+        )
+        _mirror(store, namespace, label, live[0][0] if live else "", stamp)
+        after = store.rows(W.select(*_COLUMNS).where(W.seq == seq))
+    return _stored(after[0])
