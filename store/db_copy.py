@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from peewee import SQL, AutoField, Model, fn
+from peewee import SQL, AutoField, CompositeKey, Model, fn
 
 from .db import Store, scope_token
 from .errors import StoreError
@@ -124,12 +124,7 @@ def _snapshot(store: Store) -> Any:
 
 def _copy_model(src: Store, dst: Store, model: type[Model]) -> int:
     fields = model._meta.sorted_fields
-    key = model._meta.primary_key
-    order = (
-        [key]
-        if not hasattr(key, "field_names")
-        else [model._meta.fields[name] for name in key.field_names]
-    )
+    order = _key_order(model)
     query = model.select(*fields).order_by(*order).tuples()
     src.connection()
     rows: Iterator[tuple[Any, ...]] = iter(query.execute(src.db))
@@ -138,6 +133,14 @@ def _copy_model(src: Store, dst: Store, model: type[Model]) -> int:
         dst.run(model.insert_many(batch, fields=fields))
         copied += len(batch)
     return copied
+
+
+def _key_order(model: type[Model]) -> list[Any]:
+    """The model's primary key columns, to read its rows in a stable order."""
+    key: Any = model._meta.primary_key
+    if isinstance(key, CompositeKey):
+        return [model._meta.fields[name] for name in key.field_names]
+    return [key]
 
 
 def _batches(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
