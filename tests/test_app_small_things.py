@@ -41,16 +41,72 @@ async def test_one_chat_is_not_one_chats(store, chats):
         assert status.startswith("1 chat ·"), status
 
 
-async def test_the_footer_fits_80_columns(store, chats):
+def _footer_keys(app) -> tuple[list[FooterKey], FooterKey]:
+    footer = app.main.query_one(Footer)
+    keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
+    return keys, footer.query_one(".-command-palette", FooterKey)
+
+
+@pytest.mark.parametrize("focus", ["input", "tree", "message"])
+async def test_the_footer_fits_80_columns_whatever_has_focus(store, chats, focus):
     app = make_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        footer = app.main.query_one(Footer)
-        keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
-        palette = footer.query_one(".-command-palette")
-        assert len(keys) >= 6  # new chat, chats, search, model, sidebar, tree, quit
+        if focus == "tree":
+            await pilot.press("ctrl+t")
+        elif focus == "message":
+            await pilot.press("up")
+        await pilot.pause()
+        await pilot.pause()
+        keys, palette = _footer_keys(app)
         for key in keys:
             assert key.region.right <= palette.region.x, key.description
+        described = [k.description for k in keys]
+        if focus == "input":  # the app's keys all fit beside the input
+            assert described[:7] == [
+                "New chat",
+                "Chats",
+                "Search",
+                "Model",
+                "Sidebar",
+                "Tree",
+                "Quit",
+            ]
+        else:  # the pane's own keys first; f1 stands for the app keys that did not fit
+            own = {
+                "tree": ["Show branch", "Fold", "Full screen"],
+                "message": ["Regenerate", "Edit"],
+            }
+            assert described[: len(own[focus])] == own[focus]
+            assert described[-1] == "Keys" and keys[-1].key == "f1"
+
+
+async def test_f1_from_the_footer_lists_every_key(store, chats):
+    from chatui.tui.screens.help import HelpScreen
+
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        await pilot.pause()
+        keys, _ = _footer_keys(app)
+        await pilot.click(keys[-1])
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_the_footer_refits_when_the_terminal_grows(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        await pilot.pause()
+        assert "Search" not in [k.description for k in _footer_keys(app)[0]]
+        await pilot.resize_terminal(160, 40)
+        await until(pilot, lambda: "Search" in [k.description for k in _footer_keys(app)[0]])
+        assert "Keys" not in [k.description for k in _footer_keys(app)[0]]
 
 
 async def test_default_assistant_uses_the_configs_model_not_the_open_chats(store, chats):

@@ -7,6 +7,7 @@ they never call a model or open a database.
 from .chat_input import ChatInput
 from .chat_view import ChatNotice, ChatView
 from .context_sidebar import ContextSidebar, ConversationStats
+from .fitting_footer import FittingFooter
 from .message_tree import MessageTree, preview
 from .message_view import MessageView, code_blocks, status_of
 from .sanitize import clean, one_line
@@ -19,6 +20,7 @@ __all__ = [
     "ChatView",
     "ContextSidebar",
     "ConversationStats",
+    "FittingFooter",
     "MessageTree",
     "MessageView",
     "TokenGauge",

@@ -30,7 +30,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from store import Message, SessionInfo, UnknownMessageError
 from widgets import (
@@ -38,6 +38,7 @@ from widgets import (
     ChatView,
     ContextSidebar,
     ConversationStats,
+    FittingFooter,
     MessageTree,
     MessageView,
     clean,
@@ -181,7 +182,7 @@ class MainScreen(PanesMixin, MemoryMixin, ChatCommands):
                     id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys"
                 )
             yield ContextSidebar(id="sidebar")
-        yield Footer(compact=True)  # compact: the keys fit 80 columns
+        yield FittingFooter()  # drops whole keys (f1 lists all) so it fits 80 columns
 
     def on_mount(self) -> None:
         self.arrange_panes()

@@ -1,0 +1,88 @@
+"""A footer whose keys never run off the edge of a small terminal.
+
+Textual's `Footer` lays every shown key in one row and lets the ones past the
+right edge fall out of sight (the row scrolls only with a mouse wheel). At 80
+columns the focused pane's keys plus the app's keys do not fit, so this footer
+keeps the keys in the order the screen ranks them (focused widget first), skips
+any that would not fit whole, and, when it skipped one, ends with the key that
+lists every key, so nothing is out of reach.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from textual import events
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+__all__ = ["FittingFooter"]
+
+
+class FittingFooter(Footer):
+    """A compact `Footer` that drops whole keys instead of cutting them off.
+
+    Args:
+        more_key: the key that lists every key (shown when some were dropped).
+        more_label: its label in the footer.
+    """
+
+    def __init__(self, *, more_key: str = "f1", more_label: str = "Keys", **kwargs) -> None:
+        kwargs.setdefault("compact", True)
+        super().__init__(**kwargs)
+        self.more_key = more_key
+        self.more_label = more_label
+        self._composed_width = 0
+
+    def compose(self) -> ComposeResult:
+        keys = [w for w in super().compose() if isinstance(w, FooterKey)]
+        palette = [k for k in keys if k.has_class("-command-palette")]
+        shown = [k for k in keys if not k.has_class("-command-palette")]
+        width = self._available_width()
+        room = width - sum(_width(k) + 1 for k in palette)  # +1: the palette's border
+        if sum(_width(k) for k in shown) <= room:
+            yield from keys
+            return
+        more = self._more_key()
+        room -= _width(more)
+        kept: list[Widget] = []
+        for key in shown:
+            if key.key == self.more_key:
+                continue
+            if _width(key) <= room:
+                kept.append(key)
+                room -= _width(key)
+        yield from kept
+        yield more
+        yield from palette
+
+    def _available_width(self) -> int:
+        width = self.size.width or self.app.size.width
+        self._composed_width = width
+        return width
+
+    def _more_key(self) -> FooterKey:
+        binding = next(
+            (b for _, b, _, _ in self.screen.active_bindings.values() if b.key == self.more_key),
+            None,
+        )
+        action = binding.action if binding is not None else "app.help"
+        key = FooterKey(
+            self.more_key,
+            self.app.get_key_display(binding) if binding is not None else self.more_key,
+            self.more_label,
+            action,
+        )
+        return key.data_bind(compact=Footer.compact)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._composed_width and self._bindings_ready:
+            self.call_after_refresh(self.recompose)
+
+
+def _width(key: FooterKey) -> int:
+    """Cells the key takes in a compact footer: key, space, label, right margin."""
+    if not key.description:
+        return cell_len(key.key_display) + 1
+    return cell_len(key.key_display) + 1 + cell_len(key.description) + 1
