@@ -77,7 +77,7 @@ class ChangeWatcher:
 
 
 def _is_postgres(store: Store) -> bool:
-    return getattr(store, "engine", "sqlite") == "postgresql"
+    return store.engine_name == "postgres"
 
 
 class _Stamps:

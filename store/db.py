@@ -1,13 +1,14 @@
-"""`Store`: one SQLite database file, opened explicitly and migrated.
+"""`Store`: one database — a SQLite file or a PostgreSQL server — opened explicitly and migrated.
 
 Design notes:
-- WAL, a busy timeout and `synchronous=NORMAL` are set on every connection;
-  readers never block the writer, and a second process waits instead of
-  failing with "database is locked". (`foreign_keys` is on, but the tables
-  declare none: parent links are checked by the code that writes them.)
+- What differs between the engines lives in `store.engines` (connection,
+  write transaction, full-text search, size); everything else is written
+  once on `store.schema`'s models and run with `run` / `rows`, which bind a
+  query to this store's database so peewee renders its dialect.
 - peewee connections are per thread. `:memory:` is therefore per thread too;
-  code that crosses threads must use a file.
-- Every multi-row write runs inside one `Store.write()` (BEGIN IMMEDIATE).
+  code that crosses threads must use a file (or a server).
+- Every multi-row write runs inside one `Store.write()` (SQLite: BEGIN
+  IMMEDIATE; PostgreSQL: BEGIN).
 - Message storage stays behind `SessionProvider`, so another backend can slot
   in without touching `Session`'s tree logic (loaded-skill bookkeeping still
   uses this store directly).
@@ -17,24 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from peewee import DatabaseError as PeeweeDatabaseError
-from peewee import SqliteDatabase
-from playhouse import db_url
-
-from .errors import DatabaseFileError
+from .engines import Engine, open_engine
 from .migrations import migrate
-from .urls import is_url, redact_url, url_scheme
 
 __all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "scope_token"]
 
 DEFAULT_MAX_ROW_BYTES = 1_048_576
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def scope_token(value: str) -> str:
@@ -47,17 +39,20 @@ def scope_token(value: str) -> str:
 
 
 class Store:
-    """A SQLite database holding sessions, messages, context and search indexes.
+    """A database holding sessions, messages, context and search indexes.
 
     Args:
-        path: a file path, or ":memory:" for a private in-memory database.
+        path: a file path, ":memory:" for a private in-memory database, a
+            `sqlite:///…` URL, or a `postgresql://user:password@host:5432/db` URL.
         max_row_bytes: messages whose JSON exceeds this have their largest tool
             outputs shortened (they are never rejected).
-        busy_timeout: seconds a writer waits for another process's lock.
+        busy_timeout: seconds a writer waits for another process's lock (and,
+            on PostgreSQL, the connection timeout).
 
     Raises:
-        DatabaseFileError: the file is not a SQLite database or cannot be opened.
-        SchemaVersionError: the file was written by a newer version.
+        DatabaseFileError: not a chatui database, or the file cannot be opened.
+        DatabaseUnavailableError: the PostgreSQL server does not answer.
+        SchemaVersionError: the database was written by a newer version.
     """
 
     def __init__(
@@ -67,55 +62,43 @@ class Store:
         max_row_bytes: int = DEFAULT_MAX_ROW_BYTES,
         busy_timeout: float = 10.0,
     ) -> None:
-        self.path = str(path)
-        if is_url(path):
-            self.path = _sqlite_path_of(os.fspath(path))
         if max_row_bytes < 1024:
             raise ValueError("max_row_bytes must be at least 1024")
         self.max_row_bytes = max_row_bytes
-        if self.path != ":memory:":
-            _check_file(Path(self.path))
-        self.db = SqliteDatabase(
-            self.path,
-            pragmas={
-                "journal_mode": "wal",
-                "foreign_keys": 1,
-                "synchronous": "normal",
-                "busy_timeout": int(busy_timeout * 1000),
-                "cache_size": -16_000,
-                "temp_store": "memory",
-            },
-            timeout=busy_timeout,
-            autoconnect=False,
-            check_same_thread=False,
-        )
+        self.engine: Engine = open_engine(path, busy_timeout=busy_timeout)
+        self.path = self.engine.path
+        """The file, ":memory:", or the server URL with its password redacted."""
+        self.db = self.engine.db
         try:
-            self.db.connect(reuse_if_open=True)
-            migrate(self.db, self.path)
-        except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:  # peewee wraps them
-            self.db.close()
-            raise DatabaseFileError(
-                f"{self.path}: cannot open as a SQLite database: {exc}"
-            ) from exc
+            self.engine.connect()
+            migrate(self.db, self.path, before=self.engine.prepare_migrations)
         except BaseException:
             self.db.close()
             raise
 
+    @property
+    def engine_name(self) -> str:
+        """ "sqlite" or "postgres"."""
+        return self.engine.name
+
     # -- connection ---------------------------------------------------------
 
-    def connection(self) -> sqlite3.Connection:
-        """The calling thread's connection (opened on first use)."""
+    def connection(self) -> Any:
+        """The calling thread's DB-API connection (opened on first use)."""
         if self.db.is_closed():
-            self.db.connect(reuse_if_open=True)
+            self.engine.connect()
         return self.db.connection()
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        """Run one statement on this thread's connection (inside `write()` for writes)."""
-        return self.connection().execute(sql, params)
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement, in this engine's dialect and parameter style, on this
+        thread's connection (inside `write()` for writes); the driver's cursor."""
+        conn = self.connection()
+        # psycopg reads "%" as a placeholder only when parameters are given.
+        return conn.execute(sql, params) if params else conn.execute(sql)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one statement and return all its rows."""
-        return self.connection().execute(sql, params).fetchall()
+        """Run one statement (this engine's dialect) and return all its rows."""
+        return self.execute(sql, params).fetchall()
 
     def run(self, query: Any) -> Any:
         """Run one query built on `store.schema`'s models on this store.
@@ -138,14 +121,13 @@ class Store:
         return self.db.atomic()
 
     def write(self) -> Any:
-        """A write transaction that takes the write lock up front.
+        """A write transaction; nested use becomes a savepoint of the outer one.
 
-        `BEGIN IMMEDIATE` avoids the deadlock two deferred transactions get into
-        when both read and then both try to write (SQLITE_BUSY with no wait).
-        Nested use becomes a savepoint of the outer transaction.
+        On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`), which avoids
+        the deadlock of two deferred transactions that both read, then both write.
         """
         self.connection()
-        return self.db.atomic("IMMEDIATE")
+        return self.engine.write()
 
     def close(self) -> None:
         """Close this thread's connection (safe to call twice)."""
@@ -164,89 +146,6 @@ class Store:
     # -- maintenance --------------------------------------------------------
 
     def integrity_check(self) -> list[str]:
-        """Problems found in the file and its search indexes ([] when healthy)."""
-        problems = [row[0] for row in self.query("PRAGMA integrity_check") if row[0] != "ok"]
-        for table in ("messages_fts", "search_entries_fts"):
-            try:
-                self.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
-            except sqlite3.DatabaseError as exc:
-                problems.append(f"{table}: {exc}")
-        # Index rowids are (session number << 32) + seq (see message_search).
-        missing = self.query(
-            "SELECT count(*) FROM messages m "
-            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
-            "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
-        )[0][0]
-        orphans = self.query(
-            "SELECT count(*) FROM messages_fts f "
-            "LEFT JOIN messages m ON m.seq = (f.rowid & 4294967295) "
-            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
-            "WHERE m.seq IS NULL OR s.n IS NOT (f.rowid >> 32)"
-        )[0][0]
-        if missing:
-            problems.append(f"{missing} messages are missing from the search index")
-        if orphans:
-            problems.append(f"{orphans} search rows have no message")
-        return problems
-
-
-def _sqlite_path_of(url: str) -> str:
-    """The file a `sqlite:///…` URL names; any other URL is refused (password redacted)."""
-    shown = redact_url(url)
-    if url_scheme(url) != "sqlite" or "://" not in url:
-        raise DatabaseFileError(
-            f"{shown}: this version of chatui opens SQLite files and sqlite:/// URLs only "
-            "(PostgreSQL support is being built)"
-        )
-    # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
-    return str(db_url.parse(url).get("database") or ":memory:")
-
-
-def _check_file(path: Path) -> None:
-    if path.is_dir():
-        raise DatabaseFileError(f"{path}: is a directory, not a database file")
-    if path.exists():
-        try:
-            with path.open("rb") as fh:
-                head = fh.read(16)
-        except OSError as exc:
-            raise DatabaseFileError(f"{path}: cannot read: {exc.strerror}") from exc
-        if head and head != _SQLITE_MAGIC:
-            raise DatabaseFileError(f"{path}: not a SQLite database (is this the right file?)")
-        if head:
-            _refuse_foreign(path)
-    else:
-        parent = path.parent
-        if not parent.exists():
-            try:
-                parent.mkdir(parents=True, mode=0o700)
-            except OSError as exc:
-                raise DatabaseFileError(
-                    f"{path}: cannot create its folder: {exc.strerror}"
-                ) from exc
-
-
-def _refuse_foreign(path: Path) -> None:
-    """Refuse another program's SQLite file before the WAL pragma or a migration writes to it.
-
-    Looked at through an immutable read-only connection: no lock, no -wal/-shm, nothing
-    written. A chatui file records `schema_migrations` in the transaction before its
-    first table, so a file with tables but without it was made by someone else.
-    """
-    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-    for attempt in range(3):  # unlocked reads can meet another process's checkpoint
-        try:
-            conn = sqlite3.connect(uri, uri=True)
-            try:
-                rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                tables = {row[0] for row in rows}
-            finally:
-                conn.close()
-            break
-        except sqlite3.DatabaseError as exc:
-            if attempt == 2:
-                raise DatabaseFileError(f"{path}: cannot open as a SQLite database: {exc}") from exc
-            time.sleep(0.05)
-    if tables and "schema_migrations" not in tables:
-        shown = ", ".join(sorted(tables)[:3])
-        raise DatabaseFileError(f"{path}: not a chatui database (it holds {shown}); left unchanged")
+        """Problems found in the database and its search indexes ([] when healthy)."""
+        self.connection()
+        return self.engine.integrity_problems(self)

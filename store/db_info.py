@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from peewee import SQL, fn
 
@@ -38,16 +37,9 @@ def database_info(store: Store) -> DatabaseInfo:
             model._meta.table_name: int(store.rows(model.select(fn.COUNT(SQL("*"))))[0][0])
             for model in MODELS
         }
-        pages = store.query("PRAGMA page_count")[0][0]
-        page_size = store.query("PRAGMA page_size")[0][0]
-    size = pages * page_size
-    if store.path != ":memory:":  # the WAL holds recent writes not yet in the file
-        wal = Path(store.path + "-wal")
-        size = max(size, Path(store.path).stat().st_size) + (
-            wal.stat().st_size if wal.exists() else 0
-        )
+        size = store.engine.size_bytes()
     return DatabaseInfo(
-        engine="sqlite",
+        engine=store.engine_name,
         location=redact_url(store.path),
         schema_version=len(applied),
         latest_version=len(MIGRATIONS),

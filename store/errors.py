@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "StoreError",
     "DatabaseFileError",
+    "DatabaseUnavailableError",
     "SchemaVersionError",
     "UnknownParentError",
     "UnknownMessageError",
@@ -33,7 +34,15 @@ class StoreError(Exception):
 
 
 class DatabaseFileError(StoreError):
-    """The database file cannot be used (not SQLite, unreadable, corrupt)."""
+    """The database cannot be used (not SQLite, unreadable, corrupt, not chatui's)."""
+
+
+class DatabaseUnavailableError(DatabaseFileError):
+    """The database server does not answer (down, unreachable, refusing the login).
+
+    A `DatabaseFileError` too, so code that handles "cannot open the database"
+    handles it; the CLI gives it its own exit code (a script may retry).
+    """
 
 
 class SchemaVersionError(StoreError):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from peewee import SQL, fn
+from peewee import SQL, Case, fn
 
 from . import agents as _agents
 from . import projects as _projects
@@ -50,9 +50,19 @@ from .records import (
     SessionStatus,
     StatusChange,
     insert_session,
+    record_status,
     session_info,
 )
-from .schema import Project, SessionRow
+from .schema import (
+    Compaction,
+    MessageIndex,
+    MessageRow,
+    PeerHop,
+    PeerLink,
+    Project,
+    SessionRow,
+)
+from .schema import StatusChange as StatusRow
 from .session import CompactionErrorHandler, Session
 from .storage import StoreSessionProvider, insert_messages
 from .tokens import TokenCounter
@@ -378,24 +388,25 @@ class SessionManager:
         with self.store.write():
             index = scope_number(self.store, session_id)
             if index is not None:  # the number itself stays: numbers are never reused
-                self.store.execute(
-                    "DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?", scope_range(index)
-                )
-            for table, column in (
-                ("messages", "session_id"),
-                ("compactions", "session_id"),
-                ("status_changes", "session_id"),
-                ("sessions", "id"),
+                low, high = scope_range(index)
+                X = MessageIndex
+                self.store.run(X.delete().where(X.rowid >= low, X.rowid < high))
+            for column in (
+                MessageRow.session_id,
+                Compaction.session_id,
+                StatusRow.session_id,
+                S.id,
             ):
-                self.store.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
+                self.store.run(column.model.delete().where(column == session_id))
             delete_namespaces(self.store, session_id)
-            self.store.execute(
-                "DELETE FROM peer_links WHERE caller_session_id = ? OR session_id = ?",
-                (session_id, session_id),
+            L, H = PeerLink, PeerHop
+            self.store.run(
+                L.delete().where((L.caller_session_id == session_id) | (L.session_id == session_id))
             )
-            self.store.execute(
-                "DELETE FROM peer_hops WHERE from_session_id = ? OR to_session_id = ?",
-                (session_id, session_id),
+            self.store.run(
+                H.delete().where(
+                    (H.from_session_id == session_id) | (H.to_session_id == session_id)
+                )
             )
         self._sessions.pop(session_id, None)
 
@@ -499,35 +510,31 @@ class SessionManager:
     def get_message_count(self, session_id: str) -> int:
         """Messages stored in the session, every branch counted."""
         self._require(session_id, allow_deleted=True)
-        return self.store.query(
-            "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
-        )[0][0]
+        return StoreSessionProvider(self.store, session_id).count()
 
     def message_counts(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Messages stored per session (every branch), for many sessions in one query.
 
         Sessions with no messages are absent from the answer; `None` means every session.
         """
-        if session_ids is None:
-            rows = self.store.query("SELECT session_id, count(*) FROM messages GROUP BY session_id")
-        else:
+        M = MessageRow
+        query = M.select(M.session_id, fn.COUNT(SQL("*"))).group_by(M.session_id)
+        if session_ids is not None:
             ids = builtins.list(dict.fromkeys(session_ids))
             if not ids:
                 return {}
-            marks = ",".join("?" * len(ids))
-            rows = self.store.query(
-                f"SELECT session_id, count(*) FROM messages WHERE session_id IN ({marks}) "
-                "GROUP BY session_id",
-                ids,
-            )
+            query = query.where(M.session_id.in_(ids))
+        rows = self.store.rows(query)
         return {str(sid): int(n) for sid, n in rows}
 
     def models_used(self, limit: int = 50) -> builtins.list[str]:
         """Distinct models sessions were set to, most recently updated first."""
-        rows = self.store.query(
-            "SELECT model FROM sessions WHERE model IS NOT NULL "
-            "GROUP BY model ORDER BY max(updated_at) DESC LIMIT ?",
-            (int(limit),),
+        rows = self.store.rows(
+            S.select(S.model)
+            .where(S.model.is_null(False))
+            .group_by(S.model)
+            .order_by(fn.MAX(S.updated_at).desc())
+            .limit(int(limit))
         )
         return [str(r[0]) for r in rows]
 
@@ -536,8 +543,7 @@ class SessionManager:
         ids = builtins.list(dict.fromkeys(session_ids))
         if not ids:
             return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.store.query(f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)
+        rows = self.store.rows(S.select(S.id, S.name).where(S.id.in_(ids)))
         return {str(i): str(n) for i, n in rows}
 
     def find(self, id_or_prefix: str, *, limit: int = 6) -> builtins.list[SessionInfo]:
@@ -551,10 +557,11 @@ class SessionManager:
         exact = self.get(id_or_prefix, include_deleted=True)
         if exact is not None:
             return [exact]
-        rows = self.store.query(
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? "
-            "ORDER BY id LIMIT ?",
-            (len(id_or_prefix), id_or_prefix, int(limit)),
+        rows = self.store.rows(
+            S.select(*_SESSION_FIELDS)
+            .where(fn.substr(S.id, 1, len(id_or_prefix)) == id_or_prefix)
+            .order_by(S.id)
+            .limit(int(limit))
         )
         return [session_info(r) for r in rows]
 
@@ -565,10 +572,15 @@ class SessionManager:
         an exact match comes first, then the rest in append order."""
         if not id_or_prefix:
             return []
-        rows = self.store.query(
-            "SELECT id FROM messages WHERE session_id = ? AND substr(id, 1, ?) = ? "
-            "ORDER BY id = ? DESC, seq LIMIT ?",
-            (session_id, len(id_or_prefix), id_or_prefix, id_or_prefix, int(limit)),
+        M = MessageRow
+        exact = Case(None, [(M.id == id_or_prefix, 0)], 1)
+        rows = self.store.rows(
+            M.select(M.id)
+            .where(
+                M.session_id == session_id, fn.substr(M.id, 1, len(id_or_prefix)) == id_or_prefix
+            )
+            .order_by(exact, M.seq)
+            .limit(int(limit))
         )
         return [str(r[0]) for r in rows]
 
@@ -679,26 +691,20 @@ class SessionManager:
         self._require(session_id, allow_deleted=True)
         stamp = iso(now())
         with self.store.write():
-            self.store.execute(
-                "UPDATE sessions SET status = ?, status_detail = ? WHERE id = ?",
-                (status, detail, session_id),
-            )
+            self.store.run(S.update(status=status, status_detail=detail).where(S.id == session_id))
             self._record_status(session_id, status, detail, stamp)
         return self._require(session_id, allow_deleted=True)
 
     def _record_status(self, session_id: str, status: str, detail: str | None, stamp: str) -> None:
-        self.store.execute(
-            "INSERT INTO status_changes (session_id, status, detail, changed_at) "
-            "VALUES (?, ?, ?, ?)",
-            (session_id, status, detail, stamp),
-        )
+        record_status(self.store, session_id, status, detail, stamp)
 
     def status_history(self, session_id: str) -> builtins.list[StatusChange]:
         """Every recorded status of the session, oldest first."""
-        rows = self.store.query(
-            "SELECT session_id, status, detail, changed_at FROM status_changes "
-            "WHERE session_id = ? ORDER BY seq",
-            (session_id,),
+        C = StatusRow
+        rows = self.store.rows(
+            C.select(C.session_id, C.status, C.detail, C.changed_at)
+            .where(C.session_id == session_id)
+            .order_by(C.seq)
         )
         return [StatusChange(r[0], r[1], r[2], datetime.fromisoformat(r[3])) for r in rows]
 

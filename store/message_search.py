@@ -1,4 +1,4 @@
-"""The message search index (FTS5) and searches over it.
+"""The message search index and searches over it (FTS5 on SQLite, tsvector on PostgreSQL).
 
 Design notes and invariants:
 - Each session has a number (`search_scopes.n`, never reused or removed);
@@ -7,8 +7,10 @@ Design notes and invariants:
   reads that session's matches and nothing else, however large the rest of
   the history is. A message's index row is written in the transaction that
   writes the message.
-- Global search ranks with FTS5's `bm25()`. A session search does not:
-  `bm25()` counts every match of every term in the whole index to weigh
+- The engine (`store.engines`) runs the full-text part; this module owns
+  what is the same on both: the rowids, the session ranking, the results.
+- Global search ranks with the engine's rank (FTS5's `bm25()`, PostgreSQL's
+  `ts_rank`). A session search does not: `bm25()` counts every match of every term in the whole index to weigh
   rare words, which would make a one-chat search as slow as the biggest
   word's history. It ranks the session's matches with the BM25 formula on
   term hits and message length instead (the same order for a one-word
@@ -25,8 +27,8 @@ from .db import Store
 from .errors import StoreError
 from .messages import Message, SearchResult
 from .prepared import Prepared
-from .schema import SearchScope
-from .search import match_expression, scoped_expression
+from .schema import MessageRow, SearchScope, SessionRow
+from .search import Query, parse_query
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
 from .text_prep import index_text, prepare, restore
@@ -38,6 +40,7 @@ __all__ = [
     "scope_number",
     "scope_range",
     "search_messages",
+    "snippet",
 ]
 
 SEQ_BITS = 32
@@ -92,41 +95,24 @@ def search_messages(
     Global search leaves out soft-deleted sessions unless `include_deleted`;
     a search in one session (`session_id`) always covers it.
     """
-    expression = match_expression(query)
-    if expression is None or limit <= 0:
+    parsed = parse_query(query)
+    if parsed is None or limit <= 0:
         return []
-    match = scoped_expression("body", expression)
     if session_id is not None:
-        return _search_session(store, match, session_id, int(limit))
-    deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
-    rows = store.query(
-        f"""
-        SELECT m.id, m.role, m.content, m.created_at, m.session_id,
-               snippet(messages_fts, 0, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS}),
-               bm25(messages_fts) AS score, s.deleted_at IS NOT NULL
-        FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK})
-        LEFT JOIN sessions s ON s.id = m.session_id
-        WHERE messages_fts MATCH ? {deleted}
-        ORDER BY score LIMIT ?
-        """,
-        (match, int(limit)),
-    )
+        return _search_session(store, parsed, session_id, int(limit))
+    rows = store.engine.search_messages(store, parsed, int(limit), include_deleted)
     return [
-        _result(mid, role, content, created, sid, snippet, score, bool(gone))
-        for mid, role, content, created, sid, snippet, score, gone in rows
+        _result(mid, role, content, created, sid, marked, score, bool(gone))
+        for mid, role, content, created, sid, marked, score, gone in rows
     ]
 
 
-def _search_session(store: Store, match: str, session_id: str, limit: int) -> list[SearchResult]:
+def _search_session(store: Store, query: Query, session_id: str, limit: int) -> list[SearchResult]:
     scope = scope_number(store, session_id)
     if scope is None:
         return []
     low, high = scope_range(scope)
-    marked = store.query(
-        f"SELECT rowid, highlight(messages_fts, 0, '{_OPEN}', '{_CLOSE}') FROM messages_fts "
-        "WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
-        (match, low, high),
-    )
+    marked = store.engine.search_range(store, query, low, high)
     if not marked:
         return []
     lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
@@ -139,24 +125,22 @@ def _search_session(store: Store, match: str, session_id: str, limit: int) -> li
     scored.sort()  # best score first; among equals, the newest message
     best = scored[:limit]
     seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
-    marks = ",".join("?" * len(seqs))
+    M, S = MessageRow, SessionRow
     rows = {
         r[0]: r[1:]
-        for r in store.query(
-            f"SELECT seq, id, role, content, created_at, session_id FROM messages "
-            f"WHERE seq IN ({marks})",
-            seqs,
+        for r in store.rows(
+            M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
+                M.seq.in_(seqs)
+            )
         )
     }
-    gone = bool(
-        store.query("SELECT 1 FROM sessions WHERE id = ? AND deleted_at IS NOT NULL", (session_id,))
-    )
+    gone = bool(store.rows(S.select(S.id).where(S.id == session_id, S.deleted_at.is_null(False))))
     results = []
     for score, _, rowid, text in best:
         row = rows.get(rowid & SEQ_MASK)
         if row is not None:
             mid, role, content, created, sid = row
-            results.append(_result(mid, role, content, created, sid, _snippet(text), score, gone))
+            results.append(_result(mid, role, content, created, sid, snippet(text), score, gone))
     return results
 
 
@@ -210,7 +194,7 @@ def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     return "".join(plain), tuple(spans)
 
 
-def _snippet(marked: str) -> str:
+def snippet(marked: str) -> str:
     """About `SNIPPET_TOKENS` words around the first match, matches still marked."""
     words = marked.split()
     first = next((i for i, w in enumerate(words) if _OPEN in w), 0)

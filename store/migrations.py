@@ -1,32 +1,75 @@
-"""Schema migrations: an ordered list of named functions.
+"""Schema migrations: one ordered list of named functions, for both engines.
 
 Each migration runs in the same transaction as the row that records it, so a
-crash leaves the file either before or after it. A fresh database is built by
-running all of them (one code path). Table shapes are frozen here as SQL, not
-imported from the live models, so an old migration means today what it meant
-when it was written. A database that records a migration this code does not
-know was written by a newer version and is refused.
+crash leaves the database either before or after it. A fresh database is
+built by running all of them (one code path per engine). Table shapes are
+frozen here as SQL, not imported from the live models, so an old migration
+means today what it meant when it was written. A database that records a
+migration this code does not know was written by a newer version and is
+refused, on either engine.
+
+Two engines, one list. m001–m007 were written for SQLite alone and keep
+their SQLite SQL exactly, so existing files migrate as they always did.
+PostgreSQL support came after them: on PostgreSQL, m001 builds the baseline —
+the shape SQLite has after m007, in PostgreSQL's words (`_POSTGRES_BASELINE`:
+BIGSERIAL for AUTOINCREMENT, a `rowid` column where the code orders by
+SQLite's implicit rowid, `tsvector` tables under GIN indexes for the FTS5
+ones) — and m002–m007 are recorded without running (`@migration(postgres=None)`).
+So both engines record the same names and `chatui db info` reads the same
+version on both. From m008 on, a migration is one function for both engines
+(plain `@migration`): write it with `playhouse.migrate`
+(`SchemaMigrator.from_database(db)`) or the query builder, or branch on
+`is_postgres(db)` where the dialects truly differ.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
-from peewee import Database
+from peewee import Database, PostgresqlDatabase
 
 from .errors import SchemaVersionError
 
-__all__ = ["MIGRATIONS", "migrate", "applied_migrations"]
+__all__ = ["MIGRATIONS", "migrate", "applied_migrations", "is_postgres"]
 
 Migration = Callable[[Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
+_SAME = object()
 
 
-def migration(fn: Migration) -> Migration:
-    """Register `fn` as the next migration (order of definition is order of application)."""
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
+def is_postgres(db: Database) -> bool:
+    """True when `db` is a PostgreSQL database (else SQLite)."""
+    return isinstance(db, PostgresqlDatabase)
+
+
+def migration(fn: Migration | None = None, *, postgres: Any = _SAME) -> Any:
+    """Register the next migration (order of definition is order of application).
+
+    `@migration`: one function for both engines. `@migration(postgres=other)`:
+    the function is the SQLite form and `other` the PostgreSQL one; `None`
+    means "already in the PostgreSQL baseline" (recorded, nothing run).
+    """
+
+    def register(sqlite_form: Migration) -> Migration:
+        if postgres is _SAME:
+            MIGRATIONS.append((sqlite_form.__name__, sqlite_form))
+            return sqlite_form
+
+        def both(db: Database) -> None:
+            if not is_postgres(db):
+                sqlite_form(db)
+            elif postgres is not None:
+                postgres(db)
+
+        both.__name__ = sqlite_form.__name__
+        both.__doc__ = sqlite_form.__doc__
+        MIGRATIONS.append((sqlite_form.__name__, both))
+        return sqlite_form
+
+    return register(fn) if fn is not None else register
 
 
 def _run(db: Database, script: str) -> None:
@@ -35,7 +78,175 @@ def _run(db: Database, script: str) -> None:
             db.execute_sql(statement)
 
 
-@migration
+# Every text column collates bytewise ("C"), as SQLite compares: the namespace
+# range scans (`namespaces.namespace_range`) and id orderings depend on it.
+_T = 'TEXT COLLATE "C"'
+_POSTGRES_BASELINE = f"""
+    CREATE TABLE sessions (
+        id {_T} PRIMARY KEY,
+        name {_T} NOT NULL,
+        parent_session_id {_T},
+        model {_T},
+        source {_T},
+        input_tokens BIGINT NOT NULL DEFAULT 0,
+        output_tokens BIGINT NOT NULL DEFAULT 0,
+        cost DOUBLE PRECISION NOT NULL DEFAULT 0,
+        created_at {_T} NOT NULL,
+        updated_at {_T} NOT NULL,
+        agent_id {_T},
+        project_id {_T},
+        status {_T} NOT NULL DEFAULT 'active',
+        metadata {_T} NOT NULL DEFAULT '{{}}',
+        deleted_at {_T},
+        status_detail {_T},
+        rowid BIGSERIAL NOT NULL
+    );
+    CREATE INDEX sessions_updated ON sessions (updated_at);
+    CREATE INDEX sessions_project ON sessions (project_id, updated_at);
+    CREATE INDEX sessions_live ON sessions (updated_at) WHERE deleted_at IS NULL;
+    CREATE INDEX sessions_agent ON sessions (agent_id);
+    CREATE TABLE messages (
+        seq BIGSERIAL PRIMARY KEY,
+        id {_T} NOT NULL,
+        session_id {_T} NOT NULL,
+        parent_id {_T},
+        role {_T} NOT NULL,
+        content {_T} NOT NULL,
+        created_at {_T} NOT NULL,
+        from_user_id {_T},
+        from_agent_id {_T},
+        delivered_to_session_id {_T},
+        token_usage {_T},
+        UNIQUE (session_id, id),
+        CHECK (from_user_id IS NULL OR from_agent_id IS NULL)
+    );
+    CREATE INDEX messages_parent ON messages (session_id, parent_id);
+    CREATE INDEX messages_session ON messages (session_id);
+    CREATE TABLE compactions (
+        id {_T} PRIMARY KEY,
+        session_id {_T} NOT NULL,
+        summary {_T} NOT NULL,
+        from_message_id {_T} NOT NULL,
+        to_message_id {_T} NOT NULL,
+        created_at {_T} NOT NULL,
+        rowid BIGSERIAL NOT NULL
+    );
+    CREATE INDEX compactions_session ON compactions (session_id, created_at);
+    CREATE TABLE search_scopes (
+        n BIGSERIAL PRIMARY KEY,
+        session_id {_T} NOT NULL UNIQUE
+    );
+    CREATE TABLE messages_fts (
+        rowid BIGINT PRIMARY KEY,
+        body {_T} NOT NULL,
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', body)) STORED
+    );
+    CREATE INDEX messages_fts_tsv ON messages_fts USING GIN (tsv);
+    CREATE TABLE context_blocks (
+        namespace {_T} NOT NULL,
+        label {_T} NOT NULL,
+        content {_T} NOT NULL,
+        updated_at {_T} NOT NULL,
+        PRIMARY KEY (namespace, label)
+    );
+    CREATE TABLE search_entries (
+        rowid BIGSERIAL PRIMARY KEY,
+        namespace {_T} NOT NULL,
+        key {_T} NOT NULL,
+        content {_T} NOT NULL,
+        updated_at {_T} NOT NULL,
+        UNIQUE (namespace, key)
+    );
+    CREATE TABLE search_entries_fts (
+        rowid BIGINT PRIMARY KEY,
+        content {_T} NOT NULL,
+        scope {_T} NOT NULL,
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
+    );
+    CREATE INDEX search_entries_fts_tsv ON search_entries_fts USING GIN (tsv);
+    CREATE TABLE skills (
+        namespace {_T} NOT NULL,
+        key {_T} NOT NULL,
+        content {_T} NOT NULL,
+        description {_T},
+        updated_at {_T} NOT NULL,
+        PRIMARY KEY (namespace, key)
+    );
+    CREATE TABLE prompts (
+        namespace {_T} PRIMARY KEY,
+        prompt {_T} NOT NULL,
+        updated_at {_T} NOT NULL
+    );
+    CREATE TABLE loaded_skills (
+        namespace {_T} NOT NULL,
+        label {_T} NOT NULL,
+        key {_T} NOT NULL,
+        tool_call_id {_T},
+        message_id {_T},
+        PRIMARY KEY (namespace, label, key)
+    );
+    CREATE TABLE projects (
+        id {_T} PRIMARY KEY,
+        name {_T} NOT NULL,
+        created_at {_T} NOT NULL,
+        archived_at {_T}
+    );
+    CREATE TABLE agents (
+        id {_T} PRIMARY KEY,
+        name {_T} NOT NULL UNIQUE,
+        model {_T},
+        soul {_T} NOT NULL DEFAULT '',
+        description {_T} NOT NULL DEFAULT '',
+        config {_T} NOT NULL DEFAULT '{{}}',
+        created_at {_T} NOT NULL,
+        updated_at {_T} NOT NULL,
+        archived_at {_T}
+    );
+    CREATE UNIQUE INDEX agents_name_nocase ON agents (lower(name));
+    CREATE TABLE status_changes (
+        seq BIGSERIAL PRIMARY KEY,
+        session_id {_T} NOT NULL,
+        status {_T} NOT NULL,
+        detail {_T},
+        changed_at {_T} NOT NULL
+    );
+    CREATE INDEX status_changes_session ON status_changes (session_id, seq);
+    CREATE TABLE peer_links (
+        caller_session_id {_T} NOT NULL,
+        agent_id {_T} NOT NULL,
+        session_id {_T} NOT NULL,
+        created_at {_T} NOT NULL,
+        PRIMARY KEY (caller_session_id, agent_id)
+    );
+    CREATE INDEX peer_links_session ON peer_links (session_id);
+    CREATE TABLE peer_hops (
+        id {_T} PRIMARY KEY,
+        from_session_id {_T} NOT NULL,
+        from_agent_id {_T},
+        from_message_id {_T},
+        to_session_id {_T} NOT NULL,
+        to_agent_id {_T} NOT NULL,
+        message_id {_T} NOT NULL,
+        reply_message_id {_T},
+        wait INTEGER NOT NULL,
+        state {_T} NOT NULL CHECK (state IN ('delivered', 'replied', 'failed')),
+        error {_T},
+        created_at {_T} NOT NULL,
+        finished_at {_T},
+        rowid BIGSERIAL NOT NULL
+    );
+    CREATE INDEX peer_hops_from ON peer_hops (from_session_id, created_at);
+    CREATE INDEX peer_hops_to ON peer_hops (to_session_id, created_at)
+    """
+
+
+def _postgres_baseline(db: Database) -> None:
+    # PostgreSQL starts at the shape SQLite reaches after m007 (see the module
+    # docstring); the search tables are tsvector ones under GIN indexes.
+    _run(db, _POSTGRES_BASELINE)
+
+
+@migration(postgres=_postgres_baseline)
 def m001_messages_and_sessions(db: Database) -> None:
     # The core: a message tree per session (seq is the append order that
     # "latest" means), compaction overlays, and the session registry.
@@ -79,7 +290,7 @@ def m001_messages_and_sessions(db: Database) -> None:
     )
 
 
-@migration
+@migration(postgres=None)
 def m002_message_search(db: Database) -> None:
     # Full-text index over message text. `scope` holds one token derived from
     # the session id so a session-scoped query is an FTS AND, not "rank every
@@ -94,7 +305,7 @@ def m002_message_search(db: Database) -> None:
     )
 
 
-@migration
+@migration(postgres=None)
 def m003_context_storage(db: Database) -> None:
     # Storage for the built-in providers (writable blocks, searchable entries,
     # skills) and the frozen system prompts of `with_cached_prompt()`.
@@ -144,7 +355,7 @@ def m003_context_storage(db: Database) -> None:
     )
 
 
-@migration
+@migration(postgres=None)
 def m004_agents_projects_peers(db: Database) -> None:
     # Seed 002: senders (never both, backed by a CHECK), peer delivery, token
     # usage per message; projects, agents, status, metadata and soft delete
@@ -208,7 +419,7 @@ def m004_agents_projects_peers(db: Database) -> None:
     )
 
 
-@migration
+@migration(postgres=None)
 def m005_agents_api_and_peer_hops(db: Database) -> None:
     # Issue 4: agents get an API (archive instead of delete; names unique
     # whatever their case, since a model picks them by name), sessions keep
@@ -253,7 +464,7 @@ def m005_agents_api_and_peer_hops(db: Database) -> None:
     )
 
 
-@migration
+@migration(postgres=None)
 def m006_session_clustered_search(db: Database) -> None:
     # The `scope` token of m002 made a session search cost as much as the
     # shorter of two doclists: the session's every message, or the word's
@@ -282,7 +493,7 @@ def m006_session_clustered_search(db: Database) -> None:
     )
 
 
-@migration
+@migration(postgres=None)
 def m007_cjk_and_emoji_search(db: Database) -> None:
     # Issue 13: CJK words inside a sentence and emoji were not findable (a CJK
     # run was one token, emoji none). The index now holds text prepared by
@@ -313,43 +524,64 @@ def m007_cjk_and_emoji_search(db: Database) -> None:
 
 
 def applied_migrations(db: Database) -> list[str]:
-    """Names of the migrations the file records, oldest first (creating the record table)."""
-    db.execute_sql(
-        "CREATE TABLE IF NOT EXISTS schema_migrations "
-        "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
+    """Names of the migrations the database records, oldest first (creating the record table)."""
+    if is_postgres(db):
+        db.execute_sql(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
+            "applied_at TEXT NOT NULL, rowid BIGSERIAL NOT NULL)"
+        )
+    else:
+        db.execute_sql(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
     return [row[0] for row in db.execute_sql("SELECT name FROM schema_migrations ORDER BY rowid")]
 
 
-def migrate(db: Database, path: str = "", upto: str | None = None) -> list[str]:
+def migrate(
+    db: Database,
+    path: str = "",
+    upto: str | None = None,
+    *,
+    before: Callable[[], None] | None = None,
+) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 
     Args:
         upto: stop after this migration (tests use it to build old files).
+        before: run first inside the transaction that reads the record (the
+            engine's migration lock: two processes opening a new database
+            migrate one after the other).
 
     Raises:
-        SchemaVersionError: the file records migrations this code does not know.
+        SchemaVersionError: the database records migrations this code does not know.
     """
-    with db.atomic():
-        applied = applied_migrations(db)
-    known = [name for name, _ in MIGRATIONS]
-    unknown = [name for name in applied if name not in known]
-    if unknown:
-        raise SchemaVersionError(
-            f"{path or 'the database'} was written by a newer version of chatui "
-            f"(unknown migrations: {', '.join(unknown)}); upgrade chatui to open it"
-        )
-    done: list[str] = []
-    for name, fn in MIGRATIONS:
-        if name in applied:
-            continue
+    from .schema import SchemaMigration
+
+    # PostgreSQL: one transaction holding the engine's lock, so a second process
+    # waits, then finds everything applied. SQLite keeps its own rhythm (a
+    # transaction per migration; its write lock serialises them).
+    with db.atomic() if is_postgres(db) else contextlib.nullcontext():
         with db.atomic():
-            fn(db)
-            db.execute_sql(
-                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                (name, datetime.now(UTC).isoformat()),
+            if before is not None:
+                before()
+            applied = applied_migrations(db)
+        known = [name for name, _ in MIGRATIONS]
+        unknown = [name for name in applied if name not in known]
+        if unknown:
+            raise SchemaVersionError(
+                f"{path or 'the database'} was written by a newer version of chatui "
+                f"(unknown migrations: {', '.join(unknown)}); upgrade chatui to open it"
             )
-        done.append(name)
-        if name == upto:
-            break
+        done: list[str] = []
+        for name, fn in MIGRATIONS:
+            if name in applied:
+                continue
+            with db.atomic():
+                fn(db)
+                stamp = datetime.now(UTC).isoformat()
+                SchemaMigration.insert(name=name, applied_at=stamp).execute(db)
+            done.append(name)
+            if name == upto:
+                break
     return done

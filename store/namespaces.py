@@ -13,10 +13,16 @@ from typing import Any
 from peewee import Value, fn
 
 from .db import Store, scope_token
-from .schema import ContextBlock, LoadedSkill, Prompt, SearchEntry, Skill
+from .schema import ContextBlock, EntryIndex, LoadedSkill, Prompt, SearchEntry, Skill
 from .text_prep import prepare
 
-__all__ = ["copy_namespaces", "delete_namespaces", "namespace_range"]
+__all__ = [
+    "copy_namespaces",
+    "delete_namespaces",
+    "index_entry",
+    "namespace_range",
+    "owned_by",
+]
 
 
 def namespace_range(session_id: str) -> tuple[str, str]:
@@ -26,7 +32,7 @@ def namespace_range(session_id: str) -> tuple[str, str]:
     return session_id + "/", session_id + "0"
 
 
-def _owned(column: Any, session_id: str) -> Any:
+def owned_by(column: Any, session_id: str) -> Any:
     """`column` is the session's own namespace or one of its `"{id}/…"` ones."""
     low, high = namespace_range(session_id)
     return (column == session_id) | ((column >= low) & (column < high))
@@ -35,17 +41,20 @@ def _owned(column: Any, session_id: str) -> Any:
 _TABLES = (ContextBlock, Skill, Prompt, LoadedSkill)
 
 
+def index_entry(store: Store, rowid: int, namespace: str, content: str) -> None:
+    """Write the search row of the `search_entries` row `rowid` (inside the caller's write)."""
+    store.run(
+        EntryIndex.insert(rowid=rowid, content=prepare(content), scope=scope_token(namespace))
+    )
+
+
 def delete_namespaces(store: Store, session_id: str) -> None:
     """Remove the session's blocks, skills, search entries, prompt and skill marks."""
-    store.execute(
-        "DELETE FROM search_entries_fts WHERE rowid IN "
-        "(SELECT rowid FROM search_entries WHERE namespace = ? "
-        "OR (namespace >= ? AND namespace < ?))",
-        (session_id, *namespace_range(session_id)),
-    )
-    store.run(SearchEntry.delete().where(_owned(SearchEntry.namespace, session_id)))
+    owned = SearchEntry.select(SearchEntry.rowid).where(owned_by(SearchEntry.namespace, session_id))
+    store.run(EntryIndex.delete().where(EntryIndex.rowid.in_(owned)))
+    store.run(SearchEntry.delete().where(owned_by(SearchEntry.namespace, session_id)))
     for table in _TABLES:
-        store.run(table.delete().where(_owned(table.namespace, session_id)))
+        store.run(table.delete().where(owned_by(table.namespace, session_id)))
 
 
 def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
@@ -63,7 +72,7 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
     store.run(
         b.insert_from(
             b.select(renamed(b.namespace), b.label, b.content, Value(stamp)).where(
-                _owned(b.namespace, old)
+                owned_by(b.namespace, old)
             ),
             [b.namespace, b.label, b.content, b.updated_at],
         )
@@ -72,19 +81,16 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
     store.run(
         k.insert_from(
             k.select(renamed(k.namespace), k.key, k.content, k.description, Value(stamp)).where(
-                _owned(k.namespace, old)
+                owned_by(k.namespace, old)
             ),
             [k.namespace, k.key, k.content, k.description, k.updated_at],
         )
     )
     e = SearchEntry
     rows = store.rows(
-        e.select(e.namespace, e.key, e.content).where(_owned(e.namespace, old)).order_by(e.rowid)
+        e.select(e.namespace, e.key, e.content).where(owned_by(e.namespace, old)).order_by(e.rowid)
     )
     for namespace, key, content in rows:
         copied = new + namespace[len(old) :]
         rowid = store.run(e.insert(namespace=copied, key=key, content=content, updated_at=stamp))
-        store.execute(
-            "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-            (rowid, prepare(content), scope_token(copied)),
-        )
+        index_entry(store, rowid, copied, content)

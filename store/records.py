@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from .schema import SessionRow
+from .schema import StatusChange as StatusRow
 
 if TYPE_CHECKING:
     from .db import Store
@@ -23,6 +24,7 @@ __all__ = [
     "StatusChange",
     "SESSION_COLUMNS",
     "insert_session",
+    "record_status",
     "session_info",
 ]
 
@@ -152,4 +154,13 @@ def insert_session(
             updated_at=updated_at or created_at,
             deleted_at=deleted_at,
         )
+    )
+
+
+def record_status(
+    store: Store, session_id: str, status: str, detail: str | None, stamp: str
+) -> None:
+    """Append one entry to the session's status history (inside the caller's write)."""
+    store.run(
+        StatusRow.insert(session_id=session_id, status=status, detail=detail, changed_at=stamp)
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from peewee import (
     AutoField,
+    BigIntegerField,
     CompositeKey,
     FloatField,
     IntegerField,
@@ -29,7 +30,9 @@ __all__ = [
     "Agent",
     "Compaction",
     "ContextBlock",
+    "EntryIndex",
     "LoadedSkill",
+    "MessageIndex",
     "MessageRow",
     "PeerHop",
     "PeerLink",
@@ -128,6 +131,21 @@ class SearchScope(_Table):
         table_name = "search_scopes"
 
 
+class MessageIndex(_Table):
+    """The search index row of a message: rowid (session number << 32) + seq.
+
+    On SQLite an FTS5 table (`rowid` is FTS5's own); on PostgreSQL a table whose
+    generated `tsv` column is the tsvector of `body`. Written here the same way
+    on both; searched by the engine (`store.engines`).
+    """
+
+    rowid = BigIntegerField(primary_key=True)
+    body = TextField()  # the message's search text, prepared (`text_prep`)
+
+    class Meta:
+        table_name = "messages_fts"
+
+
 class ContextBlock(_Table):
     """A writable memory block of a namespace."""
 
@@ -152,6 +170,17 @@ class SearchEntry(_Table):
 
     class Meta:
         table_name = "search_entries"
+
+
+class EntryIndex(_Table):
+    """The search index row of a `SearchEntry` (same rowid; FTS5 or tsvector, as above)."""
+
+    rowid = BigIntegerField(primary_key=True)
+    content = TextField()  # prepared (`text_prep`)
+    scope = TextField()  # `db.scope_token(namespace)`: FTS5 matches it; PostgreSQL joins instead
+
+    class Meta:
+        table_name = "search_entries_fts"
 
 
 class Skill(_Table):

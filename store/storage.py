@@ -1,8 +1,8 @@
-"""Message-tree storage: the `SessionProvider` protocol and its SQLite implementation.
+"""Message-tree storage: the `SessionProvider` protocol and its `Store` implementation.
 
 Design notes and invariants:
-- A session's messages form a forest linked by `parent_id`; `seq` (the
-  SQLite rowid) is the append order, which is what "latest" means.
+- A session's messages form a forest linked by `parent_id`; `seq` (an
+  autoincrementing key on both engines) is the append order, which is what "latest" means.
 - A message id is unique within its session. Appending an id that exists is
   a no-op that returns the stored message.
 - The FTS row of a message is written in the same transaction as the
@@ -35,7 +35,7 @@ from .message_search import (
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
 from .prepared import Prepared
-from .schema import Compaction, LoadedSkill, MessageRow, SessionRow
+from .schema import Compaction, LoadedSkill, MessageIndex, MessageRow, SessionRow
 
 __all__ = ["SessionProvider", "StoreSessionProvider", "insert_messages"]
 
@@ -146,10 +146,17 @@ _INSERT_COLUMNS = (
 
 
 def _insert(*values: Any) -> Any:
-    return M.insert(dict(zip(_INSERT_COLUMNS, values, strict=True)))
+    # RETURNING (SQLite 3.35+, PostgreSQL): psycopg has no `lastrowid`.
+    return M.insert(dict(zip(_INSERT_COLUMNS, values, strict=True))).returning(M.seq)
 
 
 _INSERT = Prepared(_insert, arity=len(_INSERT_COLUMNS))
+# The message's search row, written in the message's transaction (see `message_search`).
+X = MessageIndex
+_INDEX = Prepared(lambda rowid, body: X.insert(rowid=rowid, body=body))
+_REINDEX = Prepared(lambda body, rowid: X.update(body=body).where(X.rowid == rowid))
+_UNINDEX = Prepared(lambda rowid: X.delete().where(X.rowid == rowid))
+_UNINDEX_RANGE = Prepared(lambda low, high: X.delete().where(X.rowid >= low, X.rowid < high))
 
 
 @runtime_checkable
@@ -360,10 +367,7 @@ class StoreSessionProvider:
             seq = insert_message_row(self.store, self.session_id, parent, message, content)
             scope = scope_number(self.store, self.session_id, create=True)
             assert scope is not None and seq is not None
-            self.store.execute(
-                "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                (index_rowid(scope, seq), index_body(message)),
-            )
+            _INDEX.run(self.store, index_rowid(scope, seq), index_body(message))
             self._touch(iso(now()))
         # What a later read returns: a copy that shares nothing with the input.
         return Message.from_stored(json.loads(content), parent, iso(message.created_at))
@@ -393,10 +397,7 @@ class StoreSessionProvider:
                 _usage_json(message),
                 seq,
             )
-            self.store.execute(
-                "UPDATE messages_fts SET body = ? WHERE rowid = ?",
-                (index_body(message), self._index_rowid(seq)),
-            )
+            _REINDEX.run(self.store, index_body(message), self._index_rowid(seq))
             self._touch(iso(now()))
 
     def delete_messages(self, message_ids: list[str]) -> None:
@@ -419,9 +420,7 @@ class StoreSessionProvider:
                     )
                 )
                 if scope is not None:
-                    self.store.execute(
-                        "DELETE FROM messages_fts WHERE rowid = ?", (index_rowid(scope, seq),)
-                    )
+                    _UNINDEX.run(self.store, index_rowid(scope, seq))
                 self.store.run(M.delete().where(M.seq == seq))
             self._touch(iso(now()))
 
@@ -429,9 +428,7 @@ class StoreSessionProvider:
         with self.store.write():
             scope = scope_number(self.store, self.session_id)
             if scope is not None:
-                self.store.execute(
-                    "DELETE FROM messages_fts WHERE rowid >= ? AND rowid < ?", scope_range(scope)
-                )
+                _UNINDEX_RANGE.run(self.store, *scope_range(scope))
             self.store.run(M.delete().where(M.session_id == self.session_id))
             self.store.run(Compaction.delete().where(Compaction.session_id == self.session_id))
             self.store.run(LoadedSkill.delete().where(LoadedSkill.namespace == self.session_id))
@@ -491,10 +488,7 @@ def insert_messages(
         message.created_at = message.created_at or now()
         message = shrink_to_row_limit(message, store.max_row_bytes)
         seq = insert_message_row(store, session_id, parent, message, message.to_json())
-        store.execute(
-            "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-            (index_rowid(scope, seq or 0), index_body(message)),
-        )
+        _INDEX.run(store, index_rowid(scope, seq or 0), index_body(message))
 
 
 def _usage_json(message: Message) -> str | None:
@@ -506,7 +500,7 @@ def insert_message_row(
 ) -> int:
     """Insert one message row (`content` is its JSON); its new seq."""
     assert message.created_at is not None
-    cursor = _INSERT.run(
+    rows = _INSERT.rows(
         store,
         message.id,
         session_id,
@@ -519,4 +513,4 @@ def insert_message_row(
         message.delivered_to_session_id,
         _usage_json(message),
     )
-    return int(cursor.lastrowid)
+    return int(rows[0][0])

@@ -29,15 +29,28 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from peewee import SQL, Model
+
 from .clock import iso as _iso
 from .clock import now
-from .db import Store, scope_token
+from .db import Store
 from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
 from .messages import Message
-from .records import insert_session
+from .namespaces import index_entry, owned_by
+from .records import insert_session, record_status
+from .schema import (
+    Compaction,
+    ContextBlock,
+    EntryIndex,
+    LoadedSkill,
+    Project,
+    Prompt,
+    SearchEntry,
+    SessionRow,
+    Skill,
+)
 from .storage import StoreSessionProvider, insert_messages
-from .text_prep import prepare
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -63,19 +76,19 @@ _CONTEXT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("prompt", "prompts", ("namespace", "prompt", "updated_at")),
     ("loaded_skill", "loaded_skills", ("namespace", "label", "key", "tool_call_id", "message_id")),
 )
-_TABLES = {
-    "blocks": "context_blocks",
-    "search_entries": "search_entries",
-    "skills": "skills",
-    "prompts": "prompts",
-    "loaded_skills": "loaded_skills",
+_TABLES: dict[str, type[Model]] = {
+    "blocks": ContextBlock,
+    "search_entries": SearchEntry,
+    "skills": Skill,
+    "prompts": Prompt,
+    "loaded_skills": LoadedSkill,
 }
 _ORDER = {
-    "blocks": "namespace, label",
-    "search_entries": "namespace, key",
-    "skills": "namespace, key",
-    "prompts": "namespace",
-    "loaded_skills": "namespace, label, key",
+    "blocks": ("namespace", "label"),
+    "search_entries": ("namespace", "key"),
+    "skills": ("namespace", "key"),
+    "prompts": ("namespace",),
+    "loaded_skills": ("namespace", "label", "key"),
 }
 # Columns a document must give as strings (the others may be null).
 _REQUIRED = {"namespace", "label", "key", "content", "prompt"}
@@ -111,15 +124,6 @@ def _plain(obj: Any, first: tuple[str, ...] = (), skip: tuple[str, ...] = ()) ->
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in values.items()}
 
 
-def _owned(column: str) -> str:
-    # substr, not LIKE: session ids may hold `%` or `_`.
-    return f"({column} = ? OR substr({column}, 1, ?) = ?)"
-
-
-def _owned_params(session_id: str) -> tuple[Any, ...]:
-    return (session_id, len(session_id) + 1, session_id + "/")
-
-
 def export_session(store: Store, session_id: str) -> dict[str, Any]:
     """The whole session as a JSON-ready document (deleted sessions too).
 
@@ -135,17 +139,19 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
         compactions = [_plain(c, skip=("session_id",)) for c in provider.get_compactions()]
         context: dict[str, list[dict[str, Any]]] = {}
         for _, key, columns in _CONTEXT:
-            rows = store.query(
-                f"SELECT {', '.join(columns)} FROM {_TABLES[key]} WHERE {_owned('namespace')} "
-                f"ORDER BY {_ORDER[key]}",
-                _owned_params(session_id),
+            table = _TABLES[key]
+            fields = table._meta.fields
+            rows = store.rows(
+                table.select(*(fields[c] for c in columns))
+                .where(owned_by(fields["namespace"], session_id))
+                .order_by(*(fields[c] for c in _ORDER[key]))
             )
             context[key] = [dict(zip(columns, row, strict=True)) for row in rows]
         project = None
         if info.project_id:
-            rows = store.query(
-                "SELECT id, name, created_at, archived_at FROM projects WHERE id = ?",
-                (info.project_id,),
+            P = Project
+            rows = store.rows(
+                P.select(P.id, P.name, P.created_at, P.archived_at).where(P.id == info.project_id)
             )
             if rows:
                 project = dict(
@@ -167,10 +173,11 @@ def export_sessions(
 ) -> list[dict[str, Any]]:
     """Documents for those sessions, or every session oldest first when None."""
     if session_ids is None:
-        where = "" if include_deleted else " WHERE deleted_at IS NULL"
-        session_ids = [
-            r[0] for r in store.query(f"SELECT id FROM sessions{where} ORDER BY created_at, rowid")
-        ]
+        S = SessionRow
+        query = S.select(S.id).order_by(S.created_at, SQL("rowid"))  # rowid: see the baseline
+        if not include_deleted:
+            query = query.where(S.deleted_at.is_null())
+        session_ids = [r[0] for r in store.rows(query)]
     return [export_session(store, sid) for sid in session_ids]
 
 
@@ -627,8 +634,9 @@ def import_sessions(
 
 
 def _stored(store: Store, column: str, value: str) -> str | None:
-    rows = store.query(
-        f"SELECT id FROM sessions WHERE {column} = ? ORDER BY rowid LIMIT 1", (value,)
+    S = SessionRow
+    rows = store.rows(
+        S.select(S.id).where(S._meta.fields[column] == value).order_by(SQL("rowid")).limit(1)
     )
     return rows[0][0] if rows else None
 
@@ -641,10 +649,10 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
 
     if c.project is not None:
         p = c.project
-        store.execute(
-            "INSERT OR IGNORE INTO projects (id, name, created_at, archived_at) "
-            "VALUES (?, ?, ?, ?)",
-            (p["id"], p["name"], p["created_at"], p["archived_at"]),
+        store.run(
+            Project.insert(
+                id=p["id"], name=p["name"], created_at=p["created_at"], archived_at=p["archived_at"]
+            ).on_conflict_ignore()
         )
     insert_session(
         store,
@@ -665,41 +673,45 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
         updated_at=_iso(s["updated_at"]),
         deleted_at=_iso(s["deleted_at"]) if s["deleted_at"] else None,
     )
-    store.execute(
-        "INSERT INTO status_changes (session_id, status, detail, changed_at) VALUES (?, ?, ?, ?)",
-        (target, s["status"], "imported", _iso(now())),
-    )
+    record_status(store, target, s["status"], "imported", _iso(now()))
     insert_messages(store, target, c.messages)
     for comp in c.compactions:
         cid = comp["id"]
         if (
             not cid
             or target != c.id
-            or store.query("SELECT 1 FROM compactions WHERE id = ?", (cid,))
+            or store.rows(Compaction.select(Compaction.id).where(Compaction.id == cid))
         ):
             cid = uuid.uuid4().hex  # compaction ids are unique store-wide
-        store.execute(
-            "INSERT INTO compactions (id, session_id, summary, from_message_id, to_message_id, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (cid, target, comp["summary"], comp["from"], comp["to"], _iso(comp["created_at"])),
+        store.run(
+            Compaction.insert(
+                id=cid,
+                session_id=target,
+                summary=comp["summary"],
+                from_message_id=comp["from"],
+                to_message_id=comp["to"],
+                created_at=_iso(comp["created_at"]),
+            )
         )
     for _, key, columns in _CONTEXT:
         for item in c.context[key]:
             row = {**item, "namespace": namespace(item["namespace"])}
-            if key == "search_entries":  # keyed rows with an FTS index beside them
-                for (rowid,) in store.query(
-                    "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
-                    (row["namespace"], row["key"]),
-                ):
-                    store.execute("DELETE FROM search_entries_fts WHERE rowid = ?", (rowid,))
-                    store.execute("DELETE FROM search_entries WHERE rowid = ?", (rowid,))
-            cursor = store.execute(
-                f"INSERT OR REPLACE INTO {_TABLES[key]} ({', '.join(columns)}) "
-                f"VALUES ({', '.join('?' * len(columns))})",
-                [row[col] for col in columns],
+            table = _TABLES[key]
+            values = {table._meta.fields[col]: row[col] for col in columns}
+            if key == "search_entries":  # keyed rows with a search index beside them
+                E = SearchEntry
+                old = E.select(E.rowid).where(E.namespace == row["namespace"], E.key == row["key"])
+                for (rowid,) in store.rows(old):
+                    store.run(EntryIndex.delete().where(EntryIndex.rowid == rowid))
+                    store.run(E.delete().where(E.rowid == rowid))
+                rowid = store.run(E.insert(values))
+                index_entry(store, int(rowid), row["namespace"], row["content"])
+                continue
+            keys = [table._meta.fields[c] for c in _ORDER[key]]
+            rest = [f for f in values if f not in keys]
+            insert = table.insert(values)
+            store.run(
+                insert.on_conflict(conflict_target=keys, preserve=rest)
+                if rest
+                else insert.on_conflict_ignore()
             )
-            if key == "search_entries":
-                store.execute(
-                    "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, prepare(row["content"]), scope_token(row["namespace"])),
-                )

@@ -47,19 +47,28 @@ class DiskFull:
     def __init__(self, monkeypatch, store: Store, *, only: str = "") -> None:
         self.on = True
         real = Store.execute
+        real_sql = store.db.execute_sql
 
-        def execute(this, sql, params=()):
+        def refuse(sql: str) -> None:
             statement = " ".join(sql.split())
             if (
                 self.on
-                and this is store
                 and statement.startswith(only)
                 and statement.split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE")
             ):
                 raise sqlite3.OperationalError("database or disk is full")
+
+        def execute(this, sql, params=()):
+            if this is store:
+                refuse(sql)
             return real(this, sql, params)
 
+        def execute_sql(sql, params=None, *args, **kwargs):  # the query builder's way in
+            refuse(sql)
+            return real_sql(sql, params, *args, **kwargs)
+
         monkeypatch.setattr(Store, "execute", execute)
+        monkeypatch.setattr(store.db, "execute_sql", execute_sql)
 
 
 def error_notes(app) -> list[str]:

@@ -269,7 +269,8 @@ async def test_search_in_an_unknown_or_recreated_session(store):
 
 
 def test_session_snippets_keep_matches_in_a_window():
-    from store.message_search import _snippet, unmark
+    from store.message_search import snippet as _snippet
+    from store.message_search import unmark
 
     words = [f"w{i}" for i in range(40)]
     words[20] = "\x01kiwi\x02"

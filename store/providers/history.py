@@ -8,9 +8,12 @@ finding too).
 
 from __future__ import annotations
 
+from peewee import SQL, fn
+
 from ..db import Store
 from ..message_search import search_messages
 from ..messages import SearchResult
+from ..schema import MessageRow, SessionRow
 
 __all__ = ["HistorySearchProvider", "format_hits"]
 
@@ -25,9 +28,10 @@ class HistorySearchProvider:
 
     async def get(self) -> str:
         """How many messages and conversations can be searched."""
-        messages, sessions = self.store.query(
-            "SELECT count(*), count(DISTINCT m.session_id) FROM messages m WHERE NOT EXISTS "
-            "(SELECT 1 FROM sessions s WHERE s.id = m.session_id AND s.deleted_at IS NOT NULL)"
+        M, S = MessageRow, SessionRow
+        gone = S.select(SQL("1")).where(S.id == M.session_id, S.deleted_at.is_null(False))
+        messages, sessions = self.store.rows(
+            M.select(fn.COUNT(SQL("*")), fn.COUNT(M.session_id.distinct())).where(~fn.EXISTS(gone))
         )[0]
         return f"{messages} messages in {sessions} conversations are searchable."
 
@@ -45,8 +49,8 @@ def format_hits(store: Store, hits: list[SearchResult]) -> str:
     if not hits:
         return ""
     ids = sorted({h.session_id for h in hits})
-    marks = ",".join("?" * len(ids))
-    names = dict(store.query(f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids))
+    S = SessionRow
+    names = dict(store.rows(S.select(S.id, S.name).where(S.id.in_(ids))))
     lines = []
     for hit in hits:
         when = hit.created_at.strftime("%Y-%m-%d") if hit.created_at else "?"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..clock import iso, now
 from ..db import Store
+from ..schema import ContextBlock
 
 __all__ = ["StoreContextProvider"]
 
@@ -22,9 +23,9 @@ class StoreContextProvider:
 
     async def get(self) -> str:
         """The stored content ("" before the first write)."""
-        rows = self.store.query(
-            "SELECT content FROM context_blocks WHERE namespace = ? AND label = ?",
-            (self.namespace, self.label),
+        B = ContextBlock
+        rows = self.store.rows(
+            B.select(B.content).where(B.namespace == self.namespace, B.label == self.label)
         )
         return rows[0][0] if rows else ""
 
@@ -33,11 +34,16 @@ class StoreContextProvider:
         if not isinstance(content, str):
             raise TypeError("block content must be a string")
         with self.store.write():
-            self.store.execute(
-                "INSERT INTO context_blocks (namespace, label, content, updated_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (namespace, label) DO UPDATE SET "
-                "content = excluded.content, updated_at = excluded.updated_at",
-                (self.namespace, self.label, content, iso(now())),
+            B = ContextBlock
+            self.store.run(
+                B.insert(
+                    namespace=self.namespace,
+                    label=self.label,
+                    content=content,
+                    updated_at=iso(now()),
+                ).on_conflict(
+                    conflict_target=[B.namespace, B.label], preserve=[B.content, B.updated_at]
+                )
             )
 
     def __repr__(self) -> str:

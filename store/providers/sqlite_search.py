@@ -1,19 +1,28 @@
-"""`StoreSearchProvider`: keyed entries with an FTS5 index, searched by the model."""
+"""`StoreSearchProvider`: keyed entries with a full-text index, searched by the model.
+
+(The module keeps its historical name; the entries live in whichever engine
+the store runs on: FTS5 on SQLite, tsvector on PostgreSQL.)
+"""
 
 from __future__ import annotations
 
+from peewee import SQL, fn
+
 from ..clock import iso, now
 from ..db import Store, scope_token
-from ..search import match_expression, scoped_expression
+from ..namespaces import index_entry
+from ..schema import EntryIndex, SearchEntry
+from ..search import parse_query
 from ..text_prep import prepare
 
 __all__ = ["StoreSearchProvider"]
 
 TOP = 10
+E, X = SearchEntry, EntryIndex
 
 
 class StoreSearchProvider:
-    """Entries under a namespace; `search` returns the top 10 by FTS5 rank."""
+    """Entries under a namespace; `search` returns the top 10 by full-text rank."""
 
     def __init__(self, store: Store, namespace: str) -> None:
         self.store = store
@@ -22,9 +31,8 @@ class StoreSearchProvider:
 
     def count(self) -> int:
         """How many entries the namespace holds."""
-        return self.store.query(
-            "SELECT count(*) FROM search_entries WHERE namespace = ?", (self.namespace,)
-        )[0][0]
+        rows = self.store.rows(E.select(fn.COUNT(SQL("*"))).where(E.namespace == self.namespace))
+        return int(rows[0][0])
 
     async def get(self) -> str:
         """The summary the prompt shows: how many entries are indexed."""
@@ -35,20 +43,10 @@ class StoreSearchProvider:
 
     def find(self, query: str, limit: int = TOP) -> list[tuple[str, str]]:
         """(key, content) pairs, best first; never raises for any query string."""
-        expression = match_expression(query)
-        if expression is None:
+        parsed = parse_query(query)
+        if parsed is None or limit <= 0:
             return []
-        match = scoped_expression("content", expression, "scope", self.scope)
-        return [
-            (r[0], r[1])
-            for r in self.store.query(
-                "SELECT e.key, e.content FROM search_entries_fts f "
-                "JOIN search_entries e ON e.rowid = f.rowid "
-                "WHERE search_entries_fts MATCH ? AND e.namespace = ? "
-                "ORDER BY bm25(search_entries_fts, 1.0, 0.0) LIMIT ?",
-                (match, self.namespace, limit),
-            )
-        ]
+        return self.store.engine.search_entries(self.store, self.namespace, parsed, int(limit))
 
     async def search(self, query: str) -> str:
         """The top 10 entries as `[key]` + content blocks, for the model."""
@@ -56,6 +54,10 @@ class StoreSearchProvider:
         if not hits:
             return f"No results for {query!r}."
         return "\n\n".join(f"[{key}]\n{content}" for key, content in hits)
+
+    def _rowid(self, key: str) -> int | None:
+        rows = self.store.rows(E.select(E.rowid).where(E.namespace == self.namespace, E.key == key))
+        return int(rows[0][0]) if rows else None
 
     async def set(self, key: str, content: str) -> None:
         """Add or replace the entry under `key` (and its index row, in one transaction)."""
@@ -65,50 +67,29 @@ class StoreSearchProvider:
             raise TypeError("entry content must be a string")
         stamp = iso(now())
         with self.store.write():
-            rows = self.store.query(
-                "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
-                (self.namespace, key),
-            )
-            if rows:
-                rowid = rows[0][0]
-                self.store.execute(
-                    "UPDATE search_entries SET content = ?, updated_at = ? WHERE rowid = ?",
-                    (content, stamp, rowid),
-                )
-                self.store.execute(
-                    "UPDATE search_entries_fts SET content = ? WHERE rowid = ?",
-                    (prepare(content), rowid),
-                )
+            rowid = self._rowid(key)
+            if rowid is not None:
+                self.store.run(E.update(content=content, updated_at=stamp).where(E.rowid == rowid))
+                self.store.run(X.update(content=prepare(content)).where(X.rowid == rowid))
             else:
-                cursor = self.store.execute(
-                    "INSERT INTO search_entries (namespace, key, content, updated_at) "
-                    "VALUES (?, ?, ?, ?)",
-                    (self.namespace, key, content, stamp),
+                rowid = self.store.run(
+                    E.insert(namespace=self.namespace, key=key, content=content, updated_at=stamp)
                 )
-                self.store.execute(
-                    "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, prepare(content), self.scope),
-                )
+                index_entry(self.store, int(rowid), self.namespace, content)
 
     async def delete(self, key: str) -> bool:
         """Remove an entry; False when there was none."""
         with self.store.write():
-            rows = self.store.query(
-                "SELECT rowid FROM search_entries WHERE namespace = ? AND key = ?",
-                (self.namespace, key),
-            )
-            if not rows:
+            rowid = self._rowid(key)
+            if rowid is None:
                 return False
-            self.store.execute("DELETE FROM search_entries_fts WHERE rowid = ?", (rows[0][0],))
-            self.store.execute("DELETE FROM search_entries WHERE rowid = ?", (rows[0][0],))
+            self.store.run(X.delete().where(X.rowid == rowid))
+            self.store.run(E.delete().where(E.rowid == rowid))
         return True
 
     def entries(self) -> list[tuple[str, str]]:
         """Every (key, content), by key."""
-        return [
-            (r[0], r[1])
-            for r in self.store.query(
-                "SELECT key, content FROM search_entries WHERE namespace = ? ORDER BY key",
-                (self.namespace,),
-            )
-        ]
+        rows = self.store.rows(
+            E.select(E.key, E.content).where(E.namespace == self.namespace).order_by(E.key)
+        )
+        return [(r[0], r[1]) for r in rows]

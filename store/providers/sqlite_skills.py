@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..clock import iso, now
 from ..db import Store
 from ..errors import UnknownSkillError
+from ..schema import Skill
 
 __all__ = ["StoreSkillProvider", "listing"]
 
@@ -28,17 +29,18 @@ class StoreSkillProvider:
         return listing(
             [
                 (r[0], r[1])
-                for r in self.store.query(
-                    "SELECT key, description FROM skills WHERE namespace = ? ORDER BY key",
-                    (self.namespace,),
+                for r in self.store.rows(
+                    Skill.select(Skill.key, Skill.description)
+                    .where(Skill.namespace == self.namespace)
+                    .order_by(Skill.key)
                 )
             ]
         )
 
     async def load(self, key: str) -> str:
         """The whole document; `UnknownSkillError` if there is none."""
-        rows = self.store.query(
-            "SELECT content FROM skills WHERE namespace = ? AND key = ?", (self.namespace, key)
+        rows = self.store.rows(
+            Skill.select(Skill.content).where(Skill.namespace == self.namespace, Skill.key == key)
         )
         if not rows:
             raise UnknownSkillError(f"no skill {key!r}")
@@ -51,10 +53,15 @@ class StoreSkillProvider:
         if not isinstance(content, str):
             raise TypeError("skill content must be a string")
         with self.store.write():
-            self.store.execute(
-                "INSERT INTO skills (namespace, key, content, description, updated_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET "
-                "content = excluded.content, description = excluded.description, "
-                "updated_at = excluded.updated_at",
-                (self.namespace, key, content, description, iso(now())),
+            self.store.run(
+                Skill.insert(
+                    namespace=self.namespace,
+                    key=key,
+                    content=content,
+                    description=description,
+                    updated_at=iso(now()),
+                ).on_conflict(
+                    conflict_target=[Skill.namespace, Skill.key],
+                    preserve=[Skill.content, Skill.description, Skill.updated_at],
+                )
             )

@@ -1,0 +1,75 @@
+"""`Engine`: what an engine must provide to `Store` (see the package docstring)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from peewee import Database
+
+if TYPE_CHECKING:
+    from ..db import Store
+    from ..search import Query
+
+__all__ = ["Engine"]
+
+
+class Engine(ABC):
+    """One database engine behind a `Store`.
+
+    Attributes:
+        name: "sqlite" or "postgres" (what `chatui db info` prints).
+        db: the peewee database (connections per thread, `autoconnect=False`).
+        path: what `Store.path` shows: the file, ":memory:", or the URL with
+            its password redacted.
+    """
+
+    name: ClassVar[str]
+    db: Database
+    path: str
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Open this thread's connection and refuse a database chatui did not make.
+
+        Raises:
+            DatabaseFileError: not a chatui database, or not a database at all.
+            DatabaseUnavailableError: the server does not answer.
+        """
+
+    def prepare_migrations(self) -> None:  # noqa: B027 - optional hook
+        """Take whatever lock keeps two processes from migrating at once (in the open
+        transaction); SQLite's write lock already does."""
+
+    @abstractmethod
+    def write(self) -> Any:
+        """A write transaction (a savepoint when nested)."""
+
+    @abstractmethod
+    def size_bytes(self) -> int:
+        """What the database takes on disk."""
+
+    @abstractmethod
+    def integrity_problems(self, store: Store) -> list[str]:
+        """Problems in the data and the search indexes ([] when healthy)."""
+
+    # -- full-text search (the one place the dialects truly differ) -------------
+
+    @abstractmethod
+    def search_messages(
+        self, store: Store, query: Query, limit: int, include_deleted: bool
+    ) -> list[tuple[Any, ...]]:
+        """Best first: (id, role, content, created_at, session_id, marked snippet,
+        score (lower is better), deleted)."""
+
+    @abstractmethod
+    def search_range(
+        self, store: Store, query: Query, low: int, high: int
+    ) -> list[tuple[int, str]]:
+        """(index rowid, whole text with matches marked) for the rows in [low, high)."""
+
+    @abstractmethod
+    def search_entries(
+        self, store: Store, namespace: str, query: Query, limit: int
+    ) -> list[tuple[str, str]]:
+        """(key, content) of the namespace's search entries, best first."""

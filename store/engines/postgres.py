@@ -1,0 +1,189 @@
+"""PostgreSQL: a server named by a `postgresql://` URL, `tsvector` search.
+
+Design notes:
+- Opened with peewee's `playhouse.postgres_ext.Psycopg3Database` (psycopg 3)
+  from the URL's parts as `playhouse.db_url` reads them; query parameters
+  pass through to psycopg (`?options=-csearch_path%3Dmine`, `sslmode=…`).
+  Connections are per thread and in autocommit outside `Store.write()`.
+- The password never leaves this module: every message names
+  `redact_url(url)`, and the driver's own error text is scrubbed too.
+- A server that does not answer raises `DatabaseUnavailableError` (the CLI
+  maps it to its own exit code); a schema holding tables but no
+  `schema_migrations` is another program's and is refused unchanged.
+- Search: `messages_fts` / `search_entries_fts` are plain tables whose
+  `tsv` column is generated from the prepared text (`text_prep`, the same
+  text FTS5 indexes) with the `english` configuration, under a GIN index.
+  Queries are `to_tsquery('english', …)` built by `search.tsquery_expression`
+  from the same parsed query FTS5 gets, so both engines find the same words
+  (stemmed), phrases, prefixes and ORs. Ranking is `ts_rank`; matches are
+  marked with `ts_headline(HighlightAll)` on the few rows returned only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from peewee import DatabaseError as PeeweeDatabaseError
+from peewee import InterfaceError, OperationalError
+from playhouse import db_url
+from playhouse.postgres_ext import Psycopg3Database
+
+from ..errors import DatabaseFileError, DatabaseUnavailableError
+from ..search import tsquery_expression
+from ..text_prep import MARK_CLOSE, MARK_OPEN
+from ..urls import redact_url, redact_urls_in
+from .base import Engine
+
+if TYPE_CHECKING:
+    from ..db import Store
+    from ..search import Query
+
+__all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
+
+TEXT_SEARCH_CONFIG = "english"
+SEQ_MASK = (1 << 32) - 1
+_HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
+# Any number, so that two chatui processes opening one new database migrate one at a time.
+_MIGRATION_LOCK = 0x63686174
+
+
+class PostgresEngine(Engine):
+    """A PostgreSQL database (tables in the connection's current schema)."""
+
+    name = "postgres"
+
+    def __init__(self, url: str, *, busy_timeout: float) -> None:
+        self.url = url
+        self.path = redact_url(url)
+        params = db_url.parse(url, unquote_password=True, unquote_user=True)
+        database = params.pop("database", "") or ""
+        if not database:
+            raise DatabaseFileError(f"{self.path}: the URL names no database (…/dbname)")
+        self._password = str(params.get("password") or "")
+        params.setdefault("connect_timeout", max(1, int(busy_timeout)))
+        params.setdefault("application_name", "chatui")
+        self.db = Psycopg3Database(database, autoconnect=False, **params)
+
+    def _scrub(self, text: str) -> str:
+        text = redact_urls_in(text)
+        if self._password:
+            text = text.replace(self._password, "***")
+        return " ".join(text.split())
+
+    def connect(self) -> None:
+        try:
+            self.db.connect(reuse_if_open=True)
+        except (OperationalError, InterfaceError, PeeweeDatabaseError) as exc:
+            raise DatabaseUnavailableError(
+                f"{self.path}: cannot connect to the PostgreSQL server: {self._scrub(str(exc))}"
+            ) from None  # the driver's exception may hold the connection string
+        tables = {
+            r[0]
+            for r in self.db.execute_sql(
+                "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+            ).fetchall()
+        }
+        if tables and "schema_migrations" not in tables:
+            shown = ", ".join(sorted(tables)[:3])
+            self.db.close()
+            raise DatabaseFileError(
+                f"{self.path}: not a chatui database (it holds {shown}); left unchanged"
+            )
+
+    def prepare_migrations(self) -> None:
+        self.db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+
+    def write(self) -> Any:
+        return self.db.atomic()
+
+    def size_bytes(self) -> int:
+        row = self.db.execute_sql(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+        ).fetchone()
+        return int(row[0])
+
+    def integrity_problems(self, store: Store) -> list[str]:
+        problems: list[str] = []
+        missing = store.query(
+            "SELECT count(*) FROM messages m "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
+        )[0][0]
+        orphans = store.query(
+            "SELECT count(*) FROM messages_fts f "
+            f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            "WHERE m.seq IS NULL OR s.n IS DISTINCT FROM (f.rowid >> 32)"
+        )[0][0]
+        if missing:
+            problems.append(f"{missing} messages are missing from the search index")
+        if orphans:
+            problems.append(f"{orphans} search rows have no message")
+        return problems
+
+    # -- search ---------------------------------------------------------------
+
+    def search_messages(
+        self, store: Store, query: Query, limit: int, include_deleted: bool
+    ) -> list[tuple[Any, ...]]:
+        from ..message_search import snippet
+
+        deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
+        rows = store.query(
+            f"""
+            SELECT t.id, t.role, t.content, t.created_at, t.session_id,
+                   ts_headline(%s, t.body, t.q, %s), t.score, t.gone
+            FROM (
+                SELECT m.id, m.role, m.content, m.created_at, m.session_id, f.body, q.q,
+                       -ts_rank(f.tsv, q.q) AS score, s.deleted_at IS NOT NULL AS gone,
+                       m.seq
+                FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q
+                JOIN messages_fts f ON f.tsv @@ q.q
+                JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK})
+                LEFT JOIN sessions s ON s.id = m.session_id
+                WHERE true {deleted}
+                ORDER BY score, m.seq DESC LIMIT %s
+            ) t ORDER BY t.score, t.seq DESC
+            """,
+            (
+                TEXT_SEARCH_CONFIG,
+                _HEADLINE,
+                TEXT_SEARCH_CONFIG,
+                tsquery_expression(query),
+                int(limit),
+            ),
+        )
+        return [(*r[:5], snippet(r[5]), float(r[6]), bool(r[7])) for r in rows]
+
+    def search_range(
+        self, store: Store, query: Query, low: int, high: int
+    ) -> list[tuple[int, str]]:
+        rows = store.query(
+            "SELECT f.rowid, ts_headline(%s, f.body, q.q, %s) "
+            "FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q "
+            "JOIN messages_fts f ON f.tsv @@ q.q WHERE f.rowid >= %s AND f.rowid < %s",
+            (
+                TEXT_SEARCH_CONFIG,
+                _HEADLINE,
+                TEXT_SEARCH_CONFIG,
+                tsquery_expression(query),
+                low,
+                high,
+            ),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def search_entries(
+        self, store: Store, namespace: str, query: Query, limit: int
+    ) -> list[tuple[str, str]]:
+        rows = store.query(
+            "SELECT e.key, e.content "
+            "FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q "
+            "JOIN search_entries_fts f ON f.tsv @@ q.q "
+            "JOIN search_entries e ON e.rowid = f.rowid WHERE e.namespace = %s "
+            "ORDER BY ts_rank(f.tsv, q.q) DESC, e.rowid LIMIT %s",
+            (TEXT_SEARCH_CONFIG, tsquery_expression(query), namespace, int(limit)),
+        )
+        return [(r[0], r[1]) for r in rows]

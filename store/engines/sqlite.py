@@ -1,0 +1,218 @@
+"""SQLite: a file (or ":memory:"), WAL, FTS5 search.
+
+Design notes:
+- WAL, a busy timeout and `synchronous=NORMAL` are set on every connection;
+  readers never block the writer, and a second process waits instead of
+  failing with "database is locked".
+- Writes take the lock up front (`BEGIN IMMEDIATE`): two deferred
+  transactions that both read and then both write deadlock (SQLITE_BUSY
+  with no wait).
+- A file is looked at before anything writes to it: another program's
+  SQLite file, or not SQLite at all, is refused unchanged.
+- Search is FTS5 (`porter unicode61`); the queries are raw SQL because
+  FTS5's MATCH, bm25(), highlight() and snippet() are functions of a virtual
+  table that peewee's builder only wraps, not abstracts.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from peewee import DatabaseError as PeeweeDatabaseError
+from peewee import SqliteDatabase
+from playhouse import db_url
+
+from ..errors import DatabaseFileError
+from ..search import fts5_expression, scoped_expression
+from ..text_prep import MARK_CLOSE, MARK_OPEN
+from ..urls import is_url
+from .base import Engine
+
+if TYPE_CHECKING:
+    from ..db import Store
+    from ..search import Query
+
+__all__ = ["SqliteEngine"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+SEQ_MASK = (1 << 32) - 1
+SNIPPET_TOKENS = 12
+
+
+class SqliteEngine(Engine):
+    """A SQLite file, ":memory:" (per thread), or a `sqlite:///…` URL."""
+
+    name = "sqlite"
+
+    def __init__(self, location: str | os.PathLike[str], *, busy_timeout: float) -> None:
+        path = os.fspath(location)
+        if is_url(path):
+            # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
+            path = str(db_url.parse(path).get("database") or ":memory:")
+        self.path = path
+        self.db = SqliteDatabase(
+            self.path,
+            pragmas={
+                "journal_mode": "wal",
+                "foreign_keys": 1,
+                "synchronous": "normal",
+                "busy_timeout": int(busy_timeout * 1000),
+                "cache_size": -16_000,
+                "temp_store": "memory",
+            },
+            timeout=busy_timeout,
+            autoconnect=False,
+            check_same_thread=False,
+        )
+
+    def connect(self) -> None:
+        if self.path != ":memory:":
+            _check_file(Path(self.path))
+        try:
+            self.db.connect(reuse_if_open=True)
+        except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:
+            raise DatabaseFileError(
+                f"{self.path}: cannot open as a SQLite database: {exc}"
+            ) from exc
+
+    def write(self) -> Any:
+        return self.db.atomic("IMMEDIATE")
+
+    def size_bytes(self) -> int:
+        conn = self.db.connection()
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        size = int(pages * page_size)
+        if self.path != ":memory:":  # the WAL holds recent writes not yet in the file
+            wal = Path(self.path + "-wal")
+            size = max(size, Path(self.path).stat().st_size) + (
+                wal.stat().st_size if wal.exists() else 0
+            )
+        return size
+
+    def integrity_problems(self, store: Store) -> list[str]:
+        problems = [row[0] for row in store.query("PRAGMA integrity_check") if row[0] != "ok"]
+        for table in ("messages_fts", "search_entries_fts"):
+            try:
+                store.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"{table}: {exc}")
+        # Index rowids are (session number << 32) + seq (see message_search).
+        missing = store.query(
+            "SELECT count(*) FROM messages m "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
+        )[0][0]
+        orphans = store.query(
+            "SELECT count(*) FROM messages_fts f "
+            f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            "WHERE m.seq IS NULL OR s.n IS NOT (f.rowid >> 32)"
+        )[0][0]
+        if missing:
+            problems.append(f"{missing} messages are missing from the search index")
+        if orphans:
+            problems.append(f"{orphans} search rows have no message")
+        return problems
+
+    # -- search ---------------------------------------------------------------
+
+    def search_messages(
+        self, store: Store, query: Query, limit: int, include_deleted: bool
+    ) -> list[tuple[Any, ...]]:
+        match = scoped_expression("body", fts5_expression(query))
+        deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
+        return store.query(
+            f"""
+            SELECT m.id, m.role, m.content, m.created_at, m.session_id,
+                   snippet(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}),
+                   bm25(messages_fts) AS score, s.deleted_at IS NOT NULL
+            FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK})
+            LEFT JOIN sessions s ON s.id = m.session_id
+            WHERE messages_fts MATCH ? {deleted}
+            ORDER BY score LIMIT ?
+            """,
+            (match, int(limit)),
+        )
+
+    def search_range(
+        self, store: Store, query: Query, low: int, high: int
+    ) -> list[tuple[int, str]]:
+        match = scoped_expression("body", fts5_expression(query))
+        rows = store.query(
+            f"SELECT rowid, highlight(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}') "
+            "FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
+            (match, low, high),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def search_entries(
+        self, store: Store, namespace: str, query: Query, limit: int
+    ) -> list[tuple[str, str]]:
+        from ..db import scope_token
+
+        match = scoped_expression(
+            "content", fts5_expression(query), "scope", scope_token(namespace)
+        )
+        rows = store.query(
+            "SELECT e.key, e.content FROM search_entries_fts f "
+            "JOIN search_entries e ON e.rowid = f.rowid "
+            "WHERE search_entries_fts MATCH ? AND e.namespace = ? "
+            "ORDER BY bm25(search_entries_fts, 1.0, 0.0) LIMIT ?",
+            (match, namespace, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise DatabaseFileError(f"{path}: is a directory, not a database file")
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise DatabaseFileError(f"{path}: cannot read: {exc.strerror}") from exc
+        if head and head != _SQLITE_MAGIC:
+            raise DatabaseFileError(f"{path}: not a SQLite database (is this the right file?)")
+        if head:
+            _refuse_foreign(path)
+    else:
+        parent = path.parent
+        if not parent.exists():
+            try:
+                parent.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise DatabaseFileError(
+                    f"{path}: cannot create its folder: {exc.strerror}"
+                ) from exc
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse another program's SQLite file before the WAL pragma or a migration writes to it.
+
+    Looked at through an immutable read-only connection: no lock, no -wal/-shm, nothing
+    written. A chatui file records `schema_migrations` in the transaction before its
+    first table, so a file with tables but without it was made by someone else.
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+    for attempt in range(3):  # unlocked reads can meet another process's checkpoint
+        try:
+            conn = sqlite3.connect(uri, uri=True)
+            try:
+                rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                tables = {row[0] for row in rows}
+            finally:
+                conn.close()
+            break
+        except sqlite3.DatabaseError as exc:
+            if attempt == 2:
+                raise DatabaseFileError(f"{path}: cannot open as a SQLite database: {exc}") from exc
+            time.sleep(0.05)
+    if tables and "schema_migrations" not in tables:
+        shown = ", ".join(sorted(tables)[:3])
+        raise DatabaseFileError(f"{path}: not a chatui database (it holds {shown}); left unchanged")
