@@ -29,9 +29,9 @@ from peewee import SQL, AutoField, CompositeKey, Model, fn
 
 from .db import Store, scope_token
 from .errors import StoreError
-from .message_search import index_body, index_rowid
+from .message_search import index_body, index_rowid, scope_number
 from .messages import Message
-from .schema import MODELS, MessageRow, SearchEntry, SearchScope
+from .schema import MODELS, EntryIndex, MessageIndex, MessageRow, SearchEntry, SearchScope
 from .text_prep import prepare
 from .urls import is_url, redact_url
 
@@ -69,12 +69,12 @@ def same_database(a: Store, b: Store) -> bool:
 
 
 def _identity(store: Store) -> str:
-    url = getattr(store, "url", None) or store.path
-    if url == ":memory:":
+    location = store.path  # a server URL here has its password redacted already
+    if location == ":memory:":
         return f":memory:{id(store)}"
-    if is_url(url):
-        return redact_url(url).split("?", 1)[0].lower()
-    return os.path.realpath(url)
+    if is_url(location):
+        return location
+    return os.path.realpath(location)
 
 
 def copy_database(src: Store, dst: Store, *, replace: bool = False) -> CopyReport:
@@ -117,8 +117,13 @@ def copy_database(src: Store, dst: Store, *, replace: bool = False) -> CopyRepor
 def _snapshot(store: Store) -> Any:
     """A read transaction that sees one state of the whole database.
 
-    SQLite's deferred transaction holds its WAL snapshot from the first read.
+    SQLite's deferred transaction holds its WAL snapshot from the first read;
+    PostgreSQL's default (READ COMMITTED) sees each statement's own, so the
+    copy asks for REPEATABLE READ.
     """
+    store.connection()
+    if store.engine_name == "postgres":
+        return store.db.atomic(isolation_level="REPEATABLE READ")
     return store.atomic()
 
 
@@ -151,32 +156,30 @@ def _batches(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[
 
 def _rebuild_search_indexes(store: Store) -> None:
     """Index every copied message and search entry, as their writes do one by one."""
-    store.execute("DELETE FROM messages_fts")
-    store.execute("DELETE FROM search_entries_fts")
+    store.run(MessageIndex.delete())
+    store.run(EntryIndex.delete())
     scopes = dict(store.rows(SearchScope.select(SearchScope.session_id, SearchScope.n)))
     m = MessageRow
-    query = m.select(m.seq, m.session_id, m.content, m.created_at).order_by(m.seq).tuples()
-    for batch in _batches(list(query.execute(store.db)), BATCH):
-        values = []
+    query = m.select(m.seq, m.session_id, m.content, m.created_at).order_by(m.seq)
+    for batch in _batches(store.rows(query), BATCH):
+        rows = []
         for seq, session_id, content, created_at in batch:
             scope = scopes.get(session_id)
-            if scope is None:  # a source that predates scopes for this chat
-                scope = int(store.run(SearchScope.insert(session_id=session_id)))
+            if scope is None:  # a chat the source never gave a search number
+                scope = scope_number(store, session_id, create=True)
                 scopes[session_id] = scope
             message = Message.from_stored(json.loads(content), None, created_at)
-            values.append((index_rowid(scope, seq), index_body(message)))
-        store.connection().executemany(
-            "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", values
-        )
+            rows.append((index_rowid(int(scope or 0), seq), index_body(message)))
+        store.run(MessageIndex.insert_many(rows, fields=[MessageIndex.rowid, MessageIndex.body]))
     e = SearchEntry
-    entries = e.select(e.rowid, e.namespace, e.content).tuples()
-    store.connection().executemany(
-        "INSERT INTO search_entries_fts (rowid, content, scope) VALUES (?, ?, ?)",
-        [
-            (rowid, prepare(content), scope_token(namespace))
-            for rowid, namespace, content in entries.execute(store.db)
-        ],
-    )
+    entries = store.rows(e.select(e.rowid, e.namespace, e.content).order_by(e.rowid))
+    for batch in _batches(entries, BATCH):
+        store.run(
+            EntryIndex.insert_many(
+                [(rowid, prepare(content), scope_token(ns)) for rowid, ns, content in batch],
+                fields=[EntryIndex.rowid, EntryIndex.content, EntryIndex.scope],
+            )
+        )
 
 
 def _advance_sequences(store: Store) -> None:
@@ -185,7 +188,7 @@ def _advance_sequences(store: Store) -> None:
     SQLite's AUTOINCREMENT counter follows explicit inserts by itself; a
     PostgreSQL sequence does not.
     """
-    if getattr(store, "engine", "sqlite") != "postgresql":
+    if store.engine_name != "postgres":
         return
     for model in MODELS:
         key = model._meta.primary_key

@@ -21,6 +21,8 @@ from store import (
 )
 from store.schema import MODELS, LoadedSkill
 
+from .pg_helpers import needs_postgres
+
 
 def msg(mid, text, role="user"):
     return {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]}
@@ -217,3 +219,48 @@ def test_a_destination_from_a_newer_chatui_is_refused(source, tmp_path, capsys):
     conn = sqlite3.connect(dst)
     assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
     conn.close()
+
+
+@needs_postgres
+def test_sqlite_to_postgresql_and_back_is_identical(source, tmp_path, capsys, pg_url):
+    back = str(tmp_path / "back.db")
+    assert main(["db", "copy", source, pg_url]) == 0
+    assert export_all(pg_url, capsys) == export_all(source, capsys)
+    assert main(["db", "copy", pg_url, back]) == 0
+    assert export_all(back, capsys) == export_all(source, capsys)
+    with Store(source) as a, Store(back) as b, Store(pg_url) as pg:
+        assert table_rows(a) == table_rows(b) == table_rows(pg)
+        assert b.integrity_check() == [] and pg.integrity_check() == []
+        manager = SessionManager(pg)
+        assert {h.id for h in manager.search("zeppelin")} == {"q1"}
+
+
+@needs_postgres
+async def test_postgresql_copy_keeps_growing_and_refuses_when_full(source, pg_url, capsys):
+    assert main(["db", "copy", source, pg_url]) == 0
+    with Store(pg_url) as pg:
+        manager = SessionManager(pg)
+        [info] = [i for i in manager.list() if i.name == "Plan the launch"]
+        await manager.append(info.id, msg("q3", "one more zeppelin question"))
+        assert StoreSessionProvider(pg, info.id).get_history()[-1].id == "q3"
+        assert {h.id for h in manager.search("zeppelin")} == {"q1", "q3"}
+        manager.create("another")  # status_changes' sequence follows the copied rows
+        before = table_rows(pg)
+    assert main(["db", "copy", source, pg_url]) == 4
+    assert "not empty" in capsys.readouterr().err
+    with Store(pg_url) as pg:
+        assert table_rows(pg) == before
+
+
+@needs_postgres
+def test_a_failed_copy_into_postgresql_leaves_it_empty(source, pg_url, monkeypatch):
+    import store.db_copy as db_copy
+
+    def broken(store):
+        raise RuntimeError("the server went away")
+
+    monkeypatch.setattr(db_copy, "_rebuild_search_indexes", broken)
+    with pytest.raises(RuntimeError):
+        main(["db", "copy", source, pg_url])
+    with Store(pg_url) as pg:
+        assert all(not rows for rows in table_rows(pg).values())
