@@ -27,6 +27,7 @@ caller made them. A block's namespace is its session id, or
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any, Protocol
 
 from peewee import fn
@@ -39,6 +40,10 @@ __all__ = ["CHANNEL", "ChangeWatcher"]
 
 CHANNEL = "chatui_changes"
 """The PostgreSQL notification channel the change triggers send on."""
+
+RECOVERY_MARGIN = timedelta(seconds=5)
+"""How far before the last good poll a reconnected listener looks for missed changes
+(reporting a chat twice costs a redraw; missing one costs a stale screen)."""
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +154,7 @@ class _PostgresFeed:
         self._listener: Any = None
         self._down_since: str | None = None
         """When the listener was lost: what changed since is found by stamps."""
+        self._last_ok = now()
         self._listen()
 
     def _listen(self) -> None:
@@ -173,6 +179,7 @@ class _PostgresFeed:
             log.info("the change listener lost its connection; reconnecting", exc_info=True)
             self._drop()
             return self._recover()
+        self._last_ok = now()
         if not notes:
             return set()
         own = self._own_pid()
@@ -191,7 +198,9 @@ class _PostgresFeed:
                 pass
         self._listener = None
         if self._down_since is None:
-            self._down_since = iso(now())
+            # A lost connection can read as "nothing new" once before it fails,
+            # and another machine's clock may run behind: look back a margin.
+            self._down_since = iso(self._last_ok - RECOVERY_MARGIN)
 
     def _recover(self) -> set[str]:
         """Listen again; report what the stamps say changed while nobody listened."""

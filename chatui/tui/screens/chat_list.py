@@ -119,6 +119,9 @@ class ChatListScreen(ModalScreen[str | None]):
 
     def changed_elsewhere(self) -> None:
         """Another process wrote: read the chats again, the cursor staying on its chat."""
+        tables = self.query(DataTable)
+        if not tables or not tables.first().columns:  # not mounted yet: on_mount reads them
+            return
         self._message_counts = None
         selected = self.selected()
         self.reload(keep=selected.id if selected else None)
