@@ -82,6 +82,11 @@ def _run(db: Database, script: str) -> None:
 # range scans (`namespaces.namespace_range`) and id orderings depend on it.
 _T = 'TEXT COLLATE "C"'
 _POSTGRES_BASELINE = f"""
+    CREATE TEXT SEARCH DICTIONARY chatui_english_stem (TEMPLATE = snowball, Language = english);
+    CREATE TEXT SEARCH CONFIGURATION chatui_english (COPY = english);
+    ALTER TEXT SEARCH CONFIGURATION chatui_english
+        ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+        WITH chatui_english_stem;
     CREATE TABLE sessions (
         id {_T} PRIMARY KEY,
         name {_T} NOT NULL,
@@ -139,7 +144,7 @@ _POSTGRES_BASELINE = f"""
     CREATE TABLE messages_fts (
         rowid BIGINT PRIMARY KEY,
         body {_T} NOT NULL,
-        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', body)) STORED
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('chatui_english', body)) STORED
     );
     CREATE INDEX messages_fts_tsv ON messages_fts USING GIN (tsv);
     CREATE TABLE context_blocks (
@@ -161,7 +166,7 @@ _POSTGRES_BASELINE = f"""
         rowid BIGINT PRIMARY KEY,
         content {_T} NOT NULL,
         scope {_T} NOT NULL,
-        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('chatui_english', content)) STORED
     );
     CREATE INDEX search_entries_fts_tsv ON search_entries_fts USING GIN (tsv);
     CREATE TABLE skills (
@@ -242,7 +247,10 @@ _POSTGRES_BASELINE = f"""
 
 def _postgres_baseline(db: Database) -> None:
     # PostgreSQL starts at the shape SQLite reaches after m007 (see the module
-    # docstring); the search tables are tsvector ones under GIN indexes.
+    # docstring); the search tables are tsvector ones under GIN indexes. Their
+    # configuration, chatui_english, is `english` (snowball stemming) without
+    # its stop words: FTS5's porter tokenizer drops none, and a search for
+    # "and" or "the" must find the same messages on both engines.
     _run(db, _POSTGRES_BASELINE)
 
 

@@ -113,7 +113,7 @@ def _ts_quote(token: str) -> str:
 
 def tsquery_expression(query: Query) -> str:
     """`query` as `to_tsquery` text: `&` between groups, `|` inside, `<->` in phrases,
-    `:*` for a prefix. Each word is a quoted lexeme, stemmed by the `english` config."""
+    `:*` for a prefix. Each word is a quoted lexeme, stemmed by the engine's English configuration."""
 
     def term(t: Term) -> str:
         words = [_ts_quote(w) for w in t.tokens]

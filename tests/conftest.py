@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import uuid
+from collections.abc import Iterator
+
 import pytest
 
 from store import SessionManager, Store
+from store.urls import redact_url
 
 
 @pytest.fixture(autouse=True)
@@ -15,10 +22,111 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     return home
 
 
+# -- engines ------------------------------------------------------------------------
+#
+# The store's suite runs on SQLite and on PostgreSQL: in the modules below, every
+# test that uses the `store` fixture (or `manager`, built on it) runs once per
+# engine. The PostgreSQL half needs a server at CHATUI_TEST_POSTGRES_URL; without
+# one it is skipped with the reason, unless CHATUI_REQUIRE_POSTGRES=1 (CI) makes
+# that a failure. Each PostgreSQL test gets a schema of its own, dropped after it.
+
+POSTGRES_URL = os.environ.get(
+    "CHATUI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_POSTGRES = os.environ.get("CHATUI_REQUIRE_POSTGRES", "") == "1"
+BOTH_ENGINES = {
+    "test_auto_compaction",
+    "test_context",
+    "test_db_engines",
+    "test_export_markdown",
+    "test_export_roundtrip",
+    "test_import_chatgpt",
+    "test_import_llm",
+    "test_import_llm_threads",
+    "test_import_merge",
+    "test_import_pi",
+    "test_import_states",
+    "test_manager",
+    "test_store_agents",
+    "test_store_bad_input",
+    "test_store_compaction",
+    "test_store_lifecycle",
+    "test_store_peers",
+    "test_store_providers",
+    "test_store_search_scripts",
+    "test_store_storage",
+    "test_tools",
+    "test_tree",
+}
+
+
+def pytest_generate_tests(metafunc):
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if "engine" in metafunc.fixturenames and module in BOTH_ENGINES:
+        metafunc.parametrize("engine", ["sqlite", "postgres"], indirect=True)
+
+
+@functools.cache
+def _postgres_problem() -> str:
+    """Why the PostgreSQL half cannot run ("" when the server answers)."""
+    try:
+        import psycopg
+
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except Exception as exc:  # any reason at all: say it and skip (or fail on CI)
+        return f"no PostgreSQL server at {redact_url(POSTGRES_URL)} ({' '.join(str(exc).split())})"
+    return ""
+
+
+@contextlib.contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A `Store` URL whose tables live in a fresh schema, dropped on exit."""
+    import psycopg
+
+    problem = _postgres_problem()
+    if problem:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{problem}; CHATUI_REQUIRE_POSTGRES=1 needs it")
+        pytest.skip(f"{problem}; set CHATUI_TEST_POSTGRES_URL to run the PostgreSQL half")
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    url = f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema}&application_name={schema}"
+    try:
+        yield url
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            # Connections a test left open (other threads') would hold the drop up.
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s AND pid <> pg_backend_pid()",
+                (schema,),
+            )
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
 @pytest.fixture
-def store(tmp_path):
-    """A file-backed store (peewee connections are per thread; files work across threads)."""
-    with Store(tmp_path / "test.db") as s:
+def engine(request) -> str:
+    """"sqlite" or "postgres" (both in the modules of BOTH_ENGINES, else sqlite)."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture
+def store_url(engine, tmp_path) -> Iterator[str]:
+    """Where the test's database is: a file, or a PostgreSQL URL with its own schema."""
+    if engine == "postgres":
+        with postgres_schema() as url:
+            yield url
+    else:
+        yield str(tmp_path / "test.db")
+
+
+@pytest.fixture
+def store(store_url):
+    """The test's store: a file (peewee connections are per thread; files work across
+    threads), or a PostgreSQL schema of its own."""
+    with Store(store_url) as s:
         yield s
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from chatui.porting import ImportFormatError, load_documents
 from store import SessionManager, Store, import_sessions
+from tests.engine_helpers import sql
 
 T0 = 1_700_000_000.0
 
@@ -137,7 +138,7 @@ def import_file(store, path, source="chatgpt"):
 
 def parents_of(store, session_id):
     return dict(
-        store.query("SELECT id, parent_id FROM messages WHERE session_id = ?", (session_id,))
+        sql(store, "SELECT id, parent_id FROM messages WHERE session_id = ?", (session_id,))
     )
 
 

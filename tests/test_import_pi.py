@@ -8,6 +8,7 @@ import pytest
 
 from chatui.porting import ImportFormatError, load_documents
 from store import SessionManager, import_sessions
+from tests.engine_helpers import sql
 
 USAGE = {
     "input": 120,
@@ -203,7 +204,7 @@ def test_tree_labels_name_and_compaction(store, tmp_path):
     path = write_jsonl(tmp_path / "2025-01-05T10-00-00-000Z_0b5e.jsonl", pi_session())
     [outcome] = import_sessions(store, load_documents(path, "pi"), match_source=True)
     sid = outcome.session_id
-    parents = dict(store.query("SELECT id, parent_id FROM messages WHERE session_id = ?", (sid,)))
+    parents = dict(sql(store, "SELECT id, parent_id FROM messages WHERE session_id = ?", (sid,)))
     assert parents == EXPECTED_PARENTS
     manager = SessionManager(store)
     info = manager.get(sid)

@@ -1,6 +1,5 @@
 """Agents: registry, archive, config sync, and the one-agent-per-session rule (issue 4)."""
 
-import sqlite3
 
 import pytest
 
@@ -10,6 +9,7 @@ from store import (
     DuplicateAgentError,
     UnknownAgentError,
 )
+from tests.engine_helpers import integrity_error
 
 
 def agent_rows(manager):
@@ -55,7 +55,7 @@ def test_duplicate_id_is_refused(manager):
 
 def test_the_database_backs_the_unique_name(manager):
     manager.create_agent("Coder")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(integrity_error(manager.store)):
         manager.store.execute(
             "INSERT INTO agents (id, name, created_at, updated_at) "
             "VALUES ('x', 'CODER', '2026', '2026')"

@@ -5,7 +5,6 @@ session ids and foreign or newer files have their tests beside the feature,
 in test_tree, test_context, test_tools, test_manager and test_migrations.)
 """
 
-import sqlite3
 
 import pytest
 
@@ -16,6 +15,7 @@ from store import (
     UnknownMessageError,
 )
 from store.providers.history import HistorySearchProvider
+from tests.engine_helpers import integrity_error
 
 NASTY_QUERIES = [
     '"',
@@ -99,7 +99,7 @@ async def test_both_senders_refused_on_update_and_in_sql(store):
     before = snapshot(store)
     with pytest.raises(ValueError, match="one sender"):
         s.update_message({**msg("a", "hi"), "from_user_id": "u1", "from_agent_id": "g1"})
-    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+    with pytest.raises(integrity_error(store), match="(?i)check"):
         store.execute("UPDATE messages SET from_agent_id = 'g1' WHERE id = 'a'")
     assert snapshot(store) == before
     assert s.get_message("a").from_user_id == "u1" and s.get_message("a").from_agent_id is None

@@ -14,6 +14,7 @@ from store import (
 )
 from store.providers import StoreContextProvider
 from store.records import _FIELDS, SESSION_COLUMNS, session_info
+from tests.engine_helpers import sql
 
 
 def msg(mid, text, role="user"):
@@ -125,7 +126,8 @@ async def chat_scoped_data(store, sid):
 def namespaced_rows(store, prefix):
     counts = {}
     for table in ("context_blocks", "skills", "search_entries"):
-        counts[table] = store.query(
+        counts[table] = sql(
+            store,
             f"SELECT count(*) FROM {table} WHERE namespace = ? OR namespace LIKE ?",
             (prefix, prefix + "/%"),
         )[0][0]

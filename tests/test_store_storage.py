@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from store import Message, Session, SessionManager, Store
 from store import storage as storage_module
+from tests.engine_helpers import is_postgres, sql
 
 PARTS = [
     {"type": "text", "text": "hello"},
@@ -92,9 +93,25 @@ async def test_stored_messages_read_back_equal(store, parts, role, metadata):
 
 
 def count_queries(store):
+    """The statements `store` runs from now on (raw and built), on either engine;
+    `stop_counting(store)` ends it."""
     statements = []
-    store.connection().set_trace_callback(statements.append)
+    real_execute, real_sql = store.execute, store.db.execute_sql
+
+    def execute(sql, params=()):
+        statements.append(sql)
+        return real_execute(sql, params)
+
+    def execute_sql(sql, params=None, *args, **kwargs):
+        statements.append(sql)
+        return real_sql(sql, params, *args, **kwargs)
+
+    store.execute, store.db.execute_sql = execute, execute_sql
     return statements
+
+
+def stop_counting(store):
+    del store.execute, store.db.execute_sql
 
 
 async def test_history_loads_in_a_constant_number_of_queries(store):
@@ -106,7 +123,7 @@ async def test_history_loads_in_a_constant_number_of_queries(store):
     for leaf in ("m4", "m299"):
         statements = count_queries(store)
         history = s.get_history(leaf)
-        store.connection().set_trace_callback(None)
+        stop_counting(store)
         counts[leaf] = len(statements)
         assert history[-1].id == leaf
     assert counts["m4"] == counts["m299"] == 2  # the path, the overlays
@@ -114,7 +131,7 @@ async def test_history_loads_in_a_constant_number_of_queries(store):
     assert len(s.get_history()) == 300 - 11 + 1  # latest leaf: one more query
     assert s.get_path_length("m299") == 300
     assert len(s.get_tree()) == 300
-    store.connection().set_trace_callback(None)
+    stop_counting(store)
     assert 1 <= len(statements) <= 5
 
 
@@ -124,7 +141,7 @@ async def test_listing_is_one_query(store):
         manager.create(f"chat {i}")
     statements = count_queries(store)
     assert len(manager.list()) == 30
-    store.connection().set_trace_callback(None)
+    stop_counting(store)
     assert len(statements) == 1
 
 
@@ -239,9 +256,11 @@ async def test_a_sessions_index_rows_are_one_rowid_range(store):
         await manager.append(b.id, msg(f"b{i}", f"apple {i}"))
     for info in (a, b):
         low, high = scope_range(scope_number(store, info.id))
-        rowids = store.query(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'apple' "
-            "AND rowid >= ? AND rowid < ?",
+        rowids = sql(
+            store,
+            "SELECT rowid FROM messages_fts WHERE "
+            + ("tsv @@ to_tsquery('apple')" if is_postgres(store) else "messages_fts MATCH 'apple'")
+            + " AND rowid >= ? AND rowid < ?",
             (low, high),
         )
         assert len(rowids) == 3

@@ -10,6 +10,7 @@ from store import (
     UnknownMessageError,
     UnknownParentError,
 )
+from tests.engine_helpers import integrity_error
 
 
 def msg(mid, text, role="user"):
@@ -84,9 +85,8 @@ async def test_unserialisable_parts_refused(session):
 
 
 async def test_database_check_backs_up_one_sender(store):
-    import sqlite3
 
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(integrity_error(store)):
         store.execute(
             "INSERT INTO messages (id, session_id, role, content, created_at, from_user_id, "
             "from_agent_id) VALUES ('x', 's', 'user', '{}', '2026', 'u', 'a')"

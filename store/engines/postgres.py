@@ -12,8 +12,9 @@ Design notes:
   `schema_migrations` is another program's and is refused unchanged.
 - Search: `messages_fts` / `search_entries_fts` are plain tables whose
   `tsv` column is generated from the prepared text (`text_prep`, the same
-  text FTS5 indexes) with the `english` configuration, under a GIN index.
-  Queries are `to_tsquery('english', …)` built by `search.tsquery_expression`
+  text FTS5 indexes) with `chatui_english` (the `english` configuration
+  without stop words, as FTS5 drops none), under a GIN index. Queries are
+  `to_tsquery('chatui_english', …)` built by `search.tsquery_expression`
   from the same parsed query FTS5 gets, so both engines find the same words
   (stemmed), phrases, prefixes and ORs. Ranking is `ts_rank`; matches are
   marked with `ts_headline(HighlightAll)` on the few rows returned only.
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
 
-TEXT_SEARCH_CONFIG = "english"
+# `english` stemming without stop words (see the baseline in `migrations`).
+TEXT_SEARCH_CONFIG = "chatui_english"
 SEQ_MASK = (1 << 32) - 1
 _HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
 # Any number, so that two chatui processes opening one new database migrate one at a time.

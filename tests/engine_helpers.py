@@ -1,0 +1,29 @@
+"""Small helpers for tests that run on both engines (see `conftest.BOTH_ENGINES`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from store import Store
+
+
+def is_postgres(store: Store) -> bool:
+    return store.engine_name == "postgres"
+
+
+def sql(store: Store, text: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+    """Run raw SQL written with `?` placeholders on either engine; its rows ([] for none)."""
+    if is_postgres(store):
+        text = text.replace("?", "%s")
+    cursor = store.execute(text, params)
+    return cursor.fetchall() if cursor.description else []
+
+
+def integrity_error(store: Store) -> type[Exception]:
+    """The driver's IntegrityError (a constraint the database itself enforces)."""
+    if is_postgres(store):
+        import psycopg
+
+        return psycopg.IntegrityError
+    return sqlite3.IntegrityError
