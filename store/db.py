@@ -92,9 +92,13 @@ class Store:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement, in this engine's dialect and parameter style, on this
         thread's connection (inside `write()` for writes); the driver's cursor."""
-        conn = self.connection()
-        # psycopg reads "%" as a placeholder only when parameters are given.
-        return conn.execute(sql, params) if params else conn.execute(sql)
+        if self.engine_name == "postgres":
+            # Through peewee, which replaces a connection the server ended (see
+            # `engines.postgres.ReconnectingPostgres`); psycopg reads "%" as a
+            # placeholder only when parameters are given.
+            self.connection()
+            return self.db.execute_sql(sql, params or None)
+        return self.connection().execute(sql, params)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (this engine's dialect) and return all its rows."""

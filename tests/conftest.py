@@ -108,7 +108,7 @@ def postgres_schema() -> Iterator[str]:
 
 @pytest.fixture
 def engine(request) -> str:
-    """"sqlite" or "postgres" (both in the modules of BOTH_ENGINES, else sqlite)."""
+    """ "sqlite" or "postgres" (both in the modules of BOTH_ENGINES, else sqlite)."""
     return getattr(request, "param", "sqlite")
 
 

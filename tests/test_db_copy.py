@@ -21,8 +21,6 @@ from store import (
 )
 from store.schema import MODELS, LoadedSkill
 
-from .pg_helpers import needs_postgres
-
 
 def msg(mid, text, role="user"):
     return {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]}
@@ -221,7 +219,6 @@ def test_a_destination_from_a_newer_chatui_is_refused(source, tmp_path, capsys):
     conn.close()
 
 
-@needs_postgres
 def test_sqlite_to_postgresql_and_back_is_identical(source, tmp_path, capsys, pg_url):
     back = str(tmp_path / "back.db")
     assert main(["db", "copy", source, pg_url]) == 0
@@ -235,7 +232,6 @@ def test_sqlite_to_postgresql_and_back_is_identical(source, tmp_path, capsys, pg
         assert {h.id for h in manager.search("zeppelin")} == {"q1"}
 
 
-@needs_postgres
 async def test_postgresql_copy_keeps_growing_and_refuses_when_full(source, pg_url, capsys):
     assert main(["db", "copy", source, pg_url]) == 0
     with Store(pg_url) as pg:
@@ -252,7 +248,6 @@ async def test_postgresql_copy_keeps_growing_and_refuses_when_full(source, pg_ur
         assert table_rows(pg) == before
 
 
-@needs_postgres
 def test_a_failed_copy_into_postgresql_leaves_it_empty(source, pg_url, monkeypatch):
     import store.db_copy as db_copy
 

@@ -15,7 +15,6 @@ from chatui.state import UiState
 from store import SessionManager, Store, StoreSessionProvider
 
 from .app_helpers import make_app
-from .pg_helpers import needs_postgres
 
 WRITER = r"""
 import asyncio, sys
@@ -149,6 +148,5 @@ def test_the_writer_runs_standalone(tmp_path):
         assert [i.name for i in SessionManager(store).list()][:2] == ["two", "x"]
 
 
-@needs_postgres
 async def test_an_app_sees_another_process_on_one_postgresql_database(pg_url):
     await app_sees_other_process(pg_url)

@@ -1,6 +1,5 @@
 """Agents: registry, archive, config sync, and the one-agent-per-session rule (issue 4)."""
 
-
 import pytest
 
 from store import (

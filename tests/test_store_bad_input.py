@@ -5,7 +5,6 @@ session ids and foreign or newer files have their tests beside the feature,
 in test_tree, test_context, test_tools, test_manager and test_migrations.)
 """
 
-
 import pytest
 
 from store import (

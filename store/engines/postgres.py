@@ -22,6 +22,7 @@ Design notes:
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from peewee import DatabaseError as PeeweeDatabaseError
@@ -42,11 +43,80 @@ if TYPE_CHECKING:
 __all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
 
 # `english` stemming without stop words (see the baseline in `migrations`).
+log = logging.getLogger(__name__)
+
 TEXT_SEARCH_CONFIG = "chatui_english"
 SEQ_MASK = (1 << 32) - 1
 _HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
 # Any number, so that two chatui processes opening one new database migrate one at a time.
 _MIGRATION_LOCK = 0x63686174
+
+
+# What psycopg 3 says when the server has ended a connection (peewee wraps it).
+_GONE = (
+    "terminating connection",
+    "server closed the connection",
+    "consuming input failed",
+    "the connection is closed",
+    "the connection is lost",
+    "connection already closed",
+)
+
+
+class ReconnectingPostgres(Psycopg3Database):
+    """A connection the server ended (a restart, a failover, an admin) is replaced.
+
+    Outside a transaction a statement that meets a dead connection runs again
+    on a new one (as peewee's `ReconnectMixin` does, for psycopg 3's messages and
+    its `named_cursor` argument), and `connection()` hands out a new connection
+    in place of one known to be broken. Inside a transaction nothing is
+    retried: the error reaches the caller (the server has rolled it back
+    anyway) and the next transaction starts on a new connection.
+    """
+
+    def _gone(self, exc: Exception) -> bool:
+        return (
+            isinstance(exc, OperationalError | InterfaceError)
+            and not self.in_transaction()
+            and any(text in str(exc).lower() for text in _GONE)
+        )
+
+    def _reopen(self) -> None:
+        log.warning("the PostgreSQL server ended the connection; reconnecting")
+        self.close()
+        self.connect()
+
+    def connection(self) -> Any:
+        conn = super().connection()
+        if (conn.closed or conn.broken) and not self.in_transaction():
+            self._reopen()
+            conn = super().connection()
+        return conn
+
+    def execute_sql(self, sql: str, params: Any = None, named_cursor: Any = None) -> Any:
+        try:
+            return super().execute_sql(sql, params, named_cursor=named_cursor)
+        except Exception as exc:
+            if not self._gone(exc):
+                raise
+        self._reopen()
+        return super().execute_sql(sql, params, named_cursor=named_cursor)
+
+    def begin(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().begin(*args, **kwargs)
+            return
+        except Exception as exc:
+            if not self._gone(exc):
+                raise
+        self._reopen()
+        super().begin(*args, **kwargs)
+
+    def _close(self, conn: Any) -> None:
+        try:
+            super()._close(conn)
+        except Exception:  # closing a connection the server already ended
+            log.debug("closing a dead connection failed", exc_info=True)
 
 
 class PostgresEngine(Engine):
@@ -64,7 +134,7 @@ class PostgresEngine(Engine):
         self._password = str(params.get("password") or "")
         params.setdefault("connect_timeout", max(1, int(busy_timeout)))
         params.setdefault("application_name", "chatui")
-        self.db = Psycopg3Database(database, autoconnect=False, **params)
+        self.db = ReconnectingPostgres(database, autoconnect=False, **params)
 
     def _scrub(self, text: str) -> str:
         text = redact_urls_in(text)
