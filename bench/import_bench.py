@@ -21,11 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_700_000_000.0
@@ -72,8 +74,19 @@ def conversation(i: int) -> dict:
     }
 
 
-def run_cli(code: Path, home: Path, *argv: str) -> tuple[float, int, int]:
-    """Run `chatui` from `code` in a child: seconds, max RSS and Python heap peak (MiB)."""
+class Run(NamedTuple):
+    seconds: float  # wall clock, as the user waits
+    cpu: float  # the child's user + system CPU seconds: what a busy machine does not inflate
+    peak: int  # max RSS, MiB
+    heap: int  # Python heap peak, MiB (exports only)
+
+    def figures(self) -> str:
+        load = os.getloadavg()[0]
+        return f"{self.seconds:6.1f} s   (cpu {self.cpu:.1f} s, load {load:.1f}; RSS {self.peak}"
+
+
+def run_cli(code: Path, home: Path, *argv: str) -> Run:
+    """Run `chatui` from `code` in a child: wall and CPU seconds, max RSS, Python heap peak."""
     # Max RSS counts SQLite's memory-mapped database pages too, so the Python
     # heap's own peak (tracemalloc) is printed beside it: that is what streaming
     # changes (measured for exports only: it slows an import threefold).
@@ -91,6 +104,7 @@ def run_cli(code: Path, home: Path, *argv: str) -> tuple[float, int, int]:
     )
     env = {**os.environ, "PYTHONPATH": str(code), "CHATUI_HOME": str(home)}
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-c", script, *argv],
         env=env,
@@ -100,6 +114,8 @@ def run_cli(code: Path, home: Path, *argv: str) -> tuple[float, int, int]:
         check=False,
     )
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     peak, heap = next(
         (
             (int(line.split()[1]), int(line.split()[2]))
@@ -110,7 +126,7 @@ def run_cli(code: Path, home: Path, *argv: str) -> tuple[float, int, int]:
     )
     if done.returncode not in (0, 6):
         raise SystemExit(f"chatui {' '.join(argv)} failed ({done.returncode}): {done.stderr}")
-    return seconds, peak // 1024, heap // 2**20  # ru_maxrss is KiB on Linux
+    return Run(seconds, cpu, peak // 1024, heap // 2**20)  # ru_maxrss is KiB on Linux
 
 
 def main() -> None:
@@ -131,23 +147,23 @@ def main() -> None:
         db = folder / "chats.db"
         size = source.stat().st_size / 2**20
         print(f"{args.chats} ChatGPT conversations, {size:.0f} MiB, code: {args.code}")
-        seconds, peak, heap = run_cli(
+        run = run_cli(
             args.code, folder, "import", str(source), "--from", "chatgpt", "--db", str(db)
         )
-        print(f"import:           {seconds:6.1f} s   (RSS {peak}, heap {heap} MiB; target < 30 s)")
-        seconds, peak, heap = run_cli(
+        print(f"import:           {run.figures()} MiB; target < 30 s)")
+        run = run_cli(
             args.code, folder, "import", str(source), "--from", "chatgpt", "--db", str(db)
         )
-        print(f"re-import (none new): {seconds:6.1f} s   (RSS {peak}, heap {heap} MiB)")
+        print(f"re-import (none new): {run.figures()} MiB)")
         exports(args.code, folder, db)
 
 
 def exports(code: Path, folder: Path, db: Path) -> None:
     for fmt in ("json", "md"):
-        seconds, peak, heap = run_cli(  # to stdout: the case that joined every chat
+        run = run_cli(  # to stdout: the case that joined every chat
             code, folder, "--db", str(db), "export", "--all", "--format", fmt
         )
-        print(f"export --all {fmt:<4}: {seconds:6.1f} s   RSS {peak}, heap {heap} MiB ({code})")
+        print(f"export --all {fmt:<4}: {run.figures()}, heap {run.heap} MiB) ({code})")
 
 
 if __name__ == "__main__":

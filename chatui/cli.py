@@ -19,6 +19,7 @@ from typing import Any
 
 from store import (
     DatabaseFileError,
+    DatabaseUnavailableError,
     SchemaVersionError,
     SessionInfo,
     SessionManager,
@@ -31,6 +32,7 @@ from .cli_base import (
     EXIT_CODES,
     NOT_FOUND,
     OK,
+    UNREACHABLE,
     USAGE,
     CliError,
     _day,
@@ -187,6 +189,19 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     return data
 
 
+def _configured_db() -> str | None:
+    """The database when `--db` is not given: `CHATUI_DB`, else the config's `database`
+    (None: the default file)."""
+    from .config import ConfigError, load_config
+
+    if os.environ.get("CHATUI_DB"):
+        return os.environ["CHATUI_DB"]
+    try:
+        return load_config().database
+    except ConfigError as exc:
+        raise CliError(str(exc), USAGE) from exc
+
+
 def _launch(args: argparse.Namespace) -> int:
     try:
         from chatui.tui.app import run  # lazy: textual loads only for the app
@@ -305,11 +320,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")  # a C locale must not crash output
     try:
+        if not args.db:
+            args.db = _configured_db()
         if args.command is None:
             return _launch(args)
         return int(args.run(args))
     except CliError as exc:
         message, code = str(exc), exc.code
+    except DatabaseUnavailableError as exc:  # a server that may come back: its own code
+        message, code = str(exc), UNREACHABLE
     except (DatabaseFileError, SchemaVersionError) as exc:
         message, code = str(exc), DATABASE
     except sqlite3.Error as exc:

@@ -29,11 +29,12 @@ __all__ = [
     "OK",
     "OUTPUT",
     "PARTIAL",
+    "UNREACHABLE",
     "USAGE",
     "CliError",
 ]
 
-OK, NOT_FOUND, USAGE, BAD_INPUT, DATABASE, OUTPUT, PARTIAL = 0, 1, 2, 3, 4, 5, 6
+OK, NOT_FOUND, USAGE, BAD_INPUT, DATABASE, OUTPUT, PARTIAL, UNREACHABLE = 0, 1, 2, 3, 4, 5, 6, 7
 EXIT_CODES = {
     OK: "success (also an import whose chats were all there already)",
     NOT_FOUND: "not found: no chat or message with that id, or a search without results",
@@ -44,6 +45,8 @@ EXIT_CODES = {
     OUTPUT: "the output file or folder cannot be written",
     PARTIAL: "partly imported: the readable chats were imported, the others are listed "
     "with their reasons (--strict: all or nothing)",
+    UNREACHABLE: "the database server does not answer (down, unreachable, login refused): "
+    "nothing was done; try again",
 }
 EPILOG = "exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
 

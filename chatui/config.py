@@ -129,6 +129,9 @@ class Config:
     """The context blocks of every chat, in prompt order."""
     skills_dir: str | None = None
     """A folder of `*.md` skills offered to the model as a loadable block."""
+    database: str | None = None
+    """The database: a file path or a `postgresql://user@host/db` URL (default: the
+    user data folder's `chats.db`; `CHATUI_DB` and `--db` take precedence)."""
     models: dict[str, ModelOptions] = field(default_factory=dict)
     agents: tuple[AgentConfig, ...] = ()
     source: Path | None = None
@@ -253,6 +256,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         ("theme", "str", True),
         ("api_base", "str", True),
         ("skills_dir", "str", True),
+        ("database", "str", True),
         ("compact_at", "float", False),
         ("request_timeout", "float", False),
         ("max_tool_rounds", "int", False),

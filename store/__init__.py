@@ -2,10 +2,13 @@
 
 Tree-structured conversations with branching, context blocks rendered into a
 system prompt, tools the model calls to edit its own memory, non-destructive
-compaction, SQLite FTS5 search and a `SessionManager` for many chats. It
-needs no server (SQLite through peewee) and imports no UI or LLM client.
+compaction, full-text search and a `SessionManager` for many chats. It
+needs no server (SQLite through peewee, the default) and also runs on
+PostgreSQL (`Store("postgresql://…")`); it imports no UI or LLM client.
 """
 
+# First, before anything imports peewee: keeps psycopg off the start-up path.
+from . import driver as _driver  # noqa: F401
 from .agents import UNSET, AgentInfo, AgentSpec
 from .changes import ChangeWatcher
 from .compaction import create_compact_function

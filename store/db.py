@@ -92,13 +92,7 @@ class Store:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement, in this engine's dialect and parameter style, on this
         thread's connection (inside `write()` for writes); the driver's cursor."""
-        if self.engine_name == "postgres":
-            # Through peewee, which replaces a connection the server ended (see
-            # `engines.postgres.ReconnectingPostgres`); psycopg reads "%" as a
-            # placeholder only when parameters are given.
-            self.connection()
-            return self.db.execute_sql(sql, params or None)
-        return self.connection().execute(sql, params)
+        return self.engine.execute(self.connection(), sql, params)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (this engine's dialect) and return all its rows."""

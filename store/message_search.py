@@ -19,6 +19,7 @@ Design notes and invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import datetime
@@ -54,6 +55,28 @@ _SCOPE = Prepared(
     lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
 )
 
+# RETURNING, not `lastrowid`: psycopg has none (SQLite 3.35+ and PostgreSQL both return it).
+_NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid).returning(SearchScope.n))
+
+
+_DELETED = Prepared(
+    lambda sid: SessionRow.select(SessionRow.id).where(
+        SessionRow.id == sid, SessionRow.deleted_at.is_null(False)
+    )
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _by_seqs(n: int) -> Prepared:
+    """The messages with those `n` seqs (compiled once per `n`: a search is on the hot path)."""
+    M = MessageRow
+    return Prepared(
+        lambda *seqs: M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
+            M.seq.in_(list(seqs))
+        ),
+        arity=n,
+    )
+
 
 def index_body(message: Message) -> str:
     """What the index holds for a message: its search text, prepared (`text_prep`)."""
@@ -67,7 +90,7 @@ def scope_number(store: Store, session_id: str, *, create: bool = False) -> int 
         return int(rows[0][0])
     if not create:
         return None
-    return int(store.run(SearchScope.insert(session_id=session_id)) or 0)
+    return int(_NEW_SCOPE.rows(store, session_id)[0][0])
 
 
 def index_rowid(scope: int, seq: int) -> int:
@@ -125,16 +148,8 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     scored.sort()  # best score first; among equals, the newest message
     best = scored[:limit]
     seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
-    M, S = MessageRow, SessionRow
-    rows = {
-        r[0]: r[1:]
-        for r in store.rows(
-            M.select(M.seq, M.id, M.role, M.content, M.created_at, M.session_id).where(
-                M.seq.in_(seqs)
-            )
-        )
-    }
-    gone = bool(store.rows(S.select(S.id).where(S.id == session_id, S.deleted_at.is_null(False))))
+    rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
+    gone = bool(_DELETED.rows(store, session_id))
     results = []
     for score, _, rowid, text in best:
         row = rows.get(rowid & SEQ_MASK)

@@ -70,7 +70,7 @@ class Prepared:
         return [values[p.index] if isinstance(p, Slot) else p for p in template]
 
     def run(self, store: Store, *values: Any) -> Any:
-        """Execute; the driver's cursor (`rowcount`, `lastrowid`)."""
+        """Execute; the driver's cursor (`rowcount`; new ids come back through RETURNING)."""
         sql, template = self.sql(store)
         return store.execute(sql, self._params(template, values))
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
+from .prepared import Prepared
 from .schema import SessionRow
 from .schema import StatusChange as StatusRow
 
@@ -110,6 +111,32 @@ class StatusChange:
     changed_at: datetime
 
 
+_SESSION_COLUMNS = (
+    SessionRow.id,
+    SessionRow.name,
+    SessionRow.parent_session_id,
+    SessionRow.model,
+    SessionRow.source,
+    SessionRow.agent_id,
+    SessionRow.project_id,
+    SessionRow.status,
+    SessionRow.status_detail,
+    SessionRow.metadata,
+    SessionRow.input_tokens,
+    SessionRow.output_tokens,
+    SessionRow.cost,
+    SessionRow.created_at,
+    SessionRow.updated_at,
+    SessionRow.deleted_at,
+)
+# Prepared: built per call, this insert cost more than the rest of an imported
+# chat's rows together (1.5 ms of peewee rendering against 0.05 ms of SQLite).
+_INSERT_SESSION = Prepared(
+    lambda *values: SessionRow.insert(dict(zip(_SESSION_COLUMNS, values, strict=True))),
+    arity=len(_SESSION_COLUMNS),
+)
+
+
 def insert_session(
     store: Store,
     session_id: str,
@@ -135,25 +162,24 @@ def insert_session(
 
     `metadata` is JSON text; times are `store.clock` text.
     """
-    store.run(
-        SessionRow.insert(
-            id=session_id,
-            name=name,
-            parent_session_id=parent_session_id,
-            model=model,
-            source=source,
-            agent_id=agent_id,
-            project_id=project_id,
-            status=status,
-            status_detail=status_detail,
-            metadata=metadata,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost=cost,
-            created_at=created_at,
-            updated_at=updated_at or created_at,
-            deleted_at=deleted_at,
-        )
+    _INSERT_SESSION.run(
+        store,
+        session_id,
+        name,
+        parent_session_id,
+        model,
+        source,
+        agent_id,
+        project_id,
+        status,
+        status_detail,
+        metadata,
+        input_tokens,
+        output_tokens,
+        cost,
+        created_at,
+        updated_at or created_at,
+        deleted_at,
     )
 
 

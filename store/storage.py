@@ -486,8 +486,11 @@ def insert_messages(
     assert scope is not None
     for message, parent in messages:
         message.created_at = message.created_at or now()
-        message = shrink_to_row_limit(message, store.max_row_bytes)
-        seq = insert_message_row(store, session_id, parent, message, message.to_json())
+        content = message.to_json()
+        if len(content) * 4 > store.max_row_bytes:  # may be over (UTF-8: ≤ 4 bytes a char)
+            message = shrink_to_row_limit(message, store.max_row_bytes)
+            content = message.to_json()
+        seq = insert_message_row(store, session_id, parent, message, content)
         _INDEX.run(store, index_rowid(scope, seq or 0), index_body(message))
 
 

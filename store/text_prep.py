@@ -64,8 +64,9 @@ def _split(match: re.Match[str]) -> str:
 
 
 def prepare(text: str) -> str:
-    """`text` as the index should tokenize it (separators in `text` are dropped first)."""
-    return _SPLIT.sub(_split, text.replace(SEPARATOR, ""))
+    """`text` as the index should tokenize it (separators in `text` are dropped first;
+    NUL, which PostgreSQL text cannot hold, becomes a space)."""
+    return _SPLIT.sub(_split, text.replace(SEPARATOR, "").replace("\x00", " "))
 
 
 def restore(prepared: str) -> str:

@@ -602,13 +602,21 @@ def import_sessions(
         targets: dict[str, str] = {}  # document's session id → id written
         sources: dict[str, str] = {}  # source → id written, within this import
         plan: list[tuple[_Checked, str]] = []
+        # Looked up in batches, not one query a document: a scan of `source`
+        # (no index) per document made a 10,000-chat import quadratic.
+        stored_ids = {} if new_ids else _stored(store, SessionRow.id, [c.id for c in checked])
+        stored_sources = (
+            _stored(store, SessionRow.source, [c.session["source"] for c in checked])
+            if match_source
+            else {}
+        )
         for c in checked:
             source = c.session["source"]
             found, reason = None, "already imported"
             if not new_ids:
-                found = targets.get(c.id) or _stored(store, "id", c.id)
+                found = targets.get(c.id) or (c.id if c.id in stored_ids else None)
             if found is None and match_source and source:
-                found = sources.get(source) or _stored(store, "source", source)
+                found = sources.get(source) or stored_sources.get(source)
                 reason += f" (source {source})"
             target = found or (uuid.uuid4().hex if new_ids else c.id)
             if found is None:
@@ -633,12 +641,21 @@ def import_sessions(
     return outcomes
 
 
-def _stored(store: Store, column: str, value: str) -> str | None:
-    S = SessionRow
-    rows = store.rows(
-        S.select(S.id).where(S._meta.fields[column] == value).order_by(SQL("rowid")).limit(1)
-    )
-    return rows[0][0] if rows else None
+_BATCH = 500  # values in one IN (…) list: far below every engine's parameter limit
+
+
+def _stored(store: Store, column: Any, values: list[str | None]) -> dict[str, str]:
+    """Stored sessions whose `column` is one of `values`: value → id of the oldest."""
+    wanted = sorted({v for v in values if v})
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), _BATCH):
+        query = (
+            SessionRow.select(column, SessionRow.id)
+            .where(column.in_(wanted[start : start + _BATCH]))
+            .order_by(SessionRow.created_at.desc(), SessionRow.id.desc())
+        )
+        found.update(store.rows(query))  # oldest last: it wins
+    return found
 
 
 def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -> None:

@@ -21,9 +21,10 @@ def sql(store: Store, text: str, params: tuple[Any, ...] | list[Any] = ()) -> li
 
 
 def integrity_error(store: Store) -> type[Exception]:
-    """The driver's IntegrityError (a constraint the database itself enforces)."""
+    """The IntegrityError a constraint the database enforces raises through the store
+    (sqlite3's on SQLite; on PostgreSQL peewee's, which the store raises for psycopg's)."""
     if is_postgres(store):
-        import psycopg
+        import peewee
 
-        return psycopg.IntegrityError
+        return peewee.IntegrityError
     return sqlite3.IntegrityError

@@ -6,6 +6,7 @@ break out of the scope (FTS column filters, the other chat's scope token, operat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from chatui import cli
 from store import SessionManager, Store, StoreSearchProvider
 from store.db import scope_token
+from tests.conftest import postgres_schema
 
 VOCAB = [
     "lisbon",
@@ -33,10 +35,19 @@ VOCAB = [
 ]
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """Three chats sharing words (one deleted) and two search namespaces."""
-    path = tmp_path_factory.mktemp("search") / "search.db"
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def corpus(request, tmp_path_factory):
+    """Three chats sharing words (one deleted) and two search namespaces, on each engine."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgres":
+            location = stack.enter_context(postgres_schema())
+        else:
+            location = str(tmp_path_factory.mktemp("search") / "search.db")
+        _fill(location)
+        yield location
+
+
+def _fill(path: str) -> None:
     with Store(path) as store:
         manager = SessionManager(store)
 
@@ -65,7 +76,6 @@ def corpus(tmp_path_factory):
 
         asyncio.run(fill())
         manager.delete("gone")
-    return path
 
 
 queries = st.one_of(

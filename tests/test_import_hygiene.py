@@ -24,3 +24,9 @@ def test_store_exports_what_it_declares():
 
     missing = [name for name in store.__all__ if not hasattr(store, name)]
     assert missing == []
+
+
+def test_import_store_leaves_the_postgresql_driver_for_later():
+    # psycopg costs 0.3-0.8 s at import; a SQLite user never needs it (store.driver).
+    loaded = modules_after("import store, chatui.cli")
+    assert "psycopg" not in loaded and "peewee" in loaded

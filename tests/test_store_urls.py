@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from chatui.cli import DATABASE, main
-from store import DatabaseFileError, SessionManager, Store, is_url, redact_url
+from chatui.cli import UNREACHABLE, main
+from store import (
+    DatabaseFileError,
+    DatabaseUnavailableError,
+    SessionManager,
+    Store,
+    is_url,
+    redact_url,
+)
 from store.urls import redact_urls_in
 
 SECRET_URL = "postgresql://bob:hunter2@127.0.0.1:1/chats"
@@ -50,15 +57,33 @@ def test_a_sqlite_url_opens_that_file(tmp_path):
         assert [s.name for s in SessionManager(store).list()] == ["via a URL"]
 
 
-@pytest.mark.parametrize("given", [SECRET_URL, Path(SECRET_URL), "mysql://bob:hunter2@h/db"])
-def test_a_server_url_is_refused_without_its_password_and_makes_no_folder(
+@pytest.mark.parametrize("given", [SECRET_URL, Path(SECRET_URL)])
+def test_a_server_that_does_not_answer_is_named_without_its_password_and_makes_no_folder(
     given, tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(DatabaseFileError) as caught:
-        Store(given)
-    assert "hunter2" not in str(caught.value) and "bob:***@" in str(caught.value)
+    with pytest.raises(DatabaseUnavailableError, match="cannot connect") as caught:
+        Store(given)  # nothing listens on port 1
+    assert "hunter2" not in str(caught.value) and "bob:***@127.0.0.1:1/chats" in str(caught.value)
+    assert "hunter2" not in repr(caught.value.__cause__) and caught.value.__suppress_context__
     assert list(tmp_path.iterdir()) == []  # no "postgresql:" folder, no file
+
+
+def test_a_url_of_another_engine_is_refused_without_its_password(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DatabaseFileError, match="postgresql://") as caught:
+        Store("mysql://bob:hunter2@h/db")
+    assert not isinstance(caught.value, DatabaseUnavailableError)
+    assert "hunter2" not in str(caught.value) and "bob:***@" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_wrong_password_is_never_shown(tmp_path):
+    # The test server trusts every login, so a refused login is a missing database.
+    url = "postgresql://postgres:hunter2@127.0.0.1:5432/no_such_db_here"
+    with pytest.raises(DatabaseUnavailableError) as caught:
+        Store(url)
+    assert "hunter2" not in str(caught.value) and "postgres:***@" in str(caught.value)
 
 
 def test_sqlite_urls_follow_playhouse_db_url(tmp_path, monkeypatch):
@@ -74,7 +99,7 @@ def test_cli_with_a_server_url_fails_with_one_redacted_line(argv, capsys, tmp_pa
     monkeypatch.chdir(tmp_path)
     code = main(["--db", SECRET_URL, *argv])
     out, err = capsys.readouterr()
-    assert code == DATABASE
+    assert code == UNREACHABLE
     assert "hunter2" not in out + err and "bob:***@127.0.0.1:1/chats" in err
     assert len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []

@@ -37,11 +37,13 @@ def open_engine(location: str | os.PathLike[str], *, busy_timeout: float) -> Eng
     if is_url(location):
         text = os.fspath(location)
         scheme = url_scheme(text).split("+", 1)[0]
-        if scheme in POSTGRES_SCHEMES and "://" in text:
+        if scheme in POSTGRES_SCHEMES:
+            if "://" not in text:  # a `Path` flattened it ("postgresql:/h/db"): unambiguous
+                text = text.replace(":/", "://", 1)
             from .postgres import PostgresEngine
 
             return PostgresEngine(text, busy_timeout=busy_timeout)
-        if scheme != "sqlite" or "://" not in text:
+        if scheme != "sqlite" or "://" not in text:  # "sqlite:/x" could mean /x or x
             raise DatabaseFileError(
                 f"{redact_url(text)}: chatui opens SQLite files, sqlite:/// URLs and "
                 "postgresql:// URLs only"

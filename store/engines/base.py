@@ -41,6 +41,11 @@ class Engine(ABC):
         """Take whatever lock keeps two processes from migrating at once (in the open
         transaction); SQLite's write lock already does."""
 
+    def execute(self, conn: Any, sql: str, params: Any) -> Any:
+        """Run one raw statement on `conn` (this thread's connection); the cursor."""
+        # psycopg reads "%" as a placeholder only when parameters are given.
+        return conn.execute(sql, params) if params else conn.execute(sql)
+
     @abstractmethod
     def write(self) -> Any:
         """A write transaction (a savepoint when nested)."""

@@ -30,6 +30,7 @@ from peewee import InterfaceError, OperationalError
 from playhouse import db_url
 from playhouse.postgres_ext import Psycopg3Database
 
+from ..driver import load_psycopg
 from ..errors import DatabaseFileError, DatabaseUnavailableError
 from ..search import tsquery_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN
@@ -134,6 +135,7 @@ class PostgresEngine(Engine):
         self._password = str(params.get("password") or "")
         params.setdefault("connect_timeout", max(1, int(busy_timeout)))
         params.setdefault("application_name", "chatui")
+        load_psycopg()
         self.db = ReconnectingPostgres(database, autoconnect=False, **params)
 
     def _scrub(self, text: str) -> str:
@@ -161,6 +163,14 @@ class PostgresEngine(Engine):
             raise DatabaseFileError(
                 f"{self.path}: not a chatui database (it holds {shown}); left unchanged"
             )
+
+    def execute(self, conn: Any, sql: str, params: Any) -> Any:
+        # psycopg's errors become peewee's, as the builder's own queries raise
+        # them: callers catch one family (SQLite keeps sqlite3's, as before).
+        # Through peewee's `execute_sql`, which also replaces a connection the
+        # server ended (see `ReconnectingPostgres`); `conn` is that connection.
+        del conn
+        return self.db.execute_sql(sql, params or None)
 
     def prepare_migrations(self) -> None:
         self.db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

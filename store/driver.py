@@ -1,0 +1,51 @@
+"""psycopg loads when PostgreSQL is used, not when `store` is imported.
+
+Why: peewee imports psycopg (and its C extension) at import time if it is
+installed — 0.3 s on an idle laptop, 0.8 s on a loaded CI box — and a SQLite
+user would pay that on every start of the app. `defer()` runs before peewee
+is first imported (importing this module runs it; `store/__init__.py`
+imports it first) and makes that one
+import fail, which peewee treats as "psycopg is not installed";
+`load_psycopg()` (the PostgreSQL engine calls it) imports it for real when a PostgreSQL store opens and hands
+peewee the names its import would have set. Import peewee after psycopg (or
+use psycopg without `store`) and both are simply no-ops.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["defer", "load_psycopg"]
+
+
+def defer() -> None:
+    """Keep peewee's first import from importing psycopg (no-op once peewee is loaded)."""
+    if "peewee" in sys.modules or "psycopg" in sys.modules:
+        return
+    sys.modules["psycopg"] = None  # type: ignore[assignment]  # "import psycopg" → ImportError
+    try:
+        import peewee  # noqa: F401
+    finally:
+        del sys.modules["psycopg"]
+
+
+def load_psycopg() -> None:
+    """Import psycopg and give peewee what its own import would have set."""
+    import peewee
+    import psycopg
+    from psycopg.pq import TransactionStatus
+    from psycopg.types.json import Json, Jsonb
+
+    if peewee.psycopg is not None:  # type: ignore[attr-defined]
+        return
+    peewee.psycopg = psycopg  # type: ignore[attr-defined]
+    peewee.TransactionStatus = TransactionStatus  # type: ignore[attr-defined]
+    peewee.Json_pg3 = Json  # type: ignore[attr-defined]
+    peewee.Jsonb_pg3 = Jsonb  # type: ignore[attr-defined]
+    adapter = peewee.Psycopg3Adapter
+    adapter.txn_idle = TransactionStatus.IDLE  # type: ignore[attr-defined]
+    adapter.txn_inerror = TransactionStatus.INERROR  # type: ignore[attr-defined]
+    adapter.txn_unknown = TransactionStatus.UNKNOWN  # type: ignore[attr-defined]
+
+
+defer()
