@@ -17,6 +17,7 @@ from peewee import DatabaseError as PeeweeDatabaseError
 
 from store import (
     CopyError,
+    DatabaseUnavailableError,
     Store,
     StoreError,
     copy_database,
@@ -26,7 +27,7 @@ from store import (
     redact_urls_in,
 )
 
-from .cli_base import DATABASE, CliError
+from .cli_base import DATABASE, UNREACHABLE, CliError
 
 __all__ = ["add_db_commands"]
 
@@ -153,5 +154,7 @@ def _enter(which: str, stack: ExitStack, opening: AbstractContextManager[Store])
         return stack.enter_context(opening)
     except CliError as exc:
         raise CliError(f"{which}: {exc}", exc.code) from exc
+    except DatabaseUnavailableError as exc:  # a server that may come back: its own code
+        raise CliError(f"{which}: {exc}", UNREACHABLE) from exc
     except StoreError as exc:
         raise CliError(f"{which}: {exc}", DATABASE) from exc

@@ -192,7 +192,7 @@ def test_bad_sources_and_destinations(source, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "destination:" in err and "sekret" not in err and "u:***@" in err
 
-    assert main(["db", "copy", "postgresql://u:sekret@127.0.0.1:1/x", str(dst)]) == 4
+    assert main(["db", "copy", "postgresql://u:sekret@127.0.0.1:1/x", str(dst)]) == 7
     err = capsys.readouterr().err
     assert "source:" in err and "sekret" not in err and "127.0.0.1:1" in err
     assert not dst.exists()
