@@ -39,6 +39,8 @@ __all__ = ["CopyError", "CopyReport", "copy_database", "same_database"]
 
 BATCH = 500
 """Rows a batch insert carries (14 columns × 500 stays under SQLite's variable limit)."""
+PAGE = 5_000
+"""Rows read at a time."""
 
 
 class CopyError(StoreError):
@@ -129,15 +131,35 @@ def _snapshot(store: Store) -> Any:
 
 def _copy_model(src: Store, dst: Store, model: type[Model]) -> int:
     fields = model._meta.sorted_fields
-    order = _key_order(model)
-    query = model.select(*fields).order_by(*order).tuples()
-    src.connection()
-    rows: Iterator[tuple[Any, ...]] = iter(query.execute(src.db))
     copied = 0
-    for batch in _batches(rows, BATCH):
-        dst.run(model.insert_many(batch, fields=fields))
-        copied += len(batch)
+    for page in _pages(src, model.select(*fields), _key_order(model)):
+        for batch in _batches(page, BATCH):
+            dst.run(model.insert_many(batch, fields=fields))
+            copied += len(batch)
     return copied
+
+
+def _pages(store: Store, query: Any, order: list[Any]) -> Iterator[list[tuple[Any, ...]]]:
+    """The query's rows a page at a time, in key order (memory stays flat at 1M rows).
+
+    A single-column key pages by "key > last seen" (an index seek per page); a
+    composite key's tables are small (blocks, skills, peer links) and come whole.
+    The key must be the query's first column.
+    """
+    if len(order) != 1:
+        yield store.rows(query.order_by(*order))
+        return
+    key = order[0]
+    last: Any = None
+    while True:
+        page_query = query.order_by(key).limit(PAGE)
+        if last is not None:
+            page_query = page_query.where(key > last)
+        rows = store.rows(page_query)
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
 
 
 def _key_order(model: type[Model]) -> list[Any]:
@@ -160,8 +182,8 @@ def _rebuild_search_indexes(store: Store) -> None:
     store.run(EntryIndex.delete())
     scopes = dict(store.rows(SearchScope.select(SearchScope.session_id, SearchScope.n)))
     m = MessageRow
-    query = m.select(m.seq, m.session_id, m.content, m.created_at).order_by(m.seq)
-    for batch in _batches(store.rows(query), BATCH):
+    query = m.select(m.seq, m.session_id, m.content, m.created_at)
+    for batch in (b for page in _pages(store, query, [m.seq]) for b in _batches(page, BATCH)):
         rows = []
         for seq, session_id, content, created_at in batch:
             scope = scopes.get(session_id)
@@ -172,8 +194,8 @@ def _rebuild_search_indexes(store: Store) -> None:
             rows.append((index_rowid(int(scope or 0), seq), index_body(message)))
         store.run(MessageIndex.insert_many(rows, fields=[MessageIndex.rowid, MessageIndex.body]))
     e = SearchEntry
-    entries = store.rows(e.select(e.rowid, e.namespace, e.content).order_by(e.rowid))
-    for batch in _batches(entries, BATCH):
+    entries = e.select(e.rowid, e.namespace, e.content)
+    for batch in (b for page in _pages(store, entries, [e.rowid]) for b in _batches(page, BATCH)):
         store.run(
             EntryIndex.insert_many(
                 [(rowid, prepare(content), scope_token(ns)) for rowid, ns, content in batch],
