@@ -107,3 +107,27 @@ async def test_a_dropped_listener_reconnects_and_reports_what_it_missed(location
         assert poll(watcher, 2.0) == {chat.id}  # found by its stamp after reconnecting
         await other.append(chat.id, msg("after", "listening again"))
         assert poll(watcher) == {chat.id}
+
+
+async def test_a_peer_hop_written_elsewhere_is_reported(location):
+    from store import PeerRouter
+
+    with Store(location) as mine, Store(location) as theirs, ChangeWatcher(mine) as watcher:
+        other = SessionManager(theirs)
+        other.create_agent("Bob", model="m-b")
+        caller = other.create("Plan")
+        assert poll(watcher) == {caller.id}
+
+        async def run_turn(session_id):
+            await other.append(session_id, msg(f"r-{session_id[:6]}", "Bob: 40k"))
+            return "Bob: 40k"
+
+        time.sleep(0.002)
+        await PeerRouter(other, run_turn).send(caller.id, "Bob", "budget?", wait=True)
+        target = [i.id for i in other.list() if i.id != caller.id]
+        seen: set[str] = set()
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and not seen >= set(target):
+            seen |= watcher.poll()
+            time.sleep(0.01)
+        assert len(target) == 1 and seen >= set(target)  # the peer's session, with the hop
