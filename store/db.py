@@ -16,26 +16,21 @@ Design notes:
 
 from __future__ import annotations
 
-import hashlib
 import os
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from peewee import DatabaseError as PeeweeDatabaseError
+
 from .engines import Engine, open_engine
+from .errors import DatabaseFileError
 from .migrations import migrate
+from .search import scope_token
 
 __all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "scope_token"]
 
 DEFAULT_MAX_ROW_BYTES = 1_048_576
-
-
-def scope_token(value: str) -> str:
-    """A single FTS token standing for a session or namespace id.
-
-    Hex digits and letters only, so the unicode61 tokenizer keeps it whole and
-    ids that tokenize alike ("chat-1", "chat_1") still get distinct tokens.
-    """
-    return "s" + hashlib.blake2b(value.encode(), digest_size=10).hexdigest()
 
 
 class Store:
@@ -72,6 +67,11 @@ class Store:
         try:
             self.engine.connect()
             migrate(self.db, self.path, before=self.engine.prepare_migrations)
+        except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:  # peewee wraps some
+            self.db.close()
+            raise DatabaseFileError(
+                f"{self.path}: cannot open as a {self.engine.label} database: {exc}"
+            ) from exc
         except BaseException:
             self.db.close()
             raise
@@ -146,4 +146,4 @@ class Store:
     def integrity_check(self) -> list[str]:
         """Problems found in the database and its search indexes ([] when healthy)."""
         self.connection()
-        return self.engine.integrity_problems(self)
+        return self.engine.integrity_problems()

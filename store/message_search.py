@@ -32,7 +32,7 @@ from .schema import MessageRow, SearchScope, SessionRow
 from .search import Query, parse_query
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
-from .text_prep import index_text, prepare, restore
+from .text_prep import index_text, prepare, restore, snippet
 
 __all__ = [
     "index_body",
@@ -47,7 +47,6 @@ __all__ = [
 SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
 K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
-SNIPPET_TOKENS = 12
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -123,7 +122,7 @@ def search_messages(
         return []
     if session_id is not None:
         return _search_session(store, parsed, session_id, int(limit))
-    rows = store.engine.search_messages(store, parsed, int(limit), include_deleted)
+    rows = store.engine.search_messages(parsed, int(limit), include_deleted)
     return [
         _result(mid, role, content, created, sid, marked, score, bool(gone))
         for mid, role, content, created, sid, marked, score, gone in rows
@@ -135,7 +134,7 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     if scope is None:
         return []
     low, high = scope_range(scope)
-    marked = store.engine.search_range(store, query, low, high)
+    marked = store.engine.search_range(query, low, high)
     if not marked:
         return []
     lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
@@ -207,17 +206,3 @@ def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     if start is not None and length > start:  # a match cut off by the excerpt
         spans.append((start, length))
     return "".join(plain), tuple(spans)
-
-
-def snippet(marked: str) -> str:
-    """About `SNIPPET_TOKENS` words around the first match, matches still marked."""
-    words = marked.split()
-    first = next((i for i, w in enumerate(words) if _OPEN in w), 0)
-    start = max(0, min(first - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
-    window = words[start : start + SNIPPET_TOKENS]
-    text = " ".join(window)
-    if text.count(_OPEN) > text.count(_CLOSE):
-        text += _CLOSE  # a match that runs past the window
-    prefix = "…" if start > 0 else ""
-    suffix = "…" if start + SNIPPET_TOKENS < len(words) else ""
-    return f"{prefix}{text}{suffix}"

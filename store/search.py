@@ -11,6 +11,7 @@ treated as plain words. Both engines stem English words (porter / `english`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ __all__ = [
     "fts5_expression",
     "match_expression",
     "parse_query",
+    "scope_token",
     "scoped_expression",
     "tsquery_expression",
 ]
@@ -104,6 +106,15 @@ def scoped_expression(
     if scope_column and scope:
         return f'{scope_column} : "{scope}" AND {body}'
     return body
+
+
+def scope_token(value: str) -> str:
+    """A single FTS token standing for a session or namespace id.
+
+    Hex digits and letters only, so the unicode61 tokenizer keeps it whole and
+    ids that tokenize alike ("chat-1", "chat_1") still get distinct tokens.
+    """
+    return "s" + hashlib.blake2b(value.encode(), digest_size=10).hexdigest()
 
 
 def _ts_quote(token: str) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "prepare",
     "query_terms",
     "restore",
+    "snippet",
     "spell_emoji",
 ]
 
@@ -110,3 +111,20 @@ def index_text(message: Message) -> str:
         .replace(MARK_OPEN, " ")
         .replace(MARK_CLOSE, " ")
     )
+
+
+SNIPPET_TOKENS = 12
+
+
+def snippet(marked: str) -> str:
+    """About `SNIPPET_TOKENS` words around the first match, matches still marked."""
+    words = marked.split()
+    first = next((i for i, w in enumerate(words) if MARK_OPEN in w), 0)
+    start = max(0, min(first - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
+    window = words[start : start + SNIPPET_TOKENS]
+    text = " ".join(window)
+    if text.count(MARK_OPEN) > text.count(MARK_CLOSE):
+        text += MARK_CLOSE  # a match that runs past the window
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + SNIPPET_TOKENS < len(words) else ""
+    return f"{prefix}{text}{suffix}"

@@ -60,10 +60,24 @@ BOTH_ENGINES = {
 }
 
 
+_SKIPPED_ON_POSTGRES: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line at the end saying the PostgreSQL half did not run, and why."""
+    if _SKIPPED_ON_POSTGRES:
+        terminalreporter.write_line(
+            f"PostgreSQL half SKIPPED ({len(_SKIPPED_ON_POSTGRES)} tests): {_postgres_problem()}; "
+            "set CHATUI_TEST_POSTGRES_URL to a server (CHATUI_REQUIRE_POSTGRES=1 makes this fail)",
+            yellow=True,
+            bold=True,
+        )
+
+
 def pytest_generate_tests(metafunc):
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if "engine" in metafunc.fixturenames and module in BOTH_ENGINES:
-        metafunc.parametrize("engine", ["sqlite", "postgres"], indirect=True)
+    if "db_engine" in metafunc.fixturenames and module in BOTH_ENGINES:
+        metafunc.parametrize("db_engine", ["sqlite", "postgres"], indirect=True)
 
 
 @functools.cache
@@ -87,6 +101,7 @@ def postgres_schema() -> Iterator[str]:
     if problem:
         if REQUIRE_POSTGRES:
             pytest.fail(f"{problem}; CHATUI_REQUIRE_POSTGRES=1 needs it")
+        _SKIPPED_ON_POSTGRES.append(problem)
         pytest.skip(f"{problem}; set CHATUI_TEST_POSTGRES_URL to run the PostgreSQL half")
     schema = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
@@ -107,15 +122,15 @@ def postgres_schema() -> Iterator[str]:
 
 
 @pytest.fixture
-def engine(request) -> str:
+def db_engine(request) -> str:
     """ "sqlite" or "postgres" (both in the modules of BOTH_ENGINES, else sqlite)."""
     return getattr(request, "param", "sqlite")
 
 
 @pytest.fixture
-def store_url(engine, tmp_path) -> Iterator[str]:
+def store_url(db_engine, tmp_path) -> Iterator[str]:
     """Where the test's database is: a file, or a PostgreSQL URL with its own schema."""
-    if engine == "postgres":
+    if db_engine == "postgres":
         with postgres_schema() as url:
             yield url
     else:

@@ -22,18 +22,18 @@ async def fill(store: Store) -> str:
     return chat.id
 
 
-async def test_db_info_describes_the_engine(store, store_url, engine, capsys):
+async def test_db_info_describes_the_engine(store, store_url, db_engine, capsys):
     await fill(store)
     assert main(["--db", store_url, "db", "info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["engine"] == engine
+    assert info["engine"] == db_engine
     assert info["schema_version"] == info["latest_version"] == len(MIGRATIONS)
     assert info["last_migration"] == MIGRATIONS[-1][0]
     assert info["counts"]["sessions"] == 1 and info["counts"]["messages"] == 2
     assert info["size_bytes"] > 0
     assert main(["db", "info", "--db", store_url]) == 0
     out = capsys.readouterr().out
-    assert f"engine:          {engine}" in out and "messages:        2" in out
+    assert f"engine:          {db_engine}" in out and "messages:        2" in out
 
 
 async def test_commands_read_the_same_chats_on_both_engines(store, store_url, capsys):
@@ -105,16 +105,16 @@ def _notes(store_url: str, engine: str) -> list[tuple]:
         c.close()
 
 
-def test_a_foreign_database_is_refused_and_left_unchanged(store_url, engine):
+def test_a_foreign_database_is_refused_and_left_unchanged(store_url, db_engine):
     import pytest
 
     from store import DatabaseFileError
 
-    _foreign_table(store_url, engine)
-    before = _notes(store_url, engine)
+    _foreign_table(store_url, db_engine)
+    before = _notes(store_url, db_engine)
     with pytest.raises(DatabaseFileError, match="not a chatui database"):
         Store(store_url)
-    assert _notes(store_url, engine) == before == [(1, "mine"), ("notes",)]
+    assert _notes(store_url, db_engine) == before == [(1, "mine"), ("notes",)]
 
 
 def test_a_newer_database_is_refused(store, store_url):

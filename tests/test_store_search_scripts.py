@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from store import Session, SessionManager, Store
-from store.search import match_expression
+from store.search import Term, match_expression, parse_query, tsquery_expression
 from store.text_prep import SEPARATOR, prepare, restore
 
 
@@ -77,6 +77,19 @@ def test_preparation_round_trips_and_query_words_become_phrases():
     assert match_expression('"東京 に"') == '"東 京 に"'
     for odd in ("组件*", "🎉🎉", '"🎉', "OR 组", "件 OR", "\u2063", "emoji"):
         match_expression(odd)  # never raises; the store never raises either
+
+
+def test_one_parse_two_renderings():
+    parsed = parse_query('"big cats" OR dog* 组件 🎉 it\'s AND')
+    assert match_expression('"big cats" OR dog* 组件 🎉 it\'s AND') == (
+        '("big cats" OR "dog"*) AND "组 件" AND "emoji1f389" AND "it" AND "s" AND "AND"'
+    )
+    assert tsquery_expression(parsed) == (
+        "(('big' <-> 'cats') | 'dog':*) & ('组' <-> '件') & 'emoji1f389' & 'it' & 's' & 'AND'"
+    )
+    # A lexeme is always quoted, quotes and backslashes escaped: no operator survives.
+    assert tsquery_expression([[Term(("a'b\\",))]]) == "'a''b\\\\'"
+    assert parse_query("") is parse_query("  ( ) ") is parse_query(None) is None
 
 
 async def test_odd_cjk_and_emoji_queries_never_raise(corpus):

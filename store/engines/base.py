@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from peewee import Database
 
 if TYPE_CHECKING:
-    from ..db import Store
     from ..search import Query
 
 __all__ = ["Engine"]
@@ -19,18 +18,20 @@ class Engine(ABC):
 
     Attributes:
         name: "sqlite" or "postgres" (what `chatui db info` prints).
+        label: "SQLite" or "PostgreSQL" (for messages).
         db: the peewee database (connections per thread, `autoconnect=False`).
         path: what `Store.path` shows: the file, ":memory:", or the URL with
             its password redacted.
     """
 
     name: ClassVar[str]
+    label: ClassVar[str]
     db: Database
     path: str
 
     @abstractmethod
     def connect(self) -> None:
-        """Open this thread's connection and refuse a database chatui did not make.
+        """Open this thread's connection; the first time, refuse a database chatui did not make.
 
         Raises:
             DatabaseFileError: not a chatui database, or not a database at all.
@@ -46,6 +47,12 @@ class Engine(ABC):
         # psycopg reads "%" as a placeholder only when parameters are given.
         return conn.execute(sql, params) if params else conn.execute(sql)
 
+    def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Run one raw statement on this thread's connection (opened if needed); its rows."""
+        if self.db.is_closed():
+            self.connect()
+        return list(self.execute(self.db.connection(), sql, params).fetchall())
+
     @abstractmethod
     def write(self) -> Any:
         """A write transaction (a savepoint when nested)."""
@@ -55,26 +62,22 @@ class Engine(ABC):
         """What the database takes on disk."""
 
     @abstractmethod
-    def integrity_problems(self, store: Store) -> list[str]:
+    def integrity_problems(self) -> list[str]:
         """Problems in the data and the search indexes ([] when healthy)."""
 
     # -- full-text search (the one place the dialects truly differ) -------------
 
     @abstractmethod
     def search_messages(
-        self, store: Store, query: Query, limit: int, include_deleted: bool
+        self, query: Query, limit: int, include_deleted: bool
     ) -> list[tuple[Any, ...]]:
         """Best first: (id, role, content, created_at, session_id, marked snippet,
         score (lower is better), deleted)."""
 
     @abstractmethod
-    def search_range(
-        self, store: Store, query: Query, low: int, high: int
-    ) -> list[tuple[int, str]]:
+    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
         """(index rowid, whole text with matches marked) for the rows in [low, high)."""
 
     @abstractmethod
-    def search_entries(
-        self, store: Store, namespace: str, query: Query, limit: int
-    ) -> list[tuple[str, str]]:
+    def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
         """(key, content) of the namespace's search entries, best first."""

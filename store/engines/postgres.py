@@ -33,12 +33,11 @@ from playhouse.postgres_ext import Psycopg3Database
 from ..driver import load_psycopg
 from ..errors import DatabaseFileError, DatabaseUnavailableError
 from ..search import tsquery_expression
-from ..text_prep import MARK_CLOSE, MARK_OPEN
+from ..text_prep import MARK_CLOSE, MARK_OPEN, snippet
 from ..urls import redact_url, redact_urls_in
 from .base import Engine
 
 if TYPE_CHECKING:
-    from ..db import Store
     from ..search import Query
 
 __all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
@@ -124,15 +123,18 @@ class PostgresEngine(Engine):
     """A PostgreSQL database (tables in the connection's current schema)."""
 
     name = "postgres"
+    label = "PostgreSQL"
 
     def __init__(self, url: str, *, busy_timeout: float) -> None:
         self.url = url
+        """The URL as given, password included: for connecting, never for showing (`path` is)."""
         self.path = redact_url(url)
         params = db_url.parse(url, unquote_password=True, unquote_user=True)
         database = params.pop("database", "") or ""
         if not database:
             raise DatabaseFileError(f"{self.path}: the URL names no database (…/dbname)")
         self._password = str(params.get("password") or "")
+        self._checked = False
         params.setdefault("connect_timeout", max(1, int(busy_timeout)))
         params.setdefault("application_name", "chatui")
         load_psycopg()
@@ -151,6 +153,8 @@ class PostgresEngine(Engine):
             raise DatabaseUnavailableError(
                 f"{self.path}: cannot connect to the PostgreSQL server: {self._scrub(str(exc))}"
             ) from None  # the driver's exception may hold the connection string
+        if self._checked:  # once: other threads' connections open the same schema
+            return
         tables = {
             r[0]
             for r in self.db.execute_sql(
@@ -163,12 +167,13 @@ class PostgresEngine(Engine):
             raise DatabaseFileError(
                 f"{self.path}: not a chatui database (it holds {shown}); left unchanged"
             )
+        self._checked = True
 
     def execute(self, conn: Any, sql: str, params: Any) -> Any:
-        # psycopg's errors become peewee's, as the builder's own queries raise
-        # them: callers catch one family (SQLite keeps sqlite3's, as before).
-        # Through peewee's `execute_sql`, which also replaces a connection the
-        # server ended (see `ReconnectingPostgres`); `conn` is that connection.
+        # Through peewee's `execute_sql`: psycopg's errors become peewee's, as the
+        # builder's own queries raise them (callers catch one family; SQLite keeps
+        # sqlite3's), and a connection the server ended is replaced (see
+        # `ReconnectingPostgres`). `conn` is that same connection.
         del conn
         return self.db.execute_sql(sql, params or None)
 
@@ -186,14 +191,14 @@ class PostgresEngine(Engine):
         ).fetchone()
         return int(row[0])
 
-    def integrity_problems(self, store: Store) -> list[str]:
+    def integrity_problems(self) -> list[str]:
         problems: list[str] = []
-        missing = store.query(
+        missing = self.rows(
             "SELECT count(*) FROM messages m "
             "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
             "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
         )[0][0]
-        orphans = store.query(
+        orphans = self.rows(
             "SELECT count(*) FROM messages_fts f "
             f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
             "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
@@ -208,12 +213,10 @@ class PostgresEngine(Engine):
     # -- search ---------------------------------------------------------------
 
     def search_messages(
-        self, store: Store, query: Query, limit: int, include_deleted: bool
+        self, query: Query, limit: int, include_deleted: bool
     ) -> list[tuple[Any, ...]]:
-        from ..message_search import snippet
-
         deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
-        rows = store.query(
+        rows = self.rows(
             f"""
             SELECT t.id, t.role, t.content, t.created_at, t.session_id,
                    ts_headline(%s, t.body, t.q, %s), t.score, t.gone
@@ -239,10 +242,8 @@ class PostgresEngine(Engine):
         )
         return [(*r[:5], snippet(r[5]), float(r[6]), bool(r[7])) for r in rows]
 
-    def search_range(
-        self, store: Store, query: Query, low: int, high: int
-    ) -> list[tuple[int, str]]:
-        rows = store.query(
+    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
+        rows = self.rows(
             "SELECT f.rowid, ts_headline(%s, f.body, q.q, %s) "
             "FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q "
             "JOIN messages_fts f ON f.tsv @@ q.q WHERE f.rowid >= %s AND f.rowid < %s",
@@ -257,10 +258,8 @@ class PostgresEngine(Engine):
         )
         return [(int(r[0]), str(r[1])) for r in rows]
 
-    def search_entries(
-        self, store: Store, namespace: str, query: Query, limit: int
-    ) -> list[tuple[str, str]]:
-        rows = store.query(
+    def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
+        rows = self.rows(
             "SELECT e.key, e.content "
             "FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q "
             "JOIN search_entries_fts f ON f.tsv @@ q.q "

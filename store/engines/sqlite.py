@@ -27,26 +27,25 @@ from peewee import SqliteDatabase
 from playhouse import db_url
 
 from ..errors import DatabaseFileError
-from ..search import fts5_expression, scoped_expression
-from ..text_prep import MARK_CLOSE, MARK_OPEN
+from ..search import fts5_expression, scope_token, scoped_expression
+from ..text_prep import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS
 from ..urls import is_url
 from .base import Engine
 
 if TYPE_CHECKING:
-    from ..db import Store
     from ..search import Query
 
 __all__ = ["SqliteEngine"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 SEQ_MASK = (1 << 32) - 1
-SNIPPET_TOKENS = 12
 
 
 class SqliteEngine(Engine):
     """A SQLite file, ":memory:" (per thread), or a `sqlite:///…` URL."""
 
     name = "sqlite"
+    label = "SQLite"
 
     def __init__(self, location: str | os.PathLike[str], *, busy_timeout: float) -> None:
         path = os.fspath(location)
@@ -54,6 +53,7 @@ class SqliteEngine(Engine):
             # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
             path = str(db_url.parse(path).get("database") or ":memory:")
         self.path = path
+        self._checked = False
         self.db = SqliteDatabase(
             self.path,
             pragmas={
@@ -70,8 +70,9 @@ class SqliteEngine(Engine):
         )
 
     def connect(self) -> None:
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not self._checked:  # once: other threads reconnect
             _check_file(Path(self.path))
+            self._checked = True
         try:
             self.db.connect(reuse_if_open=True)
         except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:
@@ -94,20 +95,20 @@ class SqliteEngine(Engine):
             )
         return size
 
-    def integrity_problems(self, store: Store) -> list[str]:
-        problems = [row[0] for row in store.query("PRAGMA integrity_check") if row[0] != "ok"]
+    def integrity_problems(self) -> list[str]:
+        problems = [row[0] for row in self.rows("PRAGMA integrity_check") if row[0] != "ok"]
         for table in ("messages_fts", "search_entries_fts"):
             try:
-                store.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+                self.rows(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
             except sqlite3.DatabaseError as exc:
                 problems.append(f"{table}: {exc}")
         # Index rowids are (session number << 32) + seq (see message_search).
-        missing = store.query(
+        missing = self.rows(
             "SELECT count(*) FROM messages m "
             "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
             "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
         )[0][0]
-        orphans = store.query(
+        orphans = self.rows(
             "SELECT count(*) FROM messages_fts f "
             f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
             "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
@@ -122,11 +123,11 @@ class SqliteEngine(Engine):
     # -- search ---------------------------------------------------------------
 
     def search_messages(
-        self, store: Store, query: Query, limit: int, include_deleted: bool
+        self, query: Query, limit: int, include_deleted: bool
     ) -> list[tuple[Any, ...]]:
         match = scoped_expression("body", fts5_expression(query))
         deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
-        return store.query(
+        return self.rows(
             f"""
             SELECT m.id, m.role, m.content, m.created_at, m.session_id,
                    snippet(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}),
@@ -139,26 +140,20 @@ class SqliteEngine(Engine):
             (match, int(limit)),
         )
 
-    def search_range(
-        self, store: Store, query: Query, low: int, high: int
-    ) -> list[tuple[int, str]]:
+    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
         match = scoped_expression("body", fts5_expression(query))
-        rows = store.query(
+        rows = self.rows(
             f"SELECT rowid, highlight(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}') "
             "FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
             (match, low, high),
         )
         return [(int(r[0]), str(r[1])) for r in rows]
 
-    def search_entries(
-        self, store: Store, namespace: str, query: Query, limit: int
-    ) -> list[tuple[str, str]]:
-        from ..db import scope_token
-
+    def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
         match = scoped_expression(
             "content", fts5_expression(query), "scope", scope_token(namespace)
         )
-        rows = store.query(
+        rows = self.rows(
             "SELECT e.key, e.content FROM search_entries_fts f "
             "JOIN search_entries e ON e.rowid = f.rowid "
             "WHERE search_entries_fts MATCH ? AND e.namespace = ? "

@@ -46,7 +46,7 @@ class StoreSearchProvider:
         parsed = parse_query(query)
         if parsed is None or limit <= 0:
             return []
-        return self.store.engine.search_entries(self.store, self.namespace, parsed, int(limit))
+        return self.store.engine.search_entries(self.namespace, parsed, int(limit))
 
     async def search(self, query: str) -> str:
         """The top 10 entries as `[key]` + content blocks, for the model."""
