@@ -71,15 +71,16 @@ class Recorder:
             return real_sql(sql, params, *args, **kwargs)
 
         db.execute_sql = execute_sql  # type: ignore[method-assign]
-        if store.engine_name == "sqlite":  # raw FTS statements bypass peewee there
-            real = store.execute
+        if store.engine_name == "sqlite":  # its raw statements (FTS5) bypass peewee
+            engine = store.engine
+            real_raw = engine.execute
 
-            def execute(sql: str, params: Any = ()) -> Any:
+            def execute(conn: Any, sql: str, params: Any) -> Any:
                 if self.on:
                     self.statements.append((sql, params))
-                return real(sql, params)
+                return real_raw(conn, sql, params)
 
-            store.execute = execute  # type: ignore[method-assign]
+            engine.execute = execute  # type: ignore[method-assign]
 
     def record(self, fn: Callable[[Any], object], sample: Any) -> list[Statement]:
         self.statements, self.on = [], True
