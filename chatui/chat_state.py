@@ -91,6 +91,14 @@ class ChatState:
         """Take `leaf_id` as the active leaf that someone else has stored (a reply job)."""
         self._active = leaf_id
 
+    def follow_growth(self) -> None:
+        """Someone else wrote to the chat: a shown branch that grew shows its new end.
+
+        The leaf is not written back (the writer stored its own `active_leaf`).
+        """
+        if self._active is not None:
+            self._active = self.session.latest_leaf_under(self._active)
+
     def select(self, message_id: str) -> str:
         """Show the branch through `message_id`; returns the new active leaf.
 

@@ -3,7 +3,8 @@
 The log lives in the data folder (0600). Anything that looks like a key —
 the value of any `*_API_KEY`/`*_TOKEN`/`*_SECRET` environment variable, or a
 string shaped like a provider key — is replaced before a record is written,
-so a provider error quoting a request cannot leak a key into the file.
+so a provider error quoting a request cannot leak a key into the file; a
+database URL's password (`postgresql://user:password@host`) is shown as `***`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from store import redact_urls_in
+
 from . import paths
-from .llm.errors import redact
+from .llm.errors import redact as _redact_keys
 
 __all__ = ["redact", "setup_logging"]
+
+
+def redact(text: str) -> str:
+    """`text` without API keys and without database URL passwords."""
+    return redact_urls_in(_redact_keys(text))
 
 
 class _RedactingFilter(logging.Filter):

@@ -12,6 +12,8 @@ same workspace drives a headless test, a benchmark or the app.
 - Template blocks of a new chat, built by the same recipe a stored chat gets
   (`SessionManager.preview_session`).
 - Reply jobs (`jobs.ReplyJobs`): a turn belongs to its chat.
+- Other processes' writes (`store.ChangeWatcher`): `poll_changes()` reports
+  the chats another process or machine wrote to as `ChatsChanged`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from store import LATEST, ContextBlock, Latest, Message, Session, SessionManager, Store
+from store import (
+    LATEST,
+    ChangeWatcher,
+    ContextBlock,
+    Latest,
+    Message,
+    Session,
+    SessionManager,
+    Store,
+)
 
 from . import llm
 from .agents import AgentRuntime
@@ -32,7 +43,7 @@ from .events import TurnEvent
 from .jobs import JobEvent, ReplyJob, ReplyJobs, TurnKind
 from .llm.windows import WINDOWS, Window
 
-__all__ = ["ModelFactsChanged", "Workspace", "WorkspaceEvent"]
+__all__ = ["ChatsChanged", "ModelFactsChanged", "Workspace", "WorkspaceEvent"]
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +58,14 @@ class ModelFactsChanged:
     model: str
 
 
-WorkspaceEvent: TypeAlias = JobEvent | ModelFactsChanged
+@dataclass(frozen=True)
+class ChatsChanged:
+    """Another process wrote to these chats (or to a shared memory namespace, e.g. "global")."""
+
+    session_ids: frozenset[str]
+
+
+WorkspaceEvent: TypeAlias = JobEvent | ModelFactsChanged | ChatsChanged
 Listener: TypeAlias = Callable[[WorkspaceEvent], None]
 
 
@@ -66,6 +84,7 @@ class Workspace:
         self._listeners: list[Listener] = []
         self._key_checked: set[str] = set()
         self._asking: set[asyncio.Task[None]] = set()
+        self._watcher: ChangeWatcher | None = None
         self.jobs.subscribe(self._emit)
 
     # -- listeners ------------------------------------------------------------------
@@ -81,6 +100,28 @@ class Workspace:
                 listener(event)
             except Exception:
                 log.exception("workspace listener failed")
+
+    # -- other processes ------------------------------------------------------------
+
+    def poll_changes(self) -> frozenset[str]:
+        """Chats other processes changed since the last call, also emitted as `ChatsChanged`.
+
+        Cheap when nothing changed (one pragma on SQLite, no round trip on
+        PostgreSQL): call it a few times a second from the thread that owns the store.
+        """
+        if self._watcher is None:
+            self._watcher = ChangeWatcher(self.store)
+            return frozenset()
+        changed = frozenset(self._watcher.poll())
+        if changed:
+            self._emit(ChatsChanged(changed))
+        return changed
+
+    def stop_watching(self) -> None:
+        """Release the change watcher (its PostgreSQL listening connection)."""
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
 
     # -- models ---------------------------------------------------------------------
 
@@ -210,6 +251,7 @@ class Workspace:
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every reply (what arrived is kept, marked cancelled) and wait for peers."""
+        self.stop_watching()
         await self.jobs.cancel_all()
         if self.runtime.router.pending:  # fire-and-forget peer turns still writing
             try:

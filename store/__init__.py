@@ -15,6 +15,7 @@ from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
+from .db_copy import CopyError, CopyReport, copy_database
 from .db_info import DatabaseInfo, database_info
 from .errors import (
     ContextError,
@@ -87,7 +88,7 @@ from .transfer import (
     import_sessions,
     load_export,
 )
-from .urls import is_url, redact_url
+from .urls import is_url, redact_url, redact_urls_in
 
 __all__ = [
     # memory per branch (store.block_writes)
@@ -95,10 +96,14 @@ __all__ = [
     "StoredWrite",
     "UnknownWriteError",
     "ChangeWatcher",
+    "CopyError",
+    "CopyReport",
+    "copy_database",
     "DatabaseInfo",
     "database_info",
     "is_url",
     "redact_url",
+    "redact_urls_in",
     "CONTROL_CHARS",
     "REPLY_STATES",
     "ReplyState",

@@ -569,6 +569,46 @@ def m008_block_writes(db: Database) -> None:
     )
 
 
+@migration
+def m009_change_notifications(db: Database) -> None:
+    # Issue 12: processes (machines) sharing one PostgreSQL database see each
+    # other's new chats, messages and memory writes without polling tables:
+    # every committed change to a session row (each message write bumps its
+    # `updated_at`) or to a context block sends `NOTIFY chatui_changes,
+    # '<schema> <session id or namespace>'`, which `changes.ChangeWatcher`
+    # LISTENs for. SQLite needs nothing: its watcher reads `data_version`.
+    if not is_postgres(db):
+        return
+    # One statement at a time: the function body holds ";\n" (see `_run`).
+    db.execute_sql(
+        """
+        CREATE OR REPLACE FUNCTION chatui_notify_change() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            changed text;
+        BEGIN
+            IF TG_TABLE_NAME = 'sessions' THEN
+                IF TG_OP = 'DELETE' THEN changed := OLD.id; ELSE changed := NEW.id; END IF;
+            ELSE
+                IF TG_OP = 'DELETE' THEN
+                    changed := OLD.namespace;
+                ELSE
+                    changed := NEW.namespace;
+                END IF;
+            END IF;
+            PERFORM pg_notify('chatui_changes', TG_TABLE_SCHEMA || ' ' || changed);
+            RETURN NULL;
+        END
+        $$
+        """
+    )
+    for table in ("sessions", "context_blocks"):
+        db.execute_sql(
+            f"CREATE TRIGGER {table}_notify AFTER INSERT OR UPDATE OR DELETE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION chatui_notify_change()"
+        )
+
+
 def applied_migrations(db: Database) -> list[str]:
     """Names of the migrations the database records, oldest first (creating the record table)."""
     if is_postgres(db):

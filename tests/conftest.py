@@ -195,3 +195,7 @@ def fake_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
     monkeypatch.setenv("CHATUI_DEMO_DELAY", "0")
     return FAKE_OPENAI_KEY
+
+
+# A PostgreSQL schema of one's own (`pg_url`); see tests/pg_helpers.py.
+from tests.pg_helpers import pg_url  # noqa: E402, F401

@@ -34,6 +34,9 @@ from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
 __all__ = ["ChatApp", "run"]
 
+CHANGE_POLL_SECONDS = 0.3
+"""How often the app looks for other processes' writes (they show within a second)."""
+
 log = logging.getLogger(__name__)
 
 
@@ -114,6 +117,21 @@ class ChatApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
+        # Other processes and machines on the same database: their writes show
+        # within a second (the watcher is one pragma or one socket check a call).
+        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
+
+    def _poll_changes(self) -> None:
+        try:
+            changed = self.workspace.poll_changes()
+        except Exception:  # a dropped server must not stop the app; the next poll retries
+            log.warning("watching for other processes' changes failed", exc_info=True)
+            return
+        if changed:
+            from .screens.chat_list import ChatListScreen  # loaded by its first showing
+
+            if isinstance(self.screen, ChatListScreen):
+                self.screen.changed_elsewhere()
 
     @on(MainScreen.FirstChatShown)
     def _first_chat_shown(self) -> None:

@@ -22,9 +22,9 @@ Design notes:
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
-import peewee
 from peewee import DatabaseError as PeeweeDatabaseError
 from peewee import InterfaceError, OperationalError
 from playhouse import db_url
@@ -43,13 +43,80 @@ if TYPE_CHECKING:
 __all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
 
 # `english` stemming without stop words (see the baseline in `migrations`).
+log = logging.getLogger(__name__)
+
 TEXT_SEARCH_CONFIG = "chatui_english"
-# peewee's DB-API → peewee exception mapper (dunder-named, so mypy cannot see it).
-_PEEWEE_ERRORS = vars(peewee)["__exception_wrapper__"]
 SEQ_MASK = (1 << 32) - 1
 _HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
 # Any number, so that two chatui processes opening one new database migrate one at a time.
 _MIGRATION_LOCK = 0x63686174
+
+
+# What psycopg 3 says when the server has ended a connection (peewee wraps it).
+_GONE = (
+    "terminating connection",
+    "server closed the connection",
+    "consuming input failed",
+    "the connection is closed",
+    "the connection is lost",
+    "connection already closed",
+)
+
+
+class ReconnectingPostgres(Psycopg3Database):
+    """A connection the server ended (a restart, a failover, an admin) is replaced.
+
+    Outside a transaction a statement that meets a dead connection runs again
+    on a new one (as peewee's `ReconnectMixin` does, for psycopg 3's messages and
+    its `named_cursor` argument), and `connection()` hands out a new connection
+    in place of one known to be broken. Inside a transaction nothing is
+    retried: the error reaches the caller (the server has rolled it back
+    anyway) and the next transaction starts on a new connection.
+    """
+
+    def _gone(self, exc: Exception) -> bool:
+        return (
+            isinstance(exc, OperationalError | InterfaceError)
+            and not self.in_transaction()
+            and any(text in str(exc).lower() for text in _GONE)
+        )
+
+    def _reopen(self) -> None:
+        log.warning("the PostgreSQL server ended the connection; reconnecting")
+        self.close()
+        self.connect()
+
+    def connection(self) -> Any:
+        conn = super().connection()
+        if (conn.closed or conn.broken) and not self.in_transaction():
+            self._reopen()
+            conn = super().connection()
+        return conn
+
+    def execute_sql(self, sql: str, params: Any = None, named_cursor: Any = None) -> Any:
+        try:
+            return super().execute_sql(sql, params, named_cursor=named_cursor)
+        except Exception as exc:
+            if not self._gone(exc):
+                raise
+        self._reopen()
+        return super().execute_sql(sql, params, named_cursor=named_cursor)
+
+    def begin(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().begin(*args, **kwargs)
+            return
+        except Exception as exc:
+            if not self._gone(exc):
+                raise
+        self._reopen()
+        super().begin(*args, **kwargs)
+
+    def _close(self, conn: Any) -> None:
+        try:
+            super()._close(conn)
+        except Exception:  # closing a connection the server already ended
+            log.debug("closing a dead connection failed", exc_info=True)
 
 
 class PostgresEngine(Engine):
@@ -71,7 +138,7 @@ class PostgresEngine(Engine):
         params.setdefault("connect_timeout", max(1, int(busy_timeout)))
         params.setdefault("application_name", "chatui")
         load_psycopg()
-        self.db = Psycopg3Database(database, autoconnect=False, **params)
+        self.db = ReconnectingPostgres(database, autoconnect=False, **params)
 
     def _scrub(self, text: str) -> str:
         text = redact_urls_in(text)
@@ -103,10 +170,12 @@ class PostgresEngine(Engine):
         self._checked = True
 
     def execute(self, conn: Any, sql: str, params: Any) -> Any:
-        # psycopg's errors become peewee's, as the builder's own queries raise
-        # them: callers catch one family (SQLite keeps sqlite3's, as before).
-        with _PEEWEE_ERRORS:
-            return super().execute(conn, sql, params)
+        # Through peewee's `execute_sql`: psycopg's errors become peewee's, as the
+        # builder's own queries raise them (callers catch one family; SQLite keeps
+        # sqlite3's), and a connection the server ended is replaced (see
+        # `ReconnectingPostgres`). `conn` is that same connection.
+        del conn
+        return self.db.execute_sql(sql, params or None)
 
     def prepare_migrations(self) -> None:
         self.db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

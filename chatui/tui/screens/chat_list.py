@@ -120,6 +120,15 @@ class ChatListScreen(ModalScreen[str | None]):
             groups.append(("▾ Chats outside any project", grouped[None]))
         return groups
 
+    def changed_elsewhere(self) -> None:
+        """Another process wrote: read the chats again, the cursor staying on its chat."""
+        tables = self.query(DataTable)
+        if not tables or not tables.first().columns:  # not mounted yet: on_mount reads them
+            return
+        self._message_counts = None
+        selected = self.selected()
+        self.reload(keep=selected.id if selected else None)
+
     def reload(self, keep: str | None = None) -> None:
         table = self.query_one(DataTable)
         rows = self.manager.list(deleted_only=True) if self.show_deleted else self.manager.list()

@@ -69,7 +69,7 @@ from ...events import (
 )
 from ...jobs import JobEnded, JobsFull, TurnKind
 from ...state import UiState
-from ...workspace import ModelFactsChanged, Workspace, WorkspaceEvent
+from ...workspace import ChatsChanged, ModelFactsChanged, Workspace, WorkspaceEvent
 from .commands import ChatCommands
 from .main_memory import MemoryMixin
 from .main_notes import BranchNotesMixin
@@ -550,6 +550,9 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                 if event.model == self.model:
                     await self.refresh_sidebar(blocks=False)
                 return
+            if isinstance(event, ChatsChanged):
+                await self._changed_elsewhere(event.session_ids)
+                return
             if event.session_id != self.session_id or self.chat is None:
                 self._elsewhere(event)
                 return
@@ -557,6 +560,22 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                 await self._turn_ended(event)
             else:
                 await self.show_event(event)
+
+    async def _changed_elsewhere(self, session_ids: frozenset[str]) -> None:
+        """Another process wrote: redraw the chat on screen if it is one of them.
+
+        A chat replying here is left to its stream (this process writes it); a
+        change to a namespace that is no chat (shared memory) refreshes the sidebar.
+        """
+        if self.chat is not None and self.session_id in session_ids and not self.generating:
+            self.chat.follow_growth()
+            await self._redraw()
+        else:
+            manager = self.workspace.manager
+            others = session_ids - {self.session_id}
+            if any(manager.get(i, include_deleted=True) is None for i in others):
+                await self.refresh_sidebar()
+        self.update_title()
 
     def _elsewhere(self, event: WorkspaceEvent) -> None:
         """An event of a chat not on screen: only its end is worth a word."""

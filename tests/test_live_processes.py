@@ -1,0 +1,152 @@
+"""Two processes on one database: the app shows another process's writes within a second.
+
+The app runs here (Textual Pilot); the other process is a real one (a Python
+child writing through the store API, as a second chatui would), so nothing is
+shared but the database: one SQLite file, or one PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from chatui.state import UiState
+from store import SessionManager, Store, StoreSessionProvider
+
+from .app_helpers import make_app
+
+WRITER = r"""
+import asyncio, sys
+from store import SessionManager, Store, StoreContextProvider
+
+store = Store(sys.argv[1])
+manager = SessionManager(store)
+for line in sys.stdin:
+    command, _, arg = line.strip().partition(" ")
+    if command == "message":
+        msg = {"id": arg, "role": "user", "parts": [{"type": "text", "text": "from afar " + arg}]}
+        asyncio.run(manager.append(sys.argv[2], msg))
+    elif command == "memory":
+        asyncio.run(StoreContextProvider(store, "global", "memory").set(arg))
+    elif command == "chat":
+        manager.create(arg)
+    print("done", flush=True)
+store.close()
+"""
+
+
+class Writer:
+    """The other process: one command a line, "done" once it is committed."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, location: str, session_id: str) -> Writer:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            WRITER,
+            location,
+            session_id,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        return cls(proc)
+
+    async def do(self, command: str) -> float:
+        """Run one write in the other process; the time it was committed."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{command}\n".encode())
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        assert line.strip() == b"done", line
+        return time.monotonic()
+
+    async def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        await asyncio.wait_for(self.proc.wait(), 30)
+
+
+async def seen_within(pilot, condition, since: float, limit: float = 1.0) -> float:
+    """How long after `since` the app showed it; fails past `limit` seconds."""
+    while time.monotonic() - since < limit:
+        if condition():
+            return time.monotonic() - since
+        await pilot.pause(0.02)
+    raise AssertionError(f"not shown {limit} s after the other process wrote it")
+
+
+async def app_sees_other_process(location: str) -> None:
+    with Store(location) as store:
+        manager = SessionManager(store)
+        chat = manager.create("Shared chat", model="demo")
+        StoreSessionProvider(store, chat.id).append_message(
+            {"id": "first", "role": "user", "parts": [{"type": "text", "text": "hello"}]}, None
+        )
+    store = Store(location)
+    app = make_app(store, ui_state=UiState(last_session_id=chat.id, show_sidebar=True))
+    writer = await Writer.start(location, chat.id)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            main = app.main
+            await seen_within(
+                pilot, lambda: "first" in main.chat_view.shown_ids, time.monotonic(), 30
+            )
+            await pilot.pause(0.5)  # the watcher has taken its first reading
+
+            done = await writer.do("message m-afar")
+            await seen_within(pilot, lambda: "m-afar" in main.chat_view.shown_ids, done)
+            assert main.chat.snapshot().active_leaf == "m-afar"
+
+            done = await writer.do("memory The user moved to Porto")
+            await seen_within(
+                pilot,
+                lambda: any("Porto" in b.content for b in main.sidebar.blocks),
+                done,
+            )
+
+            await pilot.press("ctrl+s")  # the chat list
+            await pilot.pause(0.3)
+            from chatui.tui.screens.chat_list import ChatListScreen
+
+            assert isinstance(app.screen, ChatListScreen)
+            chats = app.screen
+            done = await writer.do("chat Made elsewhere")
+            await seen_within(
+                pilot,
+                lambda: any(r is not None and r.name == "Made elsewhere" for r in chats.rows),
+                done,
+            )
+    finally:
+        await writer.close()
+        store.close()
+
+
+async def test_an_app_sees_another_process_on_one_sqlite_file(tmp_path):
+    await app_sees_other_process(str(tmp_path / "shared.db"))
+
+
+def test_the_writer_runs_standalone(tmp_path):
+    """The child script itself works (a failure there would look like a slow app)."""
+    import subprocess
+
+    path = tmp_path / "w.db"
+    with Store(path) as store:
+        chat = SessionManager(store).create("x")
+    out = subprocess.run(
+        [sys.executable, "-c", WRITER, str(path), chat.id],
+        input="message one\nchat two\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout.split() == ["done", "done"], out.stderr
+    with Store(path) as store:
+        assert [i.name for i in SessionManager(store).list()][:2] == ["two", "x"]
+
+
+async def test_an_app_sees_another_process_on_one_postgresql_database(pg_url):
+    await app_sees_other_process(pg_url)
