@@ -183,10 +183,16 @@ def insert_session(
     )
 
 
+# Prepared, as the session row: an import records one status per chat.
+_INSERT_STATUS = Prepared(
+    lambda sid, status, detail, stamp: StatusRow.insert(
+        session_id=sid, status=status, detail=detail, changed_at=stamp
+    )
+)
+
+
 def record_status(
     store: Store, session_id: str, status: str, detail: str | None, stamp: str
 ) -> None:
     """Append one entry to the session's status history (inside the caller's write)."""
-    store.run(
-        StatusRow.insert(session_id=session_id, status=status, detail=detail, changed_at=stamp)
-    )
+    _INSERT_STATUS.run(store, session_id, status, detail, stamp)
