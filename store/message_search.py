@@ -55,7 +55,12 @@ _SCOPE = Prepared(
 )
 
 # RETURNING, not `lastrowid`: psycopg has none (SQLite 3.35+ and PostgreSQL both return it).
-_NEW_SCOPE = Prepared(lambda sid: SearchScope.insert(session_id=sid).returning(SearchScope.n))
+# A second process may number the same session between our read and this insert
+# (PostgreSQL does not serialise writers as SQLite's write lock does): the insert
+# then does nothing and the number is read again.
+_NEW_SCOPE = Prepared(
+    lambda sid: SearchScope.insert(session_id=sid).on_conflict_ignore().returning(SearchScope.n)
+)
 
 
 _DELETED = Prepared(
@@ -89,7 +94,8 @@ def scope_number(store: Store, session_id: str, *, create: bool = False) -> int 
         return int(rows[0][0])
     if not create:
         return None
-    return int(_NEW_SCOPE.rows(store, session_id)[0][0])
+    rows = _NEW_SCOPE.rows(store, session_id) or _SCOPE.rows(store, session_id)
+    return int(rows[0][0])
 
 
 def index_rowid(scope: int, seq: int) -> int:
