@@ -25,6 +25,7 @@ import re
 from datetime import datetime
 
 from .db import Store
+from .engines.base import SEQ_BITS, SEQ_MASK
 from .errors import StoreError
 from .messages import Message, SearchResult
 from .prepared import Prepared
@@ -44,8 +45,6 @@ __all__ = [
     "snippet",
 ]
 
-SEQ_BITS = 32
-SEQ_MASK = (1 << SEQ_BITS) - 1
 K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 

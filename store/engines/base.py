@@ -10,7 +10,12 @@ from peewee import Database
 if TYPE_CHECKING:
     from ..search import Query
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "SEQ_BITS", "SEQ_MASK"]
+
+# A message's index rowid is (its session's number << SEQ_BITS) + its seq (see
+# `message_search`); the engines' search SQL takes the seq back with SEQ_MASK.
+SEQ_BITS = 32
+SEQ_MASK = (1 << SEQ_BITS) - 1
 
 
 class Engine(ABC):
@@ -64,6 +69,31 @@ class Engine(ABC):
     @abstractmethod
     def integrity_problems(self) -> list[str]:
         """Problems in the data and the search indexes ([] when healthy)."""
+
+    # SQLite says `IS NOT`, PostgreSQL `IS DISTINCT FROM`: the one difference in the
+    # index check below.
+    _distinct: ClassVar[str] = "IS NOT"
+
+    def index_problems(self) -> list[str]:
+        """Messages missing from the message index, and index rows with no message."""
+        missing = self.rows(
+            "SELECT count(*) FROM messages m "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            f"LEFT JOIN messages_fts f ON f.rowid = (s.n << {SEQ_BITS}) + m.seq "
+            "WHERE f.rowid IS NULL"
+        )[0][0]
+        orphans = self.rows(
+            "SELECT count(*) FROM messages_fts f "
+            f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
+            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
+            f"WHERE m.seq IS NULL OR s.n {self._distinct} (f.rowid >> {SEQ_BITS})"
+        )[0][0]
+        problems = []
+        if missing:
+            problems.append(f"{missing} messages are missing from the search index")
+        if orphans:
+            problems.append(f"{orphans} search rows have no message")
+        return problems
 
     # -- full-text search (the one place the dialects truly differ) -------------
 

@@ -35,7 +35,7 @@ from ..errors import DatabaseFileError, DatabaseUnavailableError
 from ..search import tsquery_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN, snippet
 from ..urls import redact_url, redact_urls_in
-from .base import Engine
+from .base import SEQ_MASK, Engine
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -46,7 +46,6 @@ __all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
 log = logging.getLogger(__name__)
 
 TEXT_SEARCH_CONFIG = "chatui_english"
-SEQ_MASK = (1 << 32) - 1
 _HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
 # Any number, so that two chatui processes opening one new database migrate one at a time.
 _MIGRATION_LOCK = 0x63686174
@@ -124,6 +123,7 @@ class PostgresEngine(Engine):
 
     name = "postgres"
     label = "PostgreSQL"
+    _distinct = "IS DISTINCT FROM"
 
     def __init__(self, url: str, *, busy_timeout: float) -> None:
         self.url = url
@@ -192,23 +192,7 @@ class PostgresEngine(Engine):
         return int(row[0])
 
     def integrity_problems(self) -> list[str]:
-        problems: list[str] = []
-        missing = self.rows(
-            "SELECT count(*) FROM messages m "
-            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
-            "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
-        )[0][0]
-        orphans = self.rows(
-            "SELECT count(*) FROM messages_fts f "
-            f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
-            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
-            "WHERE m.seq IS NULL OR s.n IS DISTINCT FROM (f.rowid >> 32)"
-        )[0][0]
-        if missing:
-            problems.append(f"{missing} messages are missing from the search index")
-        if orphans:
-            problems.append(f"{orphans} search rows have no message")
-        return problems
+        return self.index_problems()
 
     # -- search ---------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from ..errors import DatabaseFileError
 from ..search import fts5_expression, scope_token, scoped_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS
 from ..urls import is_url
-from .base import Engine
+from .base import SEQ_MASK, Engine
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["SqliteEngine"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-SEQ_MASK = (1 << 32) - 1
 
 
 class SqliteEngine(Engine):
@@ -102,23 +101,7 @@ class SqliteEngine(Engine):
                 self.rows(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
             except sqlite3.DatabaseError as exc:
                 problems.append(f"{table}: {exc}")
-        # Index rowids are (session number << 32) + seq (see message_search).
-        missing = self.rows(
-            "SELECT count(*) FROM messages m "
-            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
-            "LEFT JOIN messages_fts f ON f.rowid = (s.n << 32) + m.seq WHERE f.rowid IS NULL"
-        )[0][0]
-        orphans = self.rows(
-            "SELECT count(*) FROM messages_fts f "
-            f"LEFT JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK}) "
-            "LEFT JOIN search_scopes s ON s.session_id = m.session_id "
-            "WHERE m.seq IS NULL OR s.n IS NOT (f.rowid >> 32)"
-        )[0][0]
-        if missing:
-            problems.append(f"{missing} messages are missing from the search index")
-        if orphans:
-            problems.append(f"{orphans} search rows have no message")
-        return problems
+        return problems + self.index_problems()
 
     # -- search ---------------------------------------------------------------
 
