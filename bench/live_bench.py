@@ -129,7 +129,7 @@ async def app_first_tokens(server: ServerProcess, runs: int) -> list[float]:
         samples = []
         watch = ScreenWatch(app)
         async with app.run_test(size=(140, 40)) as pilot:
-            while not app.llm_ready:
+            while not app.llm_ready or not app.workspace.worker.ready.is_set():
                 await pilot.pause(0.05)
             for _ in range(runs):
                 main = app.main
@@ -257,7 +257,7 @@ async def keystroke_figure(presses: int = 60) -> None:
 
         app._display = display  # type: ignore[method-assign]
         async with app.run_test(size=(140, 40)) as pilot:
-            while not app.llm_ready:
+            while not app.llm_ready or not app.workspace.worker.ready.is_set():
                 await pilot.pause(0.05)
             main = app.main
             for sid in ids:

@@ -36,7 +36,7 @@ from .wiring import GLOBAL_NAMESPACE, build_manager
 _SESSION_NOTE = re.compile(r"\s*\(session [^)]*\)")
 
 if TYPE_CHECKING:
-    from .engine import ChatEngine
+    from .engine import ChatEngine, Streamer
 
 __all__ = ["AgentRuntime", "PeerMarks", "agent_blocks", "agent_namespace", "agent_spec"]
 
@@ -101,6 +101,9 @@ class AgentRuntime:
         self.router = PeerRouter(self.manager, self.run_turn)
         self._managers: dict[str | None, SessionManager] = {None: self.manager}
         self._engines: dict[str | None, ChatEngine] = {}
+        self.streamer: Streamer | None = None
+        """How engines stream model calls (None: in this process; the app sets its
+        model process's)."""
 
     # -- agents -------------------------------------------------------------------
 
@@ -150,7 +153,10 @@ class AgentRuntime:
                 else replace(self.config, model=agent.model)
             )
             engine = ChatEngine(
-                self.manager_for_agent(agent_id), config, extra_tools=self.peer_tools
+                self.manager_for_agent(agent_id),
+                config,
+                extra_tools=self.peer_tools,
+                streamer=self.streamer,
             )
             self._engines[agent_id] = engine
         return engine

@@ -26,7 +26,7 @@ import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import Any, TypeAlias
 
 from peewee import DatabaseError as PeeweeDatabaseError
 
@@ -64,9 +64,13 @@ from .llm.windows import WINDOWS, Window
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 
-__all__ = ["ChatEngine", "ContextUsage"]  # ContextUsage lives in context_usage
+__all__ = ["ChatEngine", "ContextUsage", "Streamer"]  # ContextUsage lives in context_usage
 
 log = logging.getLogger(__name__)
+
+Streamer: TypeAlias = Callable[..., AsyncGenerator[llm.Chunk, None]]
+"""`llm.stream_completion`'s signature: (model, messages, *, tools, api_base, timeout,
+max_retries) → chunks."""
 
 STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
@@ -91,12 +95,16 @@ class ChatEngine:
         *,
         flush_interval: float = 0.25,
         extra_tools: Callable[[str], dict[str, Tool]] | None = None,
+        streamer: Streamer | None = None,
     ) -> None:
         self.manager = manager
         self.config = config
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
+        self.streamer: Streamer = streamer or llm.stream_completion
+        """How a model call is streamed: in this process (the default), or the app's
+        model process (`llm.worker`), which keeps LiteLLM's per-chunk work off the UI."""
 
     # -- facts --------------------------------------------------------------------
 
@@ -468,7 +476,7 @@ class ChatEngine:
         schemas: list[dict[str, Any]] | None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
-        stream = llm.stream_completion(
+        stream = self.streamer(
             model,
             messages,
             tools=schemas,

@@ -42,6 +42,7 @@ from .context_usage import ContextUsage, measure
 from .events import TurnEvent
 from .jobs import JobEvent, ReplyJob, ReplyJobs, TurnKind
 from .llm.windows import WINDOWS, Window
+from .llm.worker import StreamWorker, shared_worker
 
 __all__ = ["ChatsChanged", "ModelFactsChanged", "Workspace", "WorkspaceEvent"]
 
@@ -72,7 +73,14 @@ Listener: TypeAlias = Callable[[WorkspaceEvent], None]
 class Workspace:
     """Agents, model facts, context usage and the reply jobs of every chat."""
 
-    def __init__(self, store: Store, config: Config, *, launch_model: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        *,
+        launch_model: str | None = None,
+        model_process: bool = False,
+    ) -> None:
         self.store = store
         self.config = config
         self.launch_model = launch_model
@@ -86,6 +94,12 @@ class Workspace:
         self._asking: set[asyncio.Task[None]] = set()
         self._watcher: ChangeWatcher | None = None
         self.jobs.subscribe(self._emit)
+        self.worker: StreamWorker | None = None
+        """The model process replies stream from (`model_process=True`), else None:
+        calls run in this process."""
+        if model_process:
+            self.worker = shared_worker()
+            self.runtime.streamer = self.worker.stream
 
     # -- listeners ------------------------------------------------------------------
 
@@ -122,6 +136,16 @@ class Workspace:
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
+
+    def start_model_process(self) -> None:
+        """Start the model process now, so LiteLLM is loaded there before the first send
+        (a failure is logged; the first call tries again and says why)."""
+        if self.worker is None:
+            return
+        try:
+            self.worker.start()
+        except llm.LLMError:
+            log.warning("the model process did not start", exc_info=True)
 
     # -- models ---------------------------------------------------------------------
 

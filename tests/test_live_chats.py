@@ -307,3 +307,54 @@ async def test_a_burst_of_deltas_is_one_message_to_the_screen(store, config, llm
         await wait_for(pilot, lambda: not main.generating)
         await pilot.pause()
         assert main.chat_view.views[-1].text == WORDS
+
+
+async def test_a_reply_slow_to_start_shows_writing_before_its_first_word(store, config, llm_server):
+    """The reply's view waits a moment for its first text (one frame instead of two for a
+    fast model); a slow one is drawn empty, marked writing, until its words come."""
+    llm_server.text("late words arrive", delay=0.8)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Anyone there?")
+        await wait_for(pilot, lambda: app.main.generating)
+        await wait_for(pilot, lambda: len(app.main.chat_view.views) == 2, 0.7)
+        view = app.main.chat_view.views[-1]
+        assert view.message.role == "assistant" and view.text == ""
+        assert "writing…" in view.header().plain
+        await wait_for(pilot, lambda: not app.main.generating)
+        await pilot.pause()
+        assert app.main.chat_view.views[-1].text == "late words arrive"
+        assert len(app.main.chat_view.views) == 2  # drawn once, not twice
+
+
+async def test_typing_while_a_reply_streams_loses_no_key_and_the_reply_keeps_drawing(
+    store, config, llm_server
+):
+    """While someone types, a streaming reply is drawn less often (each keystroke's frame
+    stays cheap), but it is still drawn, and every key lands in order."""
+    from textual import events
+    from textual.widgets import Markdown
+
+    llm_server.text(LONG, delay=0.01)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Count")
+        await wait_for(pilot, lambda: app.main._streams)
+        box = app.main.chat_input
+        box.focus()
+        view = app.main.chat_view.views[-1]
+        lengths = []
+        typed = "the quick brown fox jumps over the lazy dog"
+        for char in typed:
+            # Posted as a terminal would send it: Pilot.press waits for an idle app,
+            # which a streaming one never is.
+            box.post_message(events.Key("space" if char == " " else char, char))
+            await asyncio.sleep(0.03)
+            lengths.append(len(view.query_one(Markdown).source))  # drawn, not received
+        await wait_for(pilot, lambda: box.text == typed)
+        grew = sum(1 for a, b in zip(lengths, lengths[1:], strict=False) if b > a)
+        assert grew >= 3, lengths  # ~1.3 s of typing: redrawn every 0.25 s at most
+        assert lengths[-1] < len(LONG)  # it was still streaming while we typed
+        await app.workspace.jobs.cancel_all()

@@ -96,6 +96,9 @@ def test_a_chat_left_mid_reply_finishes_in_the_background(tmp_path, llm_server, 
         streamed(db)  # the reply is streaming into the database
         tmux("send-keys", "-t", name, "C-s")
         try:
+            # The list itself (its status line), not the chat's own "writing…" header
+            # still on screen while a loaded machine opens the list.
+            wait_screen(name, "enter open · r rename")
             wait_screen(name, "writing…")
         except AssertionError:
             with Store(db) as store:

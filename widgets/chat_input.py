@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual import events
 from textual.binding import Binding
 from textual.message import Message as TextualMessage
@@ -67,6 +69,9 @@ class ChatInput(TextArea):
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        self.last_key_at = float("-inf")
+        """When a key last reached the box (monotonic): a streaming reply draws less
+        often while someone types, so each keystroke's frame stays cheap."""
         super().__init__(
             text,
             soft_wrap=True,
@@ -88,6 +93,7 @@ class ChatInput(TextArea):
         self.replace("\n", start, end, maintain_selection_offset=False)
 
     async def _on_key(self, event: events.Key) -> None:
+        self.last_key_at = time.monotonic()
         # Enter is handled here, in key order: a priority binding would run before
         # keys typed just ahead of it reached the text.
         if event.key == "enter":

@@ -33,6 +33,10 @@ __all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
 
 FLUSH_SECONDS = 0.05
 """Most time streamed text waits before it is drawn."""
+TYPING_FLUSH_SECONDS = 0.25
+"""The same while someone types (a key within `TYPING_SECONDS`): drawing a growing
+reply re-lays the screen, and a keystroke's frame should not wait for that."""
+TYPING_SECONDS = 0.5
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 # Anything Markdown would render differently from plain text.
@@ -337,7 +341,10 @@ class MessageView(Vertical, can_focus=True):
             # needs a few dozen updates, and each one re-lays the growing block. The
             # first fragment after a quiet spell is drawn at once (the first token must
             # not wait out a timer); the rest wait for the next slot.
-            wait = self._flushed_at + FLUSH_SECONDS - time.monotonic()
+            now = time.monotonic()
+            typed_at = getattr(self.screen.focused, "last_key_at", float("-inf"))
+            interval = TYPING_FLUSH_SECONDS if now - typed_at < TYPING_SECONDS else FLUSH_SECONDS
+            wait = self._flushed_at + interval - now
             if wait <= 0:
                 await self._flush()
             else:

@@ -18,9 +18,16 @@ import os
 import random
 import uuid
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
+from .chunks import (
+    Chunk,
+    ReasoningChunk,
+    RetryChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
 from .env import (
     DEFAULT_TIMEOUT,
     DEMO_CONTEXT_WINDOW,
@@ -69,53 +76,6 @@ log = logging.getLogger(__name__)
 
 MAX_RETRY_WAIT = 60.0
 """A Retry-After longer than this is not waited for (the turn fails with the hint)."""
-
-# -- chunks ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TextChunk:
-    """Reply text, in the order it arrived."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ReasoningChunk:
-    """Reasoning ("thinking") text, for models that stream it."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallChunk:
-    """One complete tool call (emitted once its arguments have fully arrived)."""
-
-    id: str
-    name: str
-    arguments_json: str
-
-
-@dataclass(frozen=True)
-class UsageChunk:
-    """Tokens of the call and its cost in USD (0.0 when LiteLLM has no price)."""
-
-    input_tokens: int
-    output_tokens: int
-    cost: float
-
-
-@dataclass(frozen=True)
-class RetryChunk:
-    """The provider said "too many requests"; the call is retried after `delay` seconds."""
-
-    attempt: int
-    max_retries: int
-    delay: float
-    error: LLMError
-
-
-Chunk: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | RetryChunk
 
 # -- model facts ------------------------------------------------------------------
 

@@ -63,13 +63,16 @@ class ChatApp(App[int]):
         ui_state: UiState | None = None,
         state_path: Path | None = None,
         warm_llm: bool = True,
+        model_process: bool = True,
     ) -> None:
         super().__init__()
         self.store = store
         self.config = config
         self.state_path = state_path
         self.ui_state = ui_state if ui_state is not None else load_state(state_path)
-        self.workspace = Workspace(store, config, launch_model=model)
+        # Replies stream from a model process of their own (`llm.worker`): LiteLLM's
+        # per-chunk work never competes with drawing and typing.
+        self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
         self.runtime: AgentRuntime = self.workspace.runtime
         self.manager: SessionManager = self.workspace.manager
         self._warm = warm_llm
@@ -139,10 +142,14 @@ class ChatApp(App[int]):
             # After the next refresh the whole first screen is on the terminal; LiteLLM's
             # import (seconds of CPU) starts only then, so it never delays that frame.
             self.call_after_refresh(self.warm_llm)
+        self.call_after_refresh(self.workspace.start_model_process)
 
     @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
     def warm_llm(self) -> None:
         llm.warm_up()
+        worker = self.workspace.worker
+        if worker is not None:  # "ready" means the first send streams without a wait
+            worker.ready.wait(timeout=30)
         self.call_from_thread(self.call_later, self._llm_ready)
 
     async def _llm_ready(self) -> None:

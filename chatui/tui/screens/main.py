@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 
 from rich.text import Text
 from textual import getters, on
@@ -81,6 +82,10 @@ log = logging.getLogger(__name__)
 
 NEW_CHAT_NAME = "New chat"
 STORAGE_TITLE = "Could not save to the database"
+REPLY_VIEW_WAIT = 0.2
+"""Seconds a new reply's view waits for its first text before it is drawn empty
+("writing…"): mounted with that text, the first token costs one layout and one
+frame, not two (the input's busy border shows the wait meanwhile)."""
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "r regenerates and e edits a focused message — both make branches, nothing is lost. "
@@ -174,6 +179,9 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         """Views of replies being written in the chat on screen."""
         self._drawn: dict[str, int] = {}
         """Characters of each streaming reply's text already drawn."""
+        self._starting: dict[str, tuple[str, Message]] = {}
+        """Replies just started in the chat on screen whose view waits for its first
+        text (`REPLY_VIEW_WAIT`)."""
         self._draw_lock = asyncio.Lock()
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
@@ -320,6 +328,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             job = self.workspace.jobs.job(self.session_id)
             for text, level in job.notes if job else ():  # notices of the running turn
                 await self.chat_view.notice(text, level)
+        self._starting.clear()  # the redraw drew every live reply
         self._streams = {
             mid: view for mid in live if (view := self.chat_view.view_for(mid)) is not None
         }
@@ -595,6 +604,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         """Show the stored end state: a cancelled or failed turn is re-read from the store."""
         self._streams.clear()
         self._drawn.clear()
+        self._starting.clear()
         if event.outcome != "finished":
             await self._redraw()
         else:
@@ -640,10 +650,8 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                 follows = message.parent_id == self._shown_leaf()
                 chat.adopt(message.id)
                 if follows:
-                    view = await self.chat_view.start_reply(message)
-                    self._streams[message.id] = view
-                    self._drawn[message.id] = 0
-                    self.redraw_tree()  # the user's message or tool results, and this reply
+                    self._starting[message.id] = (chat.session_id, message)
+                    self.set_timer(REPLY_VIEW_WAIT, partial(self._reply_waited, message.id))
                 else:
                     await self._redraw()  # a regenerated reply: a sibling, drawn streaming
                     view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
@@ -655,6 +663,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             case ReplyDelta(message_id=mid, kind="text"):
                 await self._catch_up(mid)
             case ReplyFinished(message=message):
+                await self._start_reply_view(message.id)
                 self._streams.pop(message.id, None)
                 self._drawn.pop(message.id, None)
                 await self.chat_view.finish_reply(message)
@@ -682,6 +691,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
 
         Idempotent: deltas queued before a redraw find nothing new to draw.
         """
+        await self._start_reply_view(message_id)
         view = self._streams.get(message_id)
         live = self.workspace.jobs.live_messages(self.session_id).get(message_id)
         if view is None or live is None:
@@ -690,6 +700,23 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         if len(live) > drawn:
             self._drawn[message_id] = len(live)
             await view.append(live[drawn:])
+
+    async def _start_reply_view(self, message_id: str) -> None:
+        """Mount the view of a reply that waited for its text (under the lock)."""
+        started = self._starting.pop(message_id, None)
+        if started is None or started[0] != self.session_id:
+            return
+        message = started[1]
+        self._streams[message_id] = await self.chat_view.start_reply(message)
+        self._drawn[message_id] = 0
+        # The tree's new node (a snapshot of the chat: tens of ms in a long one) after
+        # the frame that shows the reply, not before it.
+        self.call_after_refresh(self.redraw_tree)
+
+    async def _reply_waited(self, message_id: str) -> None:
+        """No text yet: draw the reply empty, marked writing."""
+        async with self._draw_lock:
+            await self._start_reply_view(message_id)
 
     # -- cancelling ----------------------------------------------------------------
 

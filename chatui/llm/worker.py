@@ -1,0 +1,334 @@
+"""Model calls in a process of their own, so a streaming reply never stalls the screen.
+
+LiteLLM and the OpenAI SDK spend about a millisecond of CPU on every
+streamed chunk (pydantic models, LiteLLM's wrappers). Three replies at 300
+tokens/s each would keep the app's event loop busy nearly all the time,
+and a burst (a fast local server) would delay the first token's frame by
+the whole burst. `StreamWorker` runs `stream_completion` in a child
+process (`python -m chatui.llm.worker_main`) that imports LiteLLM there,
+on the other core; the app receives finished chunks, one JSON line each
+(`wire`), and does only its own work: storing and drawing.
+
+Design notes:
+- One worker per app process, started early (`start()`) so LiteLLM is
+  loaded before the first send; restarted on the next call if it died.
+- `stream()` has `stream_completion`'s signature and contract: chunks,
+  then the end, or an `LLMError`. Closing the generator cancels the call
+  in the worker. A worker that dies mid-reply ends the call with an
+  `LLMError` ("connection"): the engine keeps what arrived, as for any
+  provider failure.
+- The reading thread hands lines to the loop that asked
+  (`call_soon_threadsafe`), so one worker serves any event loop.
+- The environment is sent with a call when it changed since the last one:
+  keys come from the environment, and a key exported after launch (or a
+  test's variable) must reach the call. It travels over the pipe only,
+  never to a file or a log.
+- The worker exits when its stdin closes, so it never outlives the app,
+  however the app ends (a killed terminal included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .chunks import Chunk, TextChunk
+from .env import DEFAULT_TIMEOUT
+from .errors import LLMError, redact
+from .wire import decode
+
+__all__ = ["StreamWorker", "shared_worker"]
+
+log = logging.getLogger(__name__)
+
+MAX_FAILED_STARTS = 2
+
+
+@dataclass
+class _Call:
+    """One call in flight: what the reading thread hands over, drained by `stream()`."""
+
+    loop: asyncio.AbstractEventLoop
+    process: subprocess.Popen[bytes] | None = None
+    items: deque[Chunk | LLMError | None] = field(default_factory=deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: bool = False
+    streamed: bool = False
+
+    def push(self, item: Chunk | LLMError | None) -> None:
+        """On the call's loop: queue `item` (None: the call ended)."""
+        self.items.append(item)
+        self.ready.set()
+
+
+class StreamWorker:
+    """The model process and the calls running in it."""
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+        self._process: subprocess.Popen[bytes] | None = None
+        self._calls: dict[int, _Call] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+        self._sent_env: dict[str, str] | None = None
+        self.ready = threading.Event()
+        """Set once the running process has loaded LiteLLM (calls are quick from then on)."""
+        self.failed_starts = 0
+        self.broken = False
+        """The process failed to start `MAX_FAILED_STARTS` times: calls run in this
+        process instead (slower to draw, never lost)."""
+
+    # -- the process ------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        """Start the worker now (it loads LiteLLM at once); no-op while it runs.
+
+        Raises:
+            LLMError: the process could not be started.
+        """
+        with self._lock:
+            if self.running:
+                return
+            try:
+                process = subprocess.Popen(
+                    [self.python, "-m", "chatui.llm.worker_main"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    # Its stderr would scribble over the terminal UI; it sends its
+                    # warnings as lines instead (logged here).
+                    stderr=subprocess.DEVNULL,
+                    env=self._child_env(),
+                    start_new_session=True,  # ctrl+c in the terminal is the app's to handle
+                )
+            except OSError as exc:
+                self._start_failed()
+                raise LLMError(
+                    "unknown",
+                    "The model process could not be started",
+                    str(exc),
+                    "Check that Python can run from this folder, then press r.",
+                ) from None
+            self._process = process
+            self.ready.clear()
+            self._sent_env = dict(os.environ)
+            assert process.stdout is not None
+            threading.Thread(
+                target=self._read, args=(process, process.stdout), name="model-worker", daemon=True
+            ).start()
+
+    @staticmethod
+    def _child_env() -> dict[str, str]:
+        env = dict(os.environ)
+        # The child imports this package: the checkout it runs from must win.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        return env
+
+    def close(self) -> None:
+        """Stop the worker (calls in flight end with an error)."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            if process.stdin is not None:
+                process.stdin.close()
+        try:
+            process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
+        with self._lock:
+            process = self._process
+            if process is None or process.stdin is None:
+                raise BrokenPipeError("the model process is not running")
+            process.stdin.write(line)
+            process.stdin.flush()
+
+    def _read(self, process: subprocess.Popen[bytes], out: IO[bytes]) -> None:
+        """The reading thread: every line to the loop of its call, until the pipe ends."""
+        for line in out:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
+                log.warning("the model process sent a line chatui cannot read")
+                continue
+            if data.get("t") == "ready":
+                self.ready.set()
+                continue
+            if data.get("t") == "log":
+                log.log(int(data.get("level", logging.WARNING)), "model process: %s", data["msg"])
+                continue
+            call = self._calls.get(data.get("id", -1))
+            if call is None:
+                continue  # cancelled meanwhile: its remaining lines are dropped
+            try:
+                item = None if data.get("t") == "end" else decode(data)
+            except (KeyError, ValueError, TypeError):
+                item = LLMError(
+                    "bad_response",
+                    "The model process sent a reply chatui could not read",
+                    hint="What arrived is kept. Press r to regenerate.",
+                    partial=call.streamed,
+                )
+            self._hand_over(call, item)
+        code = process.wait()
+        with self._lock:
+            if self._process is process:
+                self._process = None
+                if not self.ready.is_set():
+                    self._start_failed()
+        for call in list(self._calls.values()):
+            if call.process is process and not call.ended:
+                self._hand_over(call, self._died(code, call.streamed))
+
+    def _start_failed(self) -> None:
+        self.failed_starts += 1
+        if self.failed_starts >= MAX_FAILED_STARTS and not self.broken:
+            self.broken = True
+            log.warning(
+                "the model process failed to start %d times; model calls run in the app",
+                self.failed_starts,
+            )
+
+    @staticmethod
+    def _hand_over(call: _Call, item: Chunk | LLMError | None) -> None:
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+            call.loop.call_soon_threadsafe(call.push, item)
+
+    @staticmethod
+    def _died(code: int | None, partial: bool) -> LLMError:
+        return LLMError(
+            "connection",
+            "The model process stopped",
+            f"chatui's model process ended unexpectedly (exit code {code}).",
+            "What arrived is kept. Press r to try again (a new process starts).",
+            partial=partial,
+        )
+
+    # -- calls ------------------------------------------------------------------
+
+    async def stream(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        api_base: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 2,
+    ) -> AsyncGenerator[Chunk, None]:
+        """`stream_completion`, run in the worker. Text that arrived together is
+        yielded as one chunk (the screen draws it at once anyway).
+
+        Raises:
+            LLMError: anything that went wrong, already readable.
+        """
+        if self.broken:
+            from . import stream_completion
+
+            inner = stream_completion(
+                model,
+                messages,
+                tools=tools,
+                api_base=api_base,
+                timeout=timeout,
+                max_retries=max_retries,
+            )
+            async with contextlib.aclosing(inner):
+                async for chunk in inner:
+                    yield chunk
+            return
+        call = _Call(asyncio.get_running_loop())
+        with self._lock:
+            self._next += 1
+            number = self._next
+        request: dict[str, Any] = {
+            "op": "stream",
+            "id": number,
+            "args": {
+                "model": model,
+                "messages": messages,
+                "tools": tools,
+                "api_base": api_base,
+                "timeout": timeout,
+                "max_retries": max_retries,
+            },
+        }
+        self._calls[number] = call
+        try:
+            self.start()
+            call.process = self._process
+            if os.environ != self._sent_env:
+                self._sent_env = dict(os.environ)
+                request["env"] = self._sent_env
+            try:
+                self._send(request)
+            except (OSError, ValueError) as exc:
+                raise LLMError(
+                    "connection",
+                    "The model process is not answering",
+                    redact(str(exc)),
+                    "Press r to try again (a new process starts).",
+                ) from None
+            while True:
+                await call.ready.wait()
+                item = call.items.popleft()
+                if not call.items:
+                    call.ready.clear()
+                if item is None:
+                    call.ended = True
+                    return
+                if isinstance(item, LLMError):
+                    call.ended = True
+                    raise item
+                if isinstance(item, TextChunk):
+                    item = self._gather(call, item)
+                call.streamed = True
+                yield item
+        finally:
+            del self._calls[number]
+            if not call.ended:  # closed early (cancel, an error of the caller's)
+                with contextlib.suppress(OSError, ValueError):
+                    self._send({"op": "cancel", "id": number})
+
+    @staticmethod
+    def _gather(call: _Call, first: TextChunk) -> TextChunk:
+        """`first` and the text chunks queued right behind it, as one."""
+        if not call.items or not isinstance(call.items[0], TextChunk):
+            return first
+        parts = [first.text]
+        while call.items and isinstance(call.items[0], TextChunk):
+            parts.append(call.items.popleft().text)  # type: ignore[union-attr]
+        if not call.items:
+            call.ready.clear()
+        return TextChunk("".join(parts))
+
+
+_shared: StreamWorker | None = None
+
+
+def shared_worker() -> StreamWorker:
+    """The process's one worker (created on first use; it starts on its first call)."""
+    global _shared
+    if _shared is None:
+        _shared = StreamWorker()
+    return _shared

@@ -1,0 +1,278 @@
+"""The model process (`chatui.llm.worker`): the same stream as in-process calls, through a
+real child process and LiteLLM's real HTTP client, against the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from chatui import llm
+from chatui.llm.wire import decode, encode
+from chatui.llm.worker import StreamWorker
+from tests import llm_server as script
+
+MODEL = "openai/test-model"
+HI = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """One model process for the module (it takes a second or two to load LiteLLM)."""
+    process = StreamWorker()
+    process.start()
+    yield process
+    process.close()
+
+
+async def run(worker: StreamWorker, server, **kwargs) -> list[llm.Chunk]:
+    kwargs.setdefault("timeout", 5)
+    kwargs.setdefault("max_retries", 0)
+    return [c async for c in worker.stream(MODEL, HI, api_base=server.base_url, **kwargs)]
+
+
+async def in_process(server, **kwargs) -> list[llm.Chunk]:
+    kwargs.setdefault("timeout", 5)
+    kwargs.setdefault("max_retries", 0)
+    return [c async for c in llm.stream_completion(MODEL, HI, api_base=server.base_url, **kwargs)]
+
+
+def text_of(chunks: list[llm.Chunk]) -> str:
+    return "".join(c.text for c in chunks if isinstance(c, llm.TextChunk))
+
+
+async def test_a_reply_through_the_worker_equals_the_same_reply_in_process(
+    worker, llm_server, fake_key
+):
+    reply = "Hello there,  world!\n\n```python\nprint('ü ✓ 日本')\n```\n"
+    llm_server.script(
+        script.text(reply, usage=(31, 17), reasoning="thinking first"),
+        script.text(reply, usage=(31, 17), reasoning="thinking first"),
+    )
+    through = await run(worker, llm_server)
+    direct = await in_process(llm_server)
+    assert text_of(through) == text_of(direct) == reply
+    reasoning = [c.text for c in through if isinstance(c, llm.ReasoningChunk)]
+    assert "".join(reasoning) == "thinking first"
+    assert [c for c in through if isinstance(c, llm.UsageChunk)] == [llm.UsageChunk(31, 17, 0.0)]
+    # The request the server saw is the same either way.
+    assert llm_server.requests[-2]["messages"] == llm_server.requests[-1]["messages"] == HI
+
+
+async def test_tool_calls_cross_whole(worker, llm_server, fake_key):
+    llm_server.script(script.tool_calls(("call_1", "set_context", {"label": "notes", "v": "ü"})))
+    chunks = await run(worker, llm_server, tools=[{"type": "function", "function": {"name": "x"}}])
+    calls = [c for c in chunks if isinstance(c, llm.ToolCallChunk)]
+    assert [(c.id, c.name, json.loads(c.arguments_json)) for c in calls] == [
+        ("call_1", "set_context", {"label": "notes", "v": "ü"})
+    ]
+    assert llm_server.last["tools"][0]["function"]["name"] == "x"
+
+
+@pytest.mark.parametrize(
+    ("scripted", "kind"),
+    [
+        (script.error(401, "Incorrect API key provided: sk-test-FAKEKEY"), "auth"),
+        (script.error(500, "the GPU caught fire"), "server"),
+        (script.context_length_error(), "context_length"),
+        (script.malformed(text_before="half a "), "bad_response"),
+    ],
+)
+async def test_errors_cross_as_the_same_readable_error_without_secrets(
+    worker, llm_server, fake_key, scripted, kind
+):
+    llm_server.script(scripted, scripted)
+    with pytest.raises(llm.LLMError) as through:
+        await run(worker, llm_server)
+    with pytest.raises(llm.LLMError) as direct:
+        await in_process(llm_server)
+    assert through.value.kind == direct.value.kind == kind
+    assert through.value.title == direct.value.title
+    assert through.value.hint == direct.value.hint
+    assert fake_key not in str(through.value) and fake_key not in through.value.detail
+
+
+async def test_closing_the_stream_cancels_the_call_and_the_next_one_works(
+    worker, llm_server, fake_key
+):
+    llm_server.script(script.hang(20, text_before="first words"), script.text("next reply"))
+    stream = worker.stream(MODEL, HI, api_base=llm_server.base_url, timeout=30, max_retries=0)
+    first = await anext(stream)
+    assert isinstance(first, llm.TextChunk) and first.text.startswith("first")
+    await stream.aclose()  # the user pressed escape
+    started = time.monotonic()
+    assert text_of(await run(worker, llm_server)) == "next reply"
+    assert time.monotonic() - started < 10  # not stuck behind the hanging call
+
+
+async def test_calls_run_side_by_side(worker, llm_server, fake_key):
+    words = " ".join(f"w{i}" for i in range(30))
+    llm_server.script(*(script.text(words, delay=0.01) for _ in range(3)))
+    results = await asyncio.gather(*(run(worker, llm_server) for _ in range(3)))
+    assert [text_of(r) for r in results] == [words] * 3
+
+
+async def test_a_key_exported_after_launch_reaches_the_call(worker, llm_server, monkeypatch):
+    llm_server.script(script.text("one"), script.text("two"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-first-key-000000000000")
+    await run(worker, llm_server)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-second-key-11111111111")
+    await run(worker, llm_server)
+    keys = [h.get("authorization") for h in llm_server.request_headers[-2:]]
+    assert keys == ["Bearer sk-first-key-000000000000", "Bearer sk-second-key-11111111111"]
+
+
+async def test_a_worker_killed_mid_reply_ends_the_call_with_an_error_and_restarts(
+    llm_server, fake_key
+):
+    worker = StreamWorker()
+    try:
+        llm_server.script(script.hang(20, text_before="some text"), script.text("after"))
+        stream = worker.stream(MODEL, HI, api_base=llm_server.base_url, timeout=30, max_retries=0)
+        assert isinstance(await anext(stream), llm.TextChunk)
+        assert worker._process is not None
+        worker._process.kill()
+        with pytest.raises(llm.LLMError) as info:
+            await asyncio.wait_for(anext(stream), 10)
+        assert info.value.kind == "connection"
+        assert info.value.partial  # text had arrived: the engine keeps it
+        assert "press r" in info.value.hint.lower()
+        assert text_of(await run(worker, llm_server)) == "after"  # a new process
+        assert not worker.broken
+    finally:
+        worker.close()
+
+
+async def test_a_worker_that_cannot_start_falls_back_to_calls_in_the_app(
+    llm_server, fake_key, tmp_path
+):
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    worker = StreamWorker(python=str(broken))
+    llm_server.script(*(script.text(f"reply {i}") for i in range(3)))
+    failures = 0
+    for _ in range(3):  # the first calls fail readably; then the app makes the call
+        try:
+            chunks = await run(worker, llm_server)
+        except llm.LLMError as error:
+            failures += 1
+            assert error.kind == "connection" and not error.partial
+            await asyncio.sleep(0.2)
+            continue
+        assert text_of(chunks).startswith("reply")
+    assert worker.broken
+    assert 1 <= failures <= 2
+    assert text_of(await run(worker, llm_server)).startswith("reply")
+
+
+async def test_a_missing_python_is_a_readable_error(llm_server, fake_key, tmp_path):
+    worker = StreamWorker(python=str(tmp_path / "no-such-python"))
+    with pytest.raises(llm.LLMError) as info:
+        await run(worker, llm_server)
+    assert info.value.title == "The model process could not be started"
+
+
+def test_the_worker_exits_when_the_app_is_killed(tmp_path):
+    """A killed terminal takes the app with it; the model process must not linger."""
+    code = textwrap.dedent(
+        """
+        import sys, time
+        from chatui.llm.worker import StreamWorker
+        worker = StreamWorker()
+        worker.start()
+        print(worker._process.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    app = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert app.stdout is not None
+    child = int(app.stdout.readline())
+    os.kill(app.pid, signal.SIGKILL)
+    app.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        try:  # reap it if it is ours (it is not: it was the killed app's child)
+            os.waitpid(child, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the model process outlived the app")
+
+
+def test_garbage_on_the_request_pipe_is_skipped():
+    """A line that is not a request (or not JSON) does not stop the process."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "chatui.llm.worker_main"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(b'not json\n[1, 2]\n{"op": "nonsense"}\n\xff\xfe\n')
+    child.stdin.write(b'{"op": "stream", "id": 7, "args": {"model": "demo", "messages": []}}\n')
+    child.stdin.flush()
+    lines = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = json.loads(child.stdout.readline())
+        if line.get("id") == 7:
+            lines.append(line)
+            if line["t"] in ("end", "error"):
+                break
+    child.stdin.close()
+    child.wait(timeout=10)
+    assert lines and lines[-1]["t"] in ("end", "error")  # it answered the real request
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"t": "text"},  # no text
+        {"t": "usage", "in": "many"},
+        {"t": "retry", "attempt": 1},
+        {"t": "call", "call": 1},
+    ],
+)
+def test_a_malformed_line_from_the_worker_is_an_error_not_a_crash(line):
+    with pytest.raises((KeyError, ValueError, TypeError)):
+        decode(line)
+
+
+def test_unknown_lines_decode_to_nothing():
+    assert decode({"t": "mystery", "id": 1}) is None
+    assert decode({}) is None
+
+
+def test_every_chunk_round_trips_through_the_wire():
+    error = llm.LLMError("rate_limit", "slow down", "detail", "wait", 2.5, partial=True)
+    for item in (
+        llm.TextChunk("ü\n\x00"),
+        llm.ReasoningChunk("hmm"),
+        llm.ToolCallChunk("c1", "tool", '{"a": 1}'),
+        llm.UsageChunk(1, 2, 0.5),
+        llm.RetryChunk(1, 2, 2.5, error),
+    ):
+        back = decode(json.loads(encode(item, 3)))
+        if isinstance(item, llm.RetryChunk):
+            assert isinstance(back, llm.RetryChunk)
+            assert (back.attempt, back.max_retries, back.delay) == (1, 2, 2.5)
+            assert (back.error.kind, back.error.title, back.error.partial) == (
+                "rate_limit",
+                "slow down",
+                True,
+            )
+        else:
+            assert back == item
