@@ -406,7 +406,7 @@ async def test_message_view_streams_and_sanitises():
 
 
 async def test_the_first_streamed_text_is_drawn_at_once_the_rest_coalesced():
-    """The first fragment after a quiet spell goes straight to the Markdown stream (the
+    """The first fragment after a quiet spell goes straight to the Markdown body (the
     first token must not wait out the coalescing timer); fragments right after it wait
     for the next slot and go together."""
     reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
@@ -416,13 +416,13 @@ async def test_the_first_streamed_text_is_drawn_at_once_the_rest_coalesced():
         streaming = await view.start_reply(reply)
         written: list[str] = []
         await streaming.append("First")
-        original = streaming._stream.write
+        original = streaming._stream.append
 
-        async def write(text: str) -> None:
+        async def append(text: str) -> None:
             written.append(text)
             await original(text)
 
-        streaming._stream.write = write
+        streaming._stream.append = append
         assert streaming._flush_timer is None and not streaming._pending  # drawn at once
         await streaming.append(" second")
         await streaming.append(" third")
@@ -433,6 +433,34 @@ async def test_the_first_streamed_text_is_drawn_at_once_the_rest_coalesced():
         await streaming.append(" fourth")
         assert written == [" second third", " fourth"]
         assert streaming.text == "First second third fourth"
+
+
+async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
+    """The last fragment and the stored reply often arrive together (a fast model); the
+    final draw must not overlap the one still appending (the last words drawn twice)."""
+    from textual.widgets import Markdown
+
+    view = ChatView()
+    app = Harness(view)
+    async with app.run_test() as pilot:
+        for round_ in range(12):
+            reply = msg(f"r{round_}", "assistant", "", metadata={"status": "streaming"})
+            streaming = await view.start_reply(reply)
+            words = [f"w{i} " for i in range(round_ + 3)] + ["the end."]
+            for word in words:
+                await streaming.append(word)
+            await pilot.pause(0.051 if round_ % 2 else 0)  # a flush in flight, or not
+            await streaming.append(" on.")
+            final_text = "".join(words) + " on."
+            final = msg(f"r{round_}", "assistant", final_text, metadata={"status": "complete"})
+            await view.finish_reply(final)
+            await pilot.pause()
+            body = streaming.query_one(Markdown)
+            shown = " ".join(
+                str(block._content.plain) for block in body.children if hasattr(block, "_content")
+            )
+            assert body.source == final_text
+            assert shown.count("on.") == 1, shown
 
 
 async def test_message_view_keys_post_actions():

@@ -7,6 +7,7 @@ All text shown here went through `sanitize.clean` first.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Sequence
@@ -27,7 +28,6 @@ from .tree_layout import status_of
 
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
     from textual.widgets import Markdown
-    from textual.widgets.markdown import MarkdownStream
 
 __all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
 
@@ -153,7 +153,10 @@ class MessageView(Vertical, can_focus=True):
         """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
-        self._stream: MarkdownStream | None = None
+        self._stream: Markdown | None = None
+        """The body a reply streams into; appends to it are serialised by `_appending`
+        (two `Markdown.append`s at once can draw the last block twice)."""
+        self._appending = asyncio.Lock()
         self._streamed = ""
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
@@ -294,10 +297,10 @@ class MessageView(Vertical, can_focus=True):
             self._flush_timer.stop()
             self._flush_timer = None
         if self._stream is not None:
-            if self._pending:
-                await self._stream.write("".join(self._pending))
-            stream, self._stream = self._stream, None
-            await stream.stop()
+            async with self._appending:
+                if self._pending:
+                    await self._stream.append("".join(self._pending))
+            self._stream = None
         self._pending.clear()
         self._streamed = ""
         self._update_classes()
@@ -333,7 +336,7 @@ class MessageView(Vertical, can_focus=True):
                     Markdown(self._streamed, open_links=False, classes="message--body"),
                     after=self.query_one(".message--header"),
                 )
-            self._stream = Markdown.get_stream(self.query_one(Markdown))
+            self._stream = self.query_one(Markdown)
         self._streamed += fragment
         self._pending.append(fragment)
         if self._flush_timer is None:
@@ -352,12 +355,13 @@ class MessageView(Vertical, can_focus=True):
 
     async def _flush(self) -> None:
         self._flush_timer = None
-        if self._stream is None or not self._pending:
-            return
-        text = "".join(self._pending)
-        self._pending.clear()
-        self._flushed_at = time.monotonic()
-        await self._stream.write(text)
+        async with self._appending:
+            if self._stream is None or not self._pending:
+                return
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._flushed_at = time.monotonic()
+            await self._stream.append(text)
 
     # -- actions ----------------------------------------------------------------
 
