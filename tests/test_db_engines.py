@@ -142,3 +142,20 @@ def test_every_migration_is_recorded_in_order_and_reopening_changes_nothing(stor
     with Store(store_url) as again:
         assert [r[0] for r in sql(again, "SELECT name FROM schema_migrations")] == names
         assert again.integrity_check() == []
+
+
+def test_a_sqlite_store_never_loads_the_postgresql_driver():
+    """psycopg (and playhouse's URL parser, which imports every backend) cost ~0.2 s of
+    the app's start-up; a SQLite database must not pay for them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, store\n"
+        "store.Store(':memory:').close()\n"
+        "loaded = [m for m in ('psycopg', 'playhouse.db_url', 'playhouse.postgres_ext') "
+        "if m in sys.modules]\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

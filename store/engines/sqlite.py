@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from peewee import DatabaseError as PeeweeDatabaseError
 from peewee import SqliteDatabase
-from playhouse import db_url
 
 from ..errors import DatabaseFileError
 from ..search import fts5_expression, scope_token, scoped_expression
@@ -49,6 +48,10 @@ class SqliteEngine(Engine):
     def __init__(self, location: str | os.PathLike[str], *, busy_timeout: float) -> None:
         path = os.fspath(location)
         if is_url(path):
+            # Imported here: playhouse.db_url loads every backend it knows (psycopg among
+            # them, ~0.2 s of the app's start-up) even to read a sqlite URL.
+            from playhouse import db_url
+
             # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
             path = str(db_url.parse(path).get("database") or ":memory:")
         self.path = path
