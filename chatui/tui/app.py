@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -148,8 +149,11 @@ class ChatApp(App[int]):
     def warm_llm(self) -> None:
         llm.warm_up()
         worker = self.workspace.worker
-        if worker is not None:  # "ready" means the first send streams without a wait
-            worker.ready.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        # "Ready" means the first send streams without a wait (a quit never waits on it).
+        while worker is not None and not worker.ready.wait(0.1):
+            if self._exit or worker.broken or time.monotonic() > deadline:
+                break
         self.call_from_thread(self.call_later, self._llm_ready)
 
     async def _llm_ready(self) -> None:
