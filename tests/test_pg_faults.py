@@ -121,10 +121,18 @@ async def test_a_connection_lost_inside_a_flush_keeps_the_reply_marked_interrupt
             assert reply.text and WORDS.startswith(reply.text.strip())
             assert len(reply.text.strip()) < len(WORDS)
             assert reply.metadata.get("incomplete") is True
-            notes = [n.plain for n in app.main.query(ChatNotice)]
-            assert any(
-                "Could not save to the database" in n and "message is saved" in n for n in notes
-            )
+
+            def said() -> bool:
+                notes = [n.plain for n in app.main.query(ChatNotice)]
+                return any(
+                    "Could not save to the database" in n and "message is saved" in n for n in notes
+                )
+
+            for _ in range(250):  # the failure is drawn after the chat is re-read
+                if said():
+                    break
+                await pilot.pause(0.02)
+            assert said()
             llm_server.text("Back again.")
             await type_and_send(pilot, "still there?")
             await idle(pilot)
