@@ -20,7 +20,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from peewee import SQL, Value, fn
+from peewee import JOIN, SQL, Select, Value, fn
 
 from .clock import iso, now
 from .db import Store
@@ -37,7 +37,7 @@ from .micro import shrink_to_row_limit
 from .prepared import Prepared
 from .schema import BlockWrite, Compaction, LoadedSkill, MessageIndex, MessageRow, SessionRow
 
-__all__ = ["SessionProvider", "StoreSessionProvider", "insert_messages"]
+__all__ = ["SessionProvider", "StoreSessionProvider", "ancestors", "insert_messages"]
 
 ParentRef = str | None | Latest
 
@@ -45,22 +45,53 @@ M = MessageRow
 _COLUMNS = (M.seq, M.id, M.parent_id, M.role, M.content, M.created_at)
 
 
-def _path(sid: Any, leaf: Any) -> Any:
-    """A message and its ancestors, root first: one recursive CTE walking up,
-    each step an index lookup on (session_id, id); the depth bound stops a
-    corrupt parent cycle."""
+_MAX_DEPTH = 1_000_000  # a corrupt parent cycle stops here
+
+
+def ancestors(sid: Any, leaf: Any, key: Any, *, engine: str) -> Any:
+    """A message and its ancestors: the recursive CTE `path` (key, parent_id, depth),
+    depth 0 at `leaf`. `key` is `MessageRow.seq` or `MessageRow.id`.
+
+    Each step must be one lookup on the (session_id, id) index. SQLite plans the
+    plain join that way. PostgreSQL's planner, guessing a few rows in the work
+    table, hash-joins the chat's every message at every step instead: 130 steps
+    over a 144-message chat read 18,834 buffers, 13.0 ms (EXPLAIN ANALYZE, 100k
+    corpus). The step as a LATERAL subquery with LIMIT 1 can only be planned as
+    the index lookup: 516 buffers, 1.8 ms; 0.7-0.9 ms a history through psycopg.
+    SQLite has no LATERAL, so the step is shaped per engine; the rest is shared.
+    """
+    M = MessageRow
+    name = key.column_name
     path = (
-        M.select(M.seq, M.parent_id, Value(0).alias("depth"))
+        M.select(getattr(M, name), M.parent_id, Value(0).alias("depth"))
         .where(M.session_id == sid, M.id == leaf)
-        .cte("path", recursive=True, columns=("seq", "parent_id", "depth"))
+        .cte("path", recursive=True, columns=(name, "parent_id", "depth"))
     )
     up = M.alias("up")
-    step = (
-        up.select(up.seq, up.parent_id, path.c.depth + 1)
-        .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
-        .where(path.c.depth < 1_000_000)
-    )
-    cte = path.union_all(step)
+    if engine == "postgres":
+        parent = (
+            up.select(getattr(up, name), up.parent_id)
+            .where(up.session_id == sid, up.id == path.c.parent_id)
+            .limit(SQL("1"))  # a literal: a prepared statement's generic plan sees it too
+            .alias("parent")
+        )
+        step = (
+            Select((path,), (getattr(parent.c, name), parent.c.parent_id, path.c.depth + 1))
+            .join(parent, JOIN.LATERAL, on=SQL("true"))
+            .where(path.c.depth < _MAX_DEPTH)
+        )
+    else:
+        step = (
+            up.select(getattr(up, name), up.parent_id, path.c.depth + 1)
+            .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
+            .where(path.c.depth < _MAX_DEPTH)
+        )
+    return path.union_all(step)
+
+
+def _path(sid: Any, leaf: Any, *, engine: str) -> Any:
+    """A message and its ancestors' rows, root first (see `ancestors`)."""
+    cte = ancestors(sid, leaf, M.seq, engine=engine)
     return (
         M.select(*_COLUMNS)
         .from_(cte)
