@@ -113,7 +113,7 @@ def _stored(row: tuple[Any, ...]) -> StoredWrite:
 
 def _path_ids(sid: Any, leaf: Any, *, engine: str) -> Any:
     """The ids of a message and its ancestors."""
-    cte = ancestors(sid, leaf, M.id, engine=engine)
+    cte = ancestors(sid, leaf, M.id, M.parent_id, engine=engine)
     return cte.select_from(cte.c.id).with_cte(cte)
 
 

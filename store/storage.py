@@ -48,9 +48,9 @@ _COLUMNS = (M.seq, M.id, M.parent_id, M.role, M.content, M.created_at)
 _MAX_DEPTH = 1_000_000  # a corrupt parent cycle stops here
 
 
-def ancestors(sid: Any, leaf: Any, key: Any, *, engine: str) -> Any:
-    """A message and its ancestors: the recursive CTE `path` (key, parent_id, depth),
-    depth 0 at `leaf`. `key` is `MessageRow.seq` or `MessageRow.id`.
+def ancestors(sid: Any, leaf: Any, *columns: Any, engine: str) -> Any:
+    """A message and its ancestors: the recursive CTE `path` of those `columns` of
+    `MessageRow` (`parent_id` among them) and `depth`, 0 at `leaf`.
 
     Each step must be one lookup on the (session_id, id) index. SQLite plans the
     plain join that way. PostgreSQL's planner, guessing a few rows in the work
@@ -61,28 +61,28 @@ def ancestors(sid: Any, leaf: Any, key: Any, *, engine: str) -> Any:
     SQLite has no LATERAL, so the step is shaped per engine; the rest is shared.
     """
     M = MessageRow
-    name = key.column_name
+    names = [c.column_name for c in columns]
     path = (
-        M.select(getattr(M, name), M.parent_id, Value(0).alias("depth"))
+        M.select(*columns, Value(0).alias("depth"))
         .where(M.session_id == sid, M.id == leaf)
-        .cte("path", recursive=True, columns=(name, "parent_id", "depth"))
+        .cte("path", recursive=True, columns=(*names, "depth"))
     )
     up = M.alias("up")
     if engine == "postgres":
         parent = (
-            up.select(getattr(up, name), up.parent_id)
+            up.select(*(getattr(up, n) for n in names))
             .where(up.session_id == sid, up.id == path.c.parent_id)
             .limit(SQL("1"))  # a literal: a prepared statement's generic plan sees it too
             .alias("parent")
         )
         step = (
-            Select((path,), (getattr(parent.c, name), parent.c.parent_id, path.c.depth + 1))
+            Select((path,), (*(getattr(parent.c, n) for n in names), path.c.depth + 1))
             .join(parent, JOIN.LATERAL, on=SQL("true"))
             .where(path.c.depth < _MAX_DEPTH)
         )
     else:
         step = (
-            up.select(getattr(up, name), up.parent_id, path.c.depth + 1)
+            up.select(*(getattr(up, n) for n in names), path.c.depth + 1)
             .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
             .where(path.c.depth < _MAX_DEPTH)
         )
@@ -91,7 +91,18 @@ def ancestors(sid: Any, leaf: Any, key: Any, *, engine: str) -> Any:
 
 def _path(sid: Any, leaf: Any, *, engine: str) -> Any:
     """A message and its ancestors' rows, root first (see `ancestors`)."""
-    cte = ancestors(sid, leaf, M.seq, engine=engine)
+    if engine == "postgres":
+        # The rows ride along the walk: 130 lookups by seq fewer, 1.29 → 1.07 ms
+        # (raw psycopg, interleaved runs, 100k corpus).
+        cte = ancestors(sid, leaf, *_COLUMNS, engine=engine)
+        return (
+            cte.select_from(*(getattr(cte.c, c.column_name) for c in _COLUMNS))
+            .order_by(cte.c.depth.desc())
+            .with_cte(cte)
+        )
+    # SQLite walks seqs and joins the rows at the end: carrying them was 0.31
+    # against 0.28 ms.
+    cte = ancestors(sid, leaf, M.seq, M.parent_id, engine=engine)
     return (
         M.select(*_COLUMNS)
         .from_(cte)
