@@ -35,7 +35,15 @@ from .message_search import (
 from .messages import LATEST, Latest, Message, MessageLike, SearchResult, StoredCompaction
 from .micro import shrink_to_row_limit
 from .prepared import Prepared
-from .schema import BlockWrite, Compaction, LoadedSkill, MessageIndex, MessageRow, SessionRow
+from .schema import (
+    BlockWrite,
+    Compaction,
+    LoadedSkill,
+    MessageIndex,
+    MessageRow,
+    SearchScope,
+    SessionRow,
+)
 
 __all__ = ["SessionProvider", "StoreSessionProvider", "ancestors", "insert_messages"]
 
@@ -166,7 +174,9 @@ _UPDATE = Prepared(
         token_usage=usage,
     ).where(M.seq == seq)
 )
-_EXISTS = Prepared(lambda sid, mid: M.select(SQL("1")).where(M.session_id == sid, M.id == mid))
+_MESSAGE_OR = Prepared(
+    lambda sid, mid, other: M.select(*_COLUMNS).where(M.session_id == sid, M.id.in_([mid, other]))
+)
 _COUNT = Prepared(lambda sid: M.select(fn.COUNT(SQL("*"))).where(M.session_id == sid))
 _TOUCH = Prepared(
     lambda when, sid: SessionRow.update(updated_at=when).where(
@@ -188,8 +198,17 @@ _INSERT_COLUMNS = (
 
 
 def _insert(*values: Any) -> Any:
-    # RETURNING (SQLite 3.35+, PostgreSQL): psycopg has no `lastrowid`.
-    return M.insert(dict(zip(_INSERT_COLUMNS, values, strict=True))).returning(M.seq)
+    """The message row, returning its seq and its session's search number.
+
+    RETURNING (SQLite 3.35+, PostgreSQL): psycopg has no `lastrowid`. The search
+    number comes back with it rather than from a query of its own: an append on
+    PostgreSQL was 7 round trips (BEGIN, message?, parent?, insert, number?,
+    index, COMMIT); with the message and its parent read together it is 5, and
+    on loopback on the shared 2-core machine each one costs 0.1-0.15 ms.
+    """
+    session_id = values[1]
+    scope = SearchScope.select(SearchScope.n).where(SearchScope.session_id == session_id)
+    return M.insert(dict(zip(_INSERT_COLUMNS, values, strict=True))).returning(M.seq, scope)
 
 
 _INSERT = Prepared(_insert, arity=len(_INSERT_COLUMNS))
@@ -392,23 +411,28 @@ class StoreSessionProvider:
         if not (parent_id is None or isinstance(parent_id, Latest | str)):
             raise TypeError("parent_id must be a message id, None or LATEST")
         with self.store.write():
-            existing = self.get_message(message.id)
-            if existing is not None:
-                return existing
+            # The message (if stored already) and the named parent in one read: each
+            # statement is a round trip to a server (see `_insert` for the figures).
+            named = parent_id if isinstance(parent_id, str) else None
+            found = {
+                r[1]: r for r in _MESSAGE_OR.rows(self.store, self.session_id, message.id, named)
+            }
+            if message.id in found:
+                return row_to_message(found[message.id])
             if isinstance(parent_id, Latest):
                 parent = self._latest_leaf_id()
             elif parent_id is None:
                 parent = None
-            else:
-                found = _EXISTS.rows(self.store, self.session_id, parent_id)
-                if not found:
-                    raise UnknownParentError(
-                        f"parent {parent_id!r} is not a message of session {self.session_id!r}"
-                    )
+            elif parent_id in found:
                 parent = parent_id
-            seq = insert_message_row(self.store, self.session_id, parent, message, content)
-            scope = scope_number(self.store, self.session_id, create=True)
-            assert scope is not None and seq is not None
+            else:
+                raise UnknownParentError(
+                    f"parent {parent_id!r} is not a message of session {self.session_id!r}"
+                )
+            seq, scope = _insert_row(self.store, self.session_id, parent, message, content)
+            if scope is None:  # the session's first message
+                scope = scope_number(self.store, self.session_id, create=True)
+            assert scope is not None
             _INDEX.run(self.store, index_rowid(scope, seq), index_body(message))
             self._touch(iso(now()))
         # What a later read returns: a copy that shares nothing with the input.
@@ -540,18 +564,19 @@ def insert_messages(
         if len(content) * 4 > store.max_row_bytes:  # may be over (UTF-8: ≤ 4 bytes a char)
             message = shrink_to_row_limit(message, store.max_row_bytes)
             content = message.to_json()
-        seq = insert_message_row(store, session_id, parent, message, content)
-        _INDEX.run(store, index_rowid(scope, seq or 0), index_body(message))
+        seq, _ = _insert_row(store, session_id, parent, message, content)
+        _INDEX.run(store, index_rowid(scope, seq), index_body(message))
 
 
 def _usage_json(message: Message) -> str | None:
     return json.dumps(message.token_usage) if message.token_usage is not None else None
 
 
-def insert_message_row(
+def _insert_row(
     store: Store, session_id: str, parent: str | None, message: Message, content: str
-) -> int:
-    """Insert one message row (`content` is its JSON); its new seq."""
+) -> tuple[int, int | None]:
+    """Insert one message row (`content` is its JSON): its new seq, and its session's
+    search number (None before the session has one)."""
     assert message.created_at is not None
     rows = _INSERT.rows(
         store,
@@ -566,4 +591,5 @@ def insert_message_row(
         message.delivered_to_session_id,
         _usage_json(message),
     )
-    return int(rows[0][0])
+    seq, scope = rows[0]
+    return int(seq), None if scope is None else int(scope)
