@@ -127,6 +127,12 @@ class Store:
         self.connection()
         return self.engine.write()
 
+    def refresh_statistics(self) -> None:
+        """After a bulk write: PostgreSQL's planner statistics are brought up to date
+        (ANALYZE of chatui's tables); nothing on SQLite."""
+        self.connection()
+        self.engine.refresh_statistics()
+
     def close(self) -> None:
         """Close this thread's connection (safe to call twice)."""
         if not self.db.is_closed():

@@ -113,6 +113,7 @@ def copy_database(src: Store, dst: Store, *, replace: bool = False) -> CopyRepor
                 counts[model._meta.table_name] = _copy_model(src, dst, model)
         _rebuild_search_indexes(dst)
         _advance_sequences(dst)
+        dst.refresh_statistics()  # a copy is the biggest write there is
     return CopyReport(counts=counts, replaced=held)
 
 

@@ -660,9 +660,13 @@ def import_sessions(
         if not dry_run:
             for c, target in plan:
                 _write(store, c, target, targets)
+            if sum(len(c.messages) for c, _ in plan) >= BULK_MESSAGES:
+                store.refresh_statistics()
     return outcomes
 
 
+BULK_MESSAGES = 1_000
+"""An import writing this many messages refreshes the planner's statistics."""
 _BATCH = 500  # values in one IN (…) list: far below every engine's parameter limit
 
 

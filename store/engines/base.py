@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -10,12 +11,36 @@ from peewee import Database
 if TYPE_CHECKING:
     from ..search import Query
 
-__all__ = ["Engine", "SEQ_BITS", "SEQ_MASK"]
+__all__ = ["Engine", "SEQ_BITS", "SEQ_MASK", "rank_by_hits"]
 
 # A message's index rowid is (its session's number << SEQ_BITS) + its seq (see
 # `message_search`); the engines' search SQL takes the seq back with SEQ_MASK.
 SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
+
+
+K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def rank_by_hits(
+    marked: list[tuple[int, str]], mark: str, limit: int
+) -> list[tuple[int, str, float]]:
+    """Rows of one session ranked by the BM25 formula on their term hits (`mark`s in
+    the marked text) and length, against the average length of these rows: no
+    statistics of the whole index, so a one-chat search costs what the chat's own
+    matches cost. Best first; among equals, the newest (highest rowid)."""
+    if not marked:
+        return []
+    lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
+    average = sum(lengths.values()) / len(lengths) or 1.0
+    scored = []
+    for rowid, text in marked:
+        hits = text.count(mark)
+        norm = K1 * (1 - B + B * lengths[rowid] / average)
+        scored.append((-hits * (K1 + 1) / (hits + norm), -rowid, rowid, text))
+    scored.sort()
+    return [(rowid, text, score) for score, _, rowid, text in scored[:limit]]
 
 
 class Engine(ABC):
@@ -62,6 +87,10 @@ class Engine(ABC):
     def write(self) -> Any:
         """A write transaction (a savepoint when nested)."""
 
+    def refresh_statistics(self) -> None:  # noqa: B027 - optional hook
+        """After a bulk write (a copy, a big import): let the query planner see the new
+        rows now rather than when the server next gets round to it."""
+
     @abstractmethod
     def size_bytes(self) -> int:
         """What the database takes on disk."""
@@ -105,8 +134,11 @@ class Engine(ABC):
         score (lower is better), deleted)."""
 
     @abstractmethod
-    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
-        """(index rowid, whole text with matches marked) for the rows in [low, high)."""
+    def search_session(
+        self, query: Query, low: int, high: int, limit: int
+    ) -> list[tuple[int, str, float]]:
+        """The best `limit` rows with rowids in [low, high) (one session): (index rowid,
+        whole text with matches marked, score (lower is better)), best first."""
 
     @abstractmethod
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:

@@ -30,7 +30,7 @@ from ..errors import DatabaseFileError
 from ..search import fts5_expression, scope_token, scoped_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS
 from ..urls import is_url
-from .base import SEQ_MASK, Engine
+from .base import SEQ_MASK, Engine, rank_by_hits
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -123,14 +123,18 @@ class SqliteEngine(Engine):
             (match, int(limit)),
         )
 
-    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
+    def search_session(
+        self, query: Query, low: int, high: int, limit: int
+    ) -> list[tuple[int, str, float]]:
+        # FTS5 seeks into the rowid range; bm25() would weigh terms over the whole
+        # index (as slow as the biggest word's history), so the rows are ranked here.
         match = scoped_expression("body", fts5_expression(query))
         rows = self.rows(
             f"SELECT rowid, highlight(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}') "
             "FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
             (match, low, high),
         )
-        return [(int(r[0]), str(r[1])) for r in rows]
+        return rank_by_hits([(int(r[0]), str(r[1])) for r in rows], MARK_OPEN, limit)
 
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
         match = scoped_expression(
