@@ -438,10 +438,12 @@ class StoreSessionProvider:
         # What a later read returns: a copy that shares nothing with the input.
         return Message.from_stored(json.loads(content), parent, iso(message.created_at))
 
-    def update_message(self, message: MessageLike) -> None:
+    def update_message(self, message: MessageLike, *, final: bool = True) -> None:
+        """As `SessionProvider.update_message`; `final=False` for a rewrite a later
+        one supersedes (a streaming reply's flush: see `Store.write(durable=…)`)."""
         message = Message.coerce(message)
         message.to_json()  # fail before opening a transaction
-        with self.store.write():
+        with self.store.write(durable=final):
             rows = self.store.rows(
                 M.select(M.seq, M.created_at).where(
                     M.session_id == self.session_id, M.id == message.id

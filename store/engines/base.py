@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from peewee import Database
 
 if TYPE_CHECKING:
     from ..search import Query
 
-__all__ = ["Engine", "SEQ_BITS", "SEQ_MASK", "rank_by_hits"]
+__all__ = ["DURABILITIES", "Durability", "Engine", "SEQ_BITS", "SEQ_MASK", "rank_by_hits"]
+
+Durability = Literal["full", "final", "relaxed"]
+"""When a commit waits for the database's disk (see `Store`)."""
+DURABILITIES: tuple[Durability, ...] = ("full", "final", "relaxed")
 
 # A message's index rowid is (its session's number << SEQ_BITS) + its seq (see
 # `message_search`); the engines' search SQL takes the seq back with SEQ_MASK.
@@ -84,8 +88,9 @@ class Engine(ABC):
         return list(self.execute(self.db.connection(), sql, params).fetchall())
 
     @abstractmethod
-    def write(self) -> Any:
-        """A write transaction (a savepoint when nested)."""
+    def write(self, *, durable: bool = True) -> Any:
+        """A write transaction (a savepoint when nested); `durable=False` for one a
+        later write supersedes (see `Store.write`)."""
 
     def refresh_statistics(self) -> None:  # noqa: B027 - optional hook
         """After a bulk write (a copy, a big import): let the query planner see the new

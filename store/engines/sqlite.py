@@ -30,7 +30,7 @@ from ..errors import DatabaseFileError
 from ..search import fts5_expression, scope_token, scoped_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS
 from ..urls import is_url
-from .base import SEQ_MASK, Engine, rank_by_hits
+from .base import SEQ_MASK, Durability, Engine, rank_by_hits
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -46,7 +46,13 @@ class SqliteEngine(Engine):
     name = "sqlite"
     label = "SQLite"
 
-    def __init__(self, location: str | os.PathLike[str], *, busy_timeout: float) -> None:
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        busy_timeout: float,
+        durability: Durability = "final",
+    ) -> None:
         path = os.fspath(location)
         if is_url(path):
             # playhouse.db_url's reading: "sqlite:///rel.db", "sqlite:////abs.db"; no path is ":memory:".
@@ -58,7 +64,9 @@ class SqliteEngine(Engine):
             pragmas={
                 "journal_mode": "wal",
                 "foreign_keys": 1,
-                "synchronous": "normal",
+                # WAL with NORMAL: a killed process loses nothing, a power loss may
+                # lose the last commits (never corrupts). FULL syncs every commit.
+                "synchronous": "full" if durability == "full" else "normal",
                 "busy_timeout": int(busy_timeout * 1000),
                 "cache_size": -16_000,
                 "temp_store": "memory",
@@ -79,7 +87,7 @@ class SqliteEngine(Engine):
                 f"{self.path}: cannot open as a SQLite database: {exc}"
             ) from exc
 
-    def write(self) -> Any:
+    def write(self, *, durable: bool = True) -> Any:
         return self.db.atomic("IMMEDIATE")
 
     def size_bytes(self) -> int:
