@@ -52,6 +52,7 @@ BOTH_ENGINES = {
     "test_store_branch_memory",
     "test_store_compaction",
     "test_store_lifecycle",
+    "test_store_nul",
     "test_store_peers",
     "test_store_providers",
     "test_store_search_scripts",

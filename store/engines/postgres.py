@@ -46,6 +46,7 @@ from ..schema import MODELS
 from ..search import tsquery_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN, snippet
 from ..urls import redact_url, redact_urls_in
+from . import pg_text
 from .base import SEQ_BITS, SEQ_MASK, Durability, Engine
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ class ReconnectingPostgres(Psycopg3Database):
     """Every commit of this database's connections skips the wait for its WAL flush."""
 
     def _initialize_connection(self, conn: Any) -> None:
+        pg_text.install(conn)  # NUL in any string (see `pg_text`)
         if self.relaxed:
             conn.execute("SET synchronous_commit = off")
 
