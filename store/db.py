@@ -132,6 +132,16 @@ class Store:
         self.connection()
         return self.db.atomic()
 
+    def snapshot(self) -> Any:
+        """A read-only transaction that sees one state of the whole database, for
+        reads that must agree with each other (an export, `db info`, a copy's
+        source). SQLite: a deferred transaction (its WAL snapshot); PostgreSQL:
+        REPEATABLE READ, READ ONLY. Inside another transaction it is a savepoint
+        of it, seeing what that one sees.
+        """
+        self.connection()
+        return self.engine.snapshot()
+
     def write(self, *, durable: bool = True) -> Any:
         """A write transaction; nested use becomes a savepoint of the outer one.
 

@@ -142,7 +142,7 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
     Raises:
         UnknownSessionError: no session with that id.
     """
-    with store.atomic():  # one consistent snapshot
+    with store.snapshot():  # what one moment held, on both engines
         info = SessionManager(store).get(session_id, include_deleted=True)
         if info is None:
             raise UnknownSessionError(f"no session {session_id!r}")

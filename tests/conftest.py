@@ -56,6 +56,7 @@ BOTH_ENGINES = {
     "test_store_peers",
     "test_store_providers",
     "test_store_search_scripts",
+    "test_store_snapshots",
     "test_store_storage",
     "test_tools",
     "test_tree",

@@ -92,6 +92,11 @@ class Engine(ABC):
         """A write transaction (a savepoint when nested); `durable=False` for one a
         later write supersedes (see `Store.write`)."""
 
+    @abstractmethod
+    def snapshot(self) -> Any:
+        """A read-only transaction that sees one state of the whole database (a
+        savepoint of the open transaction when there is one)."""
+
     def refresh_statistics(self) -> None:  # noqa: B027 - optional hook
         """After a bulk write (a copy, a big import): let the query planner see the new
         rows now rather than when the server next gets round to it."""

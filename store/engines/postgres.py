@@ -208,6 +208,18 @@ class PostgresEngine(Engine):
         return self._superseded_write()
 
     @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        # READ COMMITTED (the default) gives each statement a snapshot of its own:
+        # `db info` would count messages and their search rows at two moments.
+        if self.db.in_transaction():
+            with self.db.atomic() as savepoint:
+                yield savepoint
+            return
+        with self.db.atomic(isolation_level="REPEATABLE READ") as transaction:
+            self.db.execute_sql("SET TRANSACTION READ ONLY")
+            yield transaction
+
+    @contextlib.contextmanager
     def _superseded_write(self) -> Iterator[Any]:
         with self.db.atomic() as transaction:
             # One more round trip (~0.1 ms) saves the wait for the WAL flush (~0.4 ms).

@@ -90,6 +90,10 @@ class SqliteEngine(Engine):
     def write(self, *, durable: bool = True) -> Any:
         return self.db.atomic("IMMEDIATE")
 
+    def snapshot(self) -> Any:
+        # A deferred transaction holds its WAL snapshot from its first read on.
+        return self.db.atomic()
+
     def size_bytes(self) -> int:
         conn = self.db.connection()
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
