@@ -162,6 +162,14 @@ class Store:
         self.connection()
         self.engine.refresh_statistics()
 
+    def failure_advice(self, exc: BaseException) -> str:
+        """What a person can do after a write failed with `exc`, in this engine's
+        terms: free disk space and check a SQLite file's permissions; for PostgreSQL
+        a lost connection, the server's full disk, a read-only server, missing
+        grants… (the URL shown with its password redacted). One sentence, ending
+        "try again" where trying again may help."""
+        return self.engine.failure_advice(exc)
+
     def close(self) -> None:
         """Close this thread's connection (safe to call twice)."""
         if not self.db.is_closed():

@@ -101,6 +101,12 @@ class Engine(ABC):
         """After a bulk write (a copy, a big import): let the query planner see the new
         rows now rather than when the server next gets round to it."""
 
+    def failure_advice(self, exc: BaseException) -> str:
+        """What to do when a write failed with `exc`: one sentence for a person, in
+        this engine's terms (a file and its disk, or a server)."""
+        del exc
+        return "Free disk space and check the database file's permissions, then try again."
+
     @abstractmethod
     def size_bytes(self) -> int:
         """What the database takes on disk."""

@@ -74,6 +74,48 @@ _GONE = (
 )
 
 
+# SQLSTATE → what a person can do about a failed write (classes 08 and 57P0x are
+# a lost connection; see `PostgresEngine.failure_advice`).
+_ADVICE = {
+    "53100": "The PostgreSQL server's disk is full ({where}): its administrator must "
+    "free space; then try again.",
+    "53200": "The PostgreSQL server ({where}) is out of memory: try again in a moment.",
+    "53300": "The PostgreSQL server ({where}) takes no more connections: close other "
+    "clients or ask its administrator to raise max_connections, then try again.",
+    "25006": "The PostgreSQL server ({where}) accepts no writes (a read-only replica or "
+    "database): point chatui at the primary server.",
+    "42501": "The PostgreSQL user may not write chatui's tables ({where}): ask the "
+    "server's administrator for the grants.",
+    "57014": "The PostgreSQL server ({where}) cancelled the write (a statement timeout "
+    "or an administrator): try again.",
+    "55P03": "Another session holds a lock the write needed ({where}): try again.",
+    "40001": "The write met a concurrent one ({where}): try again.",
+    "40P01": "The write met a concurrent one ({where}): try again.",
+}
+_LOST = (
+    "The connection to the PostgreSQL server ({where}) was lost: it restarted, the "
+    "network dropped, or an administrator ended it. chatui reconnects by itself; try "
+    "again when the server answers."
+)
+
+
+def _driver_error(exc: BaseException) -> BaseException:
+    """psycopg's own exception (it carries the SQLSTATE) behind peewee's wrapper."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        if getattr(current, "sqlstate", None):
+            return current
+        seen.append(current)
+        wrapped = current.args[0] if current.args else None
+        current = (
+            (wrapped if isinstance(wrapped, BaseException) else None)
+            or current.__cause__
+            or current.__context__
+        )
+    return exc
+
+
 class ReconnectingPostgres(Psycopg3Database):
     """A connection the server ended (a restart, a failover, an admin) is replaced.
 
@@ -245,6 +287,32 @@ class PostgresEngine(Engine):
         # Named tables only: a bare ANALYZE would visit every schema's.
         tables = [model._meta.table_name for model in MODELS]
         self.db.execute_sql(f"ANALYZE {', '.join([*tables, 'messages_fts', 'search_entries_fts'])}")
+
+    def failure_advice(self, exc: BaseException) -> str:
+        where = self.path
+        if isinstance(exc, DatabaseUnavailableError):
+            return _LOST.format(where=where)
+        cause = _driver_error(exc)
+        state = str(getattr(cause, "sqlstate", None) or "")
+        try:
+            text = str(cause).lower()
+        except Exception:  # advice must never fail: an exception that cannot say itself
+            text = ""
+        if state in _ADVICE:
+            return _ADVICE[state].format(where=where)
+        if "no space left on device" in text or "could not extend file" in text:
+            return _ADVICE["53100"].format(where=where)
+        lost = state.startswith("08") or state in ("57P01", "57P02", "57P03")
+        if (
+            lost
+            or any(gone in text for gone in _GONE)
+            or (not state and isinstance(exc, OperationalError | InterfaceError))
+        ):
+            return _LOST.format(where=where)
+        return (
+            f"Check that the PostgreSQL server ({where}) is running and has free disk "
+            "space, then try again."
+        )
 
     # -- search ---------------------------------------------------------------
 
