@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_bench import build_corpus, pct, timed  # noqa: E402
 
 from store import Session, SessionManager, Store, copy_database  # noqa: E402
+from store.engines.postgres import APPEND_IN_ONE  # noqa: E402
 from store.message_search import index_rowid  # noqa: E402
 
 SERVER = os.environ.get("CHATUI_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -107,9 +108,11 @@ def replay(conn: Any, statements: list[Statement]) -> None:
 
 
 # -- raw appends (fresh ids each time, so not replayed) ----------------------------------
-# The statements `StoreSessionProvider.append_message` sends with an explicit parent:
-# the message and its parent in one read, the row (returning its seq and the chat's
-# search number), the search row, in one write transaction.
+# The statements `StoreSessionProvider.append_message` sends with an explicit parent.
+# SQLite: the message and its parent in one read, the row (returning its seq and the
+# chat's search number), the search row, in one write transaction. PostgreSQL: one
+# statement doing all of it (`APPEND_IN_ONE`), or, for a chat's first message, the
+# SQLite way.
 
 _READ = "SELECT seq, id, parent_id, role, content, created_at FROM messages "
 _INSERT = (
@@ -153,7 +156,24 @@ def raw_append_postgres(conn: Any, sid: str) -> Callable[[object], None]:
     def append(_: object) -> None:
         mid = f"r{next(ids)}"
         content = json.dumps({"id": mid, "role": "user", "parts": [{"type": "text", "text": mid}]})
-        with conn.transaction():
+        row = {
+            "id": mid,
+            "session_id": sid,
+            "parent_id": parent[0],
+            "role": "user",
+            "content": content,
+            "created_at": "2026-11-01T00:00:00+00:00",
+            "from_user_id": None,
+            "from_agent_id": None,
+            "delivered_to_session_id": None,
+            "token_usage": None,
+            "body": mid,
+            "touched_at": None,
+        }
+        if conn.execute(APPEND_IN_ONE, row).fetchone() is not None:
+            parent[0] = mid
+            return
+        with conn.transaction():  # the chat's first message numbers the chat
             conn.execute(
                 _READ + "WHERE session_id = %s AND id IN (%s, %s)", (sid, mid, parent[0])
             ).fetchall()

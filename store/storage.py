@@ -410,6 +410,14 @@ class StoreSessionProvider:
         assert message.created_at is not None
         if not (parent_id is None or isinstance(parent_id, Latest | str)):
             raise TypeError("parent_id must be a message id, None or LATEST")
+        if not isinstance(parent_id, Latest):
+            seq = self.store.engine.append_in_one(
+                _row(self.session_id, parent_id, message, content),
+                index_body(message),
+                iso(now()) if self.touch_session else None,
+            )
+            if seq is not None:
+                return Message.from_stored(json.loads(content), parent_id, iso(message.created_at))
         with self.store.write():
             # The message (if stored already) and the named parent in one read: each
             # statement is a round trip to a server (see `_insert` for the figures).
@@ -574,24 +582,29 @@ def _usage_json(message: Message) -> str | None:
     return json.dumps(message.token_usage) if message.token_usage is not None else None
 
 
+def _row(session_id: str, parent: str | None, message: Message, content: str) -> dict[str, Any]:
+    """The columns of a message's row, by name (`content` is its JSON)."""
+    assert message.created_at is not None
+    return {
+        "id": message.id,
+        "session_id": session_id,
+        "parent_id": parent,
+        "role": message.role,
+        "content": content,
+        "created_at": iso(message.created_at),
+        "from_user_id": message.from_user_id,
+        "from_agent_id": message.from_agent_id,
+        "delivered_to_session_id": message.delivered_to_session_id,
+        "token_usage": _usage_json(message),
+    }
+
+
 def _insert_row(
     store: Store, session_id: str, parent: str | None, message: Message, content: str
 ) -> tuple[int, int | None]:
     """Insert one message row (`content` is its JSON): its new seq, and its session's
     search number (None before the session has one)."""
-    assert message.created_at is not None
-    rows = _INSERT.rows(
-        store,
-        message.id,
-        session_id,
-        parent,
-        message.role,
-        content,
-        iso(message.created_at),
-        message.from_user_id,
-        message.from_agent_id,
-        message.delivered_to_session_id,
-        _usage_json(message),
-    )
+    row = _row(session_id, parent, message, content)
+    rows = _INSERT.rows(store, *(row[c.column_name] for c in _INSERT_COLUMNS))
     seq, scope = rows[0]
     return int(seq), None if scope is None else int(scope)
