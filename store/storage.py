@@ -410,10 +410,11 @@ class StoreSessionProvider:
         assert message.created_at is not None
         if not (parent_id is None or isinstance(parent_id, Latest | str)):
             raise TypeError("parent_id must be a message id, None or LATEST")
+        body = index_body(message)
         if not isinstance(parent_id, Latest):
             seq = self.store.engine.append_in_one(
                 _row(self.session_id, parent_id, message, content),
-                index_body(message),
+                body,
                 iso(now()) if self.touch_session else None,
             )
             if seq is not None:
@@ -441,7 +442,7 @@ class StoreSessionProvider:
             if scope is None:  # the session's first message
                 scope = scope_number(self.store, self.session_id, create=True)
             assert scope is not None
-            _INDEX.run(self.store, index_rowid(scope, seq), index_body(message))
+            _INDEX.run(self.store, index_rowid(scope, seq), body)
             self._touch(iso(now()))
         # What a later read returns: a copy that shares nothing with the input.
         return Message.from_stored(json.loads(content), parent, iso(message.created_at))
