@@ -43,7 +43,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError("give one chat id, or --all", USAGE)
     if args.branch and args.all:
         raise CliError("--branch goes with one chat id, not --all", USAGE)
-    with _open(args) as store:
+    # One snapshot for the whole export: a chat written meanwhile is in it whole or
+    # not at all, and `--all` is the history of one moment (on both engines).
+    with _open(args) as store, store.snapshot():
         if args.all:
             ids = [
                 info.id

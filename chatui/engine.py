@@ -302,7 +302,7 @@ class ChatEngine:
                 session_id,
                 "Your message could not be saved",
                 llm.redact(str(exc)),
-                "Nothing was sent. Check the disk and the database file, then press enter again.",
+                f"Nothing was sent. {self.manager.store.failure_advice(exc)}",
                 kind="storage",
             )
             return

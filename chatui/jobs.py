@@ -59,6 +59,9 @@ class JobEnded:
     failure: tuple[str, str] | None = None
     storage: bool = False
     """The failure was the database refusing a write (the typed text may be unsaved)."""
+    advice: str | None = None
+    """For a storage failure: what to do, in the database engine's terms (a SQLite
+    file's disk and permissions, a PostgreSQL server's connection or disk)."""
 
 
 JobEvent: TypeAlias = TurnEvent | JobEnded
@@ -196,6 +199,7 @@ class ReplyJobs:
         outcome: Literal["finished", "cancelled", "failed"] = "finished"
         failure: tuple[str, str] | None = None
         storage = False
+        advice: str | None = None
         try:
             # aclosing: a cancel landing between two events still closes the engine's
             # generator at once, so the partial reply is stored as cancelled.
@@ -209,6 +213,7 @@ class ReplyJobs:
             log.error("reply in %s could not be stored: %s", job.session_id, exc, exc_info=exc)
             outcome, storage = "failed", True
             failure = (str(exc), "Could not save to the database")  # main.STORAGE_TITLE
+            advice = self.manager.store.failure_advice(exc)
         except Exception as exc:  # a bug: say so, keep the app running
             log.error("reply in %s failed", job.session_id, exc_info=exc)
             outcome = "failed"
@@ -217,7 +222,7 @@ class ReplyJobs:
             job.live.clear()
             if self._jobs.get(job.session_id) is job:
                 del self._jobs[job.session_id]
-            self._emit(JobEnded(job.session_id, outcome, failure, storage))
+            self._emit(JobEnded(job.session_id, outcome, failure, storage, advice))
 
     def _track(self, job: ReplyJob, event: TurnEvent) -> None:
         match event:

@@ -114,8 +114,11 @@ class ReplyWriter:
             self.flush()
 
     def flush(self) -> None:
+        # Not final: the next flush or `finish` supersedes it, so its commit need not
+        # wait for the database's disk (`Store`'s durability "final").
         self.session.update_message(
-            self._message({"model": self.model, "status": "streaming", "incomplete": True})
+            self._message({"model": self.model, "status": "streaming", "incomplete": True}),
+            final=False,
         )
         self._last_flush = time.monotonic()
         self._dirty = False

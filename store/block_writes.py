@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from peewee import Value
-
 from .clock import iso, now
 from .db import Store
 from .errors import StoreError
@@ -31,6 +29,7 @@ from .prepared import Prepared
 from .schema import BlockWrite as W
 from .schema import ContextBlock as B
 from .schema import MessageRow as M
+from .storage import ancestors
 
 __all__ = [
     "BranchSite",
@@ -112,20 +111,9 @@ def _stored(row: tuple[Any, ...]) -> StoredWrite:
     )
 
 
-def _path_ids(sid: Any, leaf: Any) -> Any:
-    """The ids of a message and its ancestors (one recursive CTE walking up)."""
-    path = (
-        M.select(M.id, M.parent_id, Value(0).alias("depth"))
-        .where(M.session_id == sid, M.id == leaf)
-        .cte("path", recursive=True, columns=("id", "parent_id", "depth"))
-    )
-    up = M.alias("up")
-    step = (
-        up.select(up.id, up.parent_id, path.c.depth + 1)
-        .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
-        .where(path.c.depth < 1_000_000)  # a corrupt parent cycle stops
-    )
-    cte = path.union_all(step)
+def _path_ids(sid: Any, leaf: Any, *, engine: str) -> Any:
+    """The ids of a message and its ancestors."""
+    cte = ancestors(sid, leaf, M.id, M.parent_id, engine=engine)
     return cte.select_from(cte.c.id).with_cte(cte)
 
 

@@ -34,6 +34,7 @@ from peewee import fn
 
 from .clock import iso, now
 from .db import Store
+from .engines.pg_text import unescape
 from .schema import ContextBlock, SessionRow
 
 __all__ = ["CHANNEL", "ChangeWatcher"]
@@ -185,7 +186,7 @@ class _PostgresFeed:
         own = self._own_pid()
         changed: set[str] = set()
         for pid, payload in notes:
-            schema, _, name = payload.partition(" ")
+            schema, _, name = unescape(payload).partition(" ")  # ids are escaped there
             if schema == self._schema and pid != own and name:
                 changed.add(name.split("/", 1)[0])
         return changed

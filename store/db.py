@@ -23,12 +23,12 @@ from typing import Any
 
 from peewee import DatabaseError as PeeweeDatabaseError
 
-from .engines import Engine, open_engine
+from .engines import DURABILITIES, Durability, Engine, open_engine
 from .errors import DatabaseFileError
 from .migrations import migrate
 from .search import scope_token
 
-__all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "scope_token"]
+__all__ = ["Store", "DEFAULT_MAX_ROW_BYTES", "Durability", "scope_token"]
 
 DEFAULT_MAX_ROW_BYTES = 1_048_576
 
@@ -43,6 +43,16 @@ class Store:
             outputs shortened (they are never rejected).
         busy_timeout: seconds a writer waits for another process's lock (and,
             on PostgreSQL, the connection timeout).
+        durability: when a commit waits until the write is on the database's
+            disk. "full": every commit (SQLite `synchronous=FULL`). "final" (the
+            default): every commit but those of writes a later one supersedes
+            (`write(durable=False)`: a streaming reply's flushes), which on
+            PostgreSQL skip the wait for the WAL flush. "relaxed": no commit
+            waits (PostgreSQL `synchronous_commit = off`). A skipped wait loses
+            nothing when the app or its terminal is killed; a crash of the
+            PostgreSQL server or its OS can lose the commits of its last ~0.6 s,
+            and nothing is ever corrupted. SQLite (WAL, `synchronous=NORMAL`)
+            always behaves so on a power loss, except under "full".
 
     Raises:
         DatabaseFileError: not a chatui database, or the file cannot be opened.
@@ -56,11 +66,15 @@ class Store:
         *,
         max_row_bytes: int = DEFAULT_MAX_ROW_BYTES,
         busy_timeout: float = 10.0,
+        durability: Durability = "final",
     ) -> None:
         if max_row_bytes < 1024:
             raise ValueError("max_row_bytes must be at least 1024")
+        if durability not in DURABILITIES:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITIES)}")
+        self.durability: Durability = durability
         self.max_row_bytes = max_row_bytes
-        self.engine: Engine = open_engine(path, busy_timeout=busy_timeout)
+        self.engine: Engine = open_engine(path, busy_timeout=busy_timeout, durability=durability)
         self.path = self.engine.path
         """The file, ":memory:", or the server URL with its password redacted."""
         self.db = self.engine.db
@@ -118,14 +132,43 @@ class Store:
         self.connection()
         return self.db.atomic()
 
-    def write(self) -> Any:
+    def snapshot(self) -> Any:
+        """A read-only transaction that sees one state of the whole database, for
+        reads that must agree with each other (an export, `db info`, a copy's
+        source). SQLite: a deferred transaction (its WAL snapshot); PostgreSQL:
+        REPEATABLE READ, READ ONLY. Inside another transaction it is a savepoint
+        of it, seeing what that one sees.
+        """
+        self.connection()
+        return self.engine.snapshot()
+
+    def write(self, *, durable: bool = True) -> Any:
         """A write transaction; nested use becomes a savepoint of the outer one.
 
         On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`), which avoids
         the deadlock of two deferred transactions that both read, then both write.
+
+        Args:
+            durable: False for a write that a later one supersedes (a streaming
+                reply's flush): under `durability="final"` its commit does not
+                wait for the disk. Nested, it follows the outer transaction.
         """
         self.connection()
-        return self.engine.write()
+        return self.engine.write(durable=durable)
+
+    def refresh_statistics(self) -> None:
+        """After a bulk write: PostgreSQL's planner statistics are brought up to date
+        (ANALYZE of chatui's tables); nothing on SQLite."""
+        self.connection()
+        self.engine.refresh_statistics()
+
+    def failure_advice(self, exc: BaseException) -> str:
+        """What a person can do after a write failed with `exc`, in this engine's
+        terms: free disk space and check a SQLite file's permissions; for PostgreSQL
+        a lost connection, the server's full disk, a read-only server, missing
+        grants… (the URL shown with its password redacted). One sentence, ending
+        "try again" where trying again may help."""
+        return self.engine.failure_advice(exc)
 
     def close(self) -> None:
         """Close this thread's connection (safe to call twice)."""

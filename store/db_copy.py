@@ -108,25 +108,13 @@ def copy_database(src: Store, dst: Store, *, replace: bool = False) -> CopyRepor
             for model in reversed(MODELS):
                 dst.run(model.delete())
         counts: dict[str, int] = {}
-        with _snapshot(src):
+        with src.snapshot():
             for model in MODELS:
                 counts[model._meta.table_name] = _copy_model(src, dst, model)
         _rebuild_search_indexes(dst)
         _advance_sequences(dst)
+        dst.refresh_statistics()  # a copy is the biggest write there is
     return CopyReport(counts=counts, replaced=held)
-
-
-def _snapshot(store: Store) -> Any:
-    """A read transaction that sees one state of the whole database.
-
-    SQLite's deferred transaction holds its WAL snapshot from the first read;
-    PostgreSQL's default (READ COMMITTED) sees each statement's own, so the
-    copy asks for REPEATABLE READ.
-    """
-    store.connection()
-    if store.engine_name == "postgres":
-        return store.db.atomic(isolation_level="REPEATABLE READ")
-    return store.atomic()
 
 
 def _copy_model(src: Store, dst: Store, model: type[Model]) -> int:

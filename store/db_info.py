@@ -31,8 +31,8 @@ class DatabaseInfo:
 
 def database_info(store: Store) -> DatabaseInfo:
     """Engine, schema version, row counts of every table and size of `store`."""
-    with store.atomic():  # one snapshot for every count
-        applied = applied_migrations(store.db)
+    with store.snapshot():  # every count at one moment
+        applied = applied_migrations(store.db, create=False)  # opening the store made it
         counts = {
             model._meta.table_name: int(store.rows(model.select(fn.COUNT(SQL("*"))))[0][0])
             for model in MODELS

@@ -10,11 +10,15 @@ Design notes and invariants:
 - The engine (`store.engines`) runs the full-text part; this module owns
   what is the same on both: the rowids, the session ranking, the results.
 - Global search ranks with the engine's rank (FTS5's `bm25()`, PostgreSQL's
-  `ts_rank`). A session search does not: `bm25()` counts every match of every term in the whole index to weigh
-  rare words, which would make a one-chat search as slow as the biggest
-  word's history. It ranks the session's matches with the BM25 formula on
-  term hits and message length instead (the same order for a one-word
-  query; terms weigh alike when there are several).
+  `ts_rank`). A session search does not use `bm25()`: it counts every match
+  of every term in the whole index to weigh rare words, which would make a
+  one-chat search as slow as the biggest word's history. SQLite ranks the
+  session's matches with the BM25 formula on term hits and message length
+  instead (`engines.base.rank_by_hits`: the same order for a one-word query;
+  terms weigh alike when there are several); PostgreSQL with `ts_rank`
+  normalized by length, which likewise reads each message alone. The two
+  agree on what is found and mostly on the order (more hits first, then
+  shorter messages); ties go to the newest message on both.
 """
 
 from __future__ import annotations
@@ -44,9 +48,6 @@ __all__ = [
     "search_messages",
     "snippet",
 ]
-
-K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 _SCOPE = Prepared(
@@ -139,23 +140,14 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     if scope is None:
         return []
     low, high = scope_range(scope)
-    marked = store.engine.search_range(query, low, high)
-    if not marked:
+    best = store.engine.search_session(query, low, high, limit)
+    if not best:
         return []
-    lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
-    average = sum(lengths.values()) / len(lengths) or 1.0
-    scored = []
-    for rowid, text in marked:
-        hits = text.count(_OPEN)
-        norm = K1 * (1 - B + B * lengths[rowid] / average)
-        scored.append((-hits * (K1 + 1) / (hits + norm), -rowid, rowid, text))
-    scored.sort()  # best score first; among equals, the newest message
-    best = scored[:limit]
-    seqs = [rowid & SEQ_MASK for _, _, rowid, _ in best]
+    seqs = [rowid & SEQ_MASK for rowid, _, _ in best]
     rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
     gone = bool(_DELETED.rows(store, session_id))
     results = []
-    for score, _, rowid, text in best:
+    for rowid, text, score in best:
         row = rows.get(rowid & SEQ_MASK)
         if row is not None:
             mid, role, content, created, sid = row

@@ -609,14 +609,15 @@ def m009_change_notifications(db: Database) -> None:
         )
 
 
-def applied_migrations(db: Database) -> list[str]:
-    """Names of the migrations the database records, oldest first (creating the record table)."""
-    if is_postgres(db):
+def applied_migrations(db: Database, *, create: bool = True) -> list[str]:
+    """Names of the migrations the database records, oldest first (creating the record
+    table unless `create` is False: a read-only transaction may not)."""
+    if create and is_postgres(db):
         db.execute_sql(
             "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
             "applied_at TEXT NOT NULL, rowid BIGSERIAL NOT NULL)"
         )
-    else:
+    elif create:
         db.execute_sql(
             "CREATE TABLE IF NOT EXISTS schema_migrations "
             "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"

@@ -10,6 +10,10 @@ builder (so each engine gets its own dialect) over `Slot` placeholders,
 rendered to SQL the first time it runs on a kind of database, and from then
 on only its parameters change.
 
+A query the engines need shaped differently (not just spelled differently)
+takes a keyword-only `engine` argument: it is built once per engine with
+"sqlite" or "postgres" there.
+
     _BY_ID = Prepared(lambda sid, mid: M.select(M.content).where(M.session_id == sid, M.id == mid))
     rows = _BY_ID.rows(store, session_id, message_id)
 """
@@ -48,8 +52,11 @@ class Prepared:
 
     def __init__(self, build: Callable[..., Any], *, arity: int | None = None) -> None:
         self.build = build
-        # `arity` for a `build(*values)`; otherwise one slot per parameter.
-        self.arity = len(inspect.signature(build).parameters) if arity is None else arity
+        parameters = inspect.signature(build).parameters
+        self.per_engine = "engine" in parameters
+        # `arity` for a `build(*values)`; otherwise one slot per positional parameter.
+        positional = [p for p in parameters.values() if p.kind is not p.KEYWORD_ONLY]
+        self.arity = len(positional) if arity is None else arity
         self._compiled: dict[type, tuple[str, list[Any]]] = {}
         self._lock = threading.Lock()
 
@@ -59,7 +66,11 @@ class Prepared:
         compiled = self._compiled.get(kind)
         if compiled is None:
             with self._lock:
-                query = self.build(*(Slot(i) for i in range(self.arity)))
+                slots = [Slot(i) for i in range(self.arity)]
+                if self.per_engine:
+                    query = self.build(*slots, engine=store.engine_name)
+                else:
+                    query = self.build(*slots)
                 sql, params = store.db.get_sql_context().sql(query).query()
                 compiled = self._compiled[kind] = (sql, list(params))
         return compiled

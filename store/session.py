@@ -245,9 +245,18 @@ class Session:
             await self._maybe_compact(stored.id)
         return stored
 
-    def update_message(self, message: MessageLike) -> None:
-        """Replace the content of the message with that id (search follows)."""
-        self.provider.update_message(Message.coerce(message))
+    def update_message(self, message: MessageLike, *, final: bool = True) -> None:
+        """Replace the content of the message with that id (search follows).
+
+        `final=False` says a later rewrite supersedes this one (a streaming reply's
+        flush): the store may commit it without waiting for the disk (`Store`'s
+        `durability`). Other providers are called as the protocol says.
+        """
+        message = Message.coerce(message)
+        if not final and isinstance(self.provider, StoreSessionProvider):
+            self.provider.update_message(message, final=False)
+        else:
+            self.provider.update_message(message)
 
     def delete_messages(self, message_ids: list[str]) -> None:
         """Delete messages; their children move up to the deleted message's parent."""

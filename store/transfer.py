@@ -142,7 +142,7 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
     Raises:
         UnknownSessionError: no session with that id.
     """
-    with store.atomic():  # one consistent snapshot
+    with store.snapshot():  # what one moment held, on both engines
         info = SessionManager(store).get(session_id, include_deleted=True)
         if info is None:
             raise UnknownSessionError(f"no session {session_id!r}")
@@ -660,9 +660,13 @@ def import_sessions(
         if not dry_run:
             for c, target in plan:
                 _write(store, c, target, targets)
+            if sum(len(c.messages) for c, _ in plan) >= BULK_MESSAGES:
+                store.refresh_statistics()
     return outcomes
 
 
+BULK_MESSAGES = 1_000
+"""An import writing this many messages refreshes the planner's statistics."""
 _BATCH = 500  # values in one IN (…) list: far below every engine's parameter limit
 
 

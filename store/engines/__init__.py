@@ -19,14 +19,16 @@ from __future__ import annotations
 import os
 
 from ..urls import is_url, redact_url, url_scheme
-from .base import Engine
+from .base import DURABILITIES, Durability, Engine
 
-__all__ = ["Engine", "open_engine", "POSTGRES_SCHEMES"]
+__all__ = ["DURABILITIES", "Durability", "Engine", "open_engine", "POSTGRES_SCHEMES"]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres", "psycopg3")
 
 
-def open_engine(location: str | os.PathLike[str], *, busy_timeout: float) -> Engine:
+def open_engine(
+    location: str | os.PathLike[str], *, busy_timeout: float, durability: Durability = "final"
+) -> Engine:
     """The engine serving `location` (not yet connected).
 
     Raises:
@@ -42,7 +44,7 @@ def open_engine(location: str | os.PathLike[str], *, busy_timeout: float) -> Eng
                 text = text.replace(":/", "://", 1)
             from .postgres import PostgresEngine
 
-            return PostgresEngine(text, busy_timeout=busy_timeout)
+            return PostgresEngine(text, busy_timeout=busy_timeout, durability=durability)
         if scheme != "sqlite" or "://" not in text:  # "sqlite:/x" could mean /x or x
             raise DatabaseFileError(
                 f"{redact_url(text)}: chatui opens SQLite files, sqlite:/// URLs and "
@@ -50,4 +52,4 @@ def open_engine(location: str | os.PathLike[str], *, busy_timeout: float) -> Eng
             )
     from .sqlite import SqliteEngine
 
-    return SqliteEngine(location, busy_timeout=busy_timeout)
+    return SqliteEngine(location, busy_timeout=busy_timeout, durability=durability)

@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from peewee import Database
 
 if TYPE_CHECKING:
     from ..search import Query
 
-__all__ = ["Engine", "SEQ_BITS", "SEQ_MASK"]
+__all__ = ["DURABILITIES", "Durability", "Engine", "SEQ_BITS", "SEQ_MASK", "rank_by_hits"]
+
+Durability = Literal["full", "final", "relaxed"]
+"""When a commit waits for the database's disk (see `Store`)."""
+DURABILITIES: tuple[Durability, ...] = ("full", "final", "relaxed")
 
 # A message's index rowid is (its session's number << SEQ_BITS) + its seq (see
 # `message_search`); the engines' search SQL takes the seq back with SEQ_MASK.
 SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
+
+
+K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def rank_by_hits(
+    marked: list[tuple[int, str]], mark: str, limit: int
+) -> list[tuple[int, str, float]]:
+    """Rows of one session ranked by the BM25 formula on their term hits (`mark`s in
+    the marked text) and length, against the average length of these rows: no
+    statistics of the whole index, so a one-chat search costs what the chat's own
+    matches cost. Best first; among equals, the newest (highest rowid)."""
+    if not marked:
+        return []
+    lengths = {rowid: len(_TOKEN.findall(text)) for rowid, text in marked}
+    average = sum(lengths.values()) / len(lengths) or 1.0
+    scored = []
+    for rowid, text in marked:
+        hits = text.count(mark)
+        norm = K1 * (1 - B + B * lengths[rowid] / average)
+        scored.append((-hits * (K1 + 1) / (hits + norm), -rowid, rowid, text))
+    scored.sort()
+    return [(rowid, text, score) for score, _, rowid, text in scored[:limit]]
 
 
 class Engine(ABC):
@@ -59,8 +88,34 @@ class Engine(ABC):
         return list(self.execute(self.db.connection(), sql, params).fetchall())
 
     @abstractmethod
-    def write(self) -> Any:
-        """A write transaction (a savepoint when nested)."""
+    def write(self, *, durable: bool = True) -> Any:
+        """A write transaction (a savepoint when nested); `durable=False` for one a
+        later write supersedes (see `Store.write`)."""
+
+    def append_in_one(self, row: dict[str, Any], body: str, touched_at: str | None) -> int | None:
+        """Insert a message `row` (its columns by name, `parent_id` None or an id), its
+        search row (`body`) and, with `touched_at`, its session's `updated_at`, in one
+        statement, outside any transaction; the new seq. None when it wrote nothing:
+        the id is stored, the parent or the session's search number missing, the
+        session deleted (with `touched_at`), or the engine has no such statement. The
+        caller then takes the general path, which says which."""
+        del row, body, touched_at
+        return None
+
+    @abstractmethod
+    def snapshot(self) -> Any:
+        """A read-only transaction that sees one state of the whole database (a
+        savepoint of the open transaction when there is one)."""
+
+    def refresh_statistics(self) -> None:  # noqa: B027 - optional hook
+        """After a bulk write (a copy, a big import): let the query planner see the new
+        rows now rather than when the server next gets round to it."""
+
+    def failure_advice(self, exc: BaseException) -> str:
+        """What to do when a write failed with `exc`: one sentence for a person, in
+        this engine's terms (a file and its disk, or a server)."""
+        del exc
+        return "Free disk space and check the database file's permissions, then try again."
 
     @abstractmethod
     def size_bytes(self) -> int:
@@ -105,8 +160,11 @@ class Engine(ABC):
         score (lower is better), deleted)."""
 
     @abstractmethod
-    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
-        """(index rowid, whole text with matches marked) for the rows in [low, high)."""
+    def search_session(
+        self, query: Query, low: int, high: int, limit: int
+    ) -> list[tuple[int, str, float]]:
+        """The best `limit` rows with rowids in [low, high) (one session): (index rowid,
+        whole text with matches marked, score (lower is better)), best first."""
 
     @abstractmethod
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:

@@ -29,7 +29,7 @@ from ..errors import DatabaseFileError
 from ..search import fts5_expression, scope_token, scoped_expression
 from ..text_prep import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS
 from ..urls import is_url
-from .base import SEQ_MASK, Engine
+from .base import SEQ_MASK, Durability, Engine, rank_by_hits
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -45,7 +45,13 @@ class SqliteEngine(Engine):
     name = "sqlite"
     label = "SQLite"
 
-    def __init__(self, location: str | os.PathLike[str], *, busy_timeout: float) -> None:
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        busy_timeout: float,
+        durability: Durability = "final",
+    ) -> None:
         path = os.fspath(location)
         if is_url(path):
             # Imported here: playhouse.db_url loads every backend it knows (psycopg among
@@ -61,7 +67,9 @@ class SqliteEngine(Engine):
             pragmas={
                 "journal_mode": "wal",
                 "foreign_keys": 1,
-                "synchronous": "normal",
+                # WAL with NORMAL: a killed process loses nothing, a power loss may
+                # lose the last commits (never corrupts). FULL syncs every commit.
+                "synchronous": "full" if durability == "full" else "normal",
                 "busy_timeout": int(busy_timeout * 1000),
                 "cache_size": -16_000,
                 "temp_store": "memory",
@@ -82,8 +90,12 @@ class SqliteEngine(Engine):
                 f"{self.path}: cannot open as a SQLite database: {exc}"
             ) from exc
 
-    def write(self) -> Any:
+    def write(self, *, durable: bool = True) -> Any:
         return self.db.atomic("IMMEDIATE")
+
+    def snapshot(self) -> Any:
+        # A deferred transaction holds its WAL snapshot from its first read on.
+        return self.db.atomic()
 
     def size_bytes(self) -> int:
         conn = self.db.connection()
@@ -126,14 +138,18 @@ class SqliteEngine(Engine):
             (match, int(limit)),
         )
 
-    def search_range(self, query: Query, low: int, high: int) -> list[tuple[int, str]]:
+    def search_session(
+        self, query: Query, low: int, high: int, limit: int
+    ) -> list[tuple[int, str, float]]:
+        # FTS5 seeks into the rowid range; bm25() would weigh terms over the whole
+        # index (as slow as the biggest word's history), so the rows are ranked here.
         match = scoped_expression("body", fts5_expression(query))
         rows = self.rows(
             f"SELECT rowid, highlight(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}') "
             "FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
             (match, low, high),
         )
-        return [(int(r[0]), str(r[1])) for r in rows]
+        return rank_by_hits([(int(r[0]), str(r[1])) for r in rows], MARK_OPEN, limit)
 
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
         match = scoped_expression(
