@@ -133,6 +133,9 @@ async def test_a_connection_lost_inside_a_flush_keeps_the_reply_marked_interrupt
                     break
                 await pilot.pause(0.02)
             assert said()
+            [note] = [n.plain for n in app.main.query(ChatNotice) if "Could not save" in n.plain]
+            assert "free disk space, check the file" not in note  # SQLite's words, not these
+            assert "PostgreSQL" in note and "password" not in note.lower()
             llm_server.text("Back again.")
             await type_and_send(pilot, "still there?")
             await idle(pilot)

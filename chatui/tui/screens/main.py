@@ -622,10 +622,13 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                     if self.chat_input.text
                     else "Your message is saved; the reply may be cut short."
                 )
-                text = (
-                    f"{text}\n{kept} Fix the problem (free disk space, check the file's "
-                    "permissions) and press enter again."
+                # The store says what failed in its engine's terms (a lost PostgreSQL
+                # connection is no full disk).
+                advice = event.advice or (
+                    "Fix the problem (free disk space, check the file's permissions) and "
+                    "press enter again."
                 )
+                text = f"{text}\n{kept} {advice}"
             await self.chat_view.notice(text, "error", title=title)
 
     def _shown_leaf(self) -> str | None:
