@@ -68,7 +68,8 @@ def test_the_escape_keeps_prefixes_and_equality(a, b):
 @given(name=nul_texts, sid=nul_ids, mid=nul_ids, text=nul_texts, extra=nul_texts)
 async def test_every_field_round_trips(store, name, sid, mid, text, extra):
     manager = SessionManager(store)
-    session_id = f"{next(_unique)}{sid}"
+    # "s<n>-" is prefix-free (a digit is never "-"): "21"+"0" and "2"+"10" collided.
+    session_id = f"s{next(_unique)}-{sid}"
     info = manager.create(name, id=session_id, model=extra, metadata={extra: text})
     provider = StoreSessionProvider(store, session_id)
     first = provider.append_message(msg(mid, text), None)
