@@ -22,6 +22,19 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def _fresh_window_book():
+    """The context windows learned are process-wide (one book per app run); a test must
+    not inherit another's: a later loopback server on a reused port would be 'already
+    asked' and never asked again."""
+    import sys
+
+    module = sys.modules.get("chatui.llm.windows")
+    if module is not None:
+        module.WINDOWS.clear()
+    yield
+
+
 # -- engines ------------------------------------------------------------------------
 #
 # The store's suite runs on SQLite and on PostgreSQL: in the modules below, every

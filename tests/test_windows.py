@@ -128,9 +128,9 @@ async def test_the_sidebar_says_the_server_told_it(store, llm_server, fake_key):
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         await app.workspace.settle()
-        await pilot.pause(0.1)
-        stats = app.main.sidebar.stats
-        assert (stats.window, stats.window_source) == (8192, "server")
+        stats = lambda: app.main.sidebar.stats  # noqa: E731 - redrawn when the answer lands
+        await wait_for(pilot, lambda: stats().window_source == "server")
+        assert (stats().window, stats().window_source) == (8192, "server")
         gauge = app.main.sidebar.query_one("#conversation-gauge")
         assert "(server)" in gauge.figure
 
