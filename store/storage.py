@@ -162,8 +162,11 @@ def walk_path(
     the chat's rows in windows of seqs ending at the message it has yet to find
     (one index range scan each, the first `_FIRST_WINDOW` rows) and follows
     `parent_id` in memory: one or two statements where the recursive walk
-    (`ancestors`) is one index lookup per message, 130 of them ≈ 2 ms on
-    PostgreSQL. Nothing depends on the seq order being kept, only the speed: a
+    (`ancestors`) is one index lookup per message. A 130-message path on
+    PostgreSQL, 1M corpus, through the store: 0.27 ms its window, 0.62 ms the
+    recursive walk; a 900-message one read whole (SQLite or PostgreSQL) took
+    0.6× the time of the recursive walk (interleaved runs, rows decoded).
+    Nothing depends on the seq order being kept, only the speed: a
     parent above its child is simply the next window's top. A path scattered
     among many other branches (fewer than one row in `_SCATTERED` of a window
     on it) is climbed the rest of the way by the recursive walk, so it costs at
