@@ -192,13 +192,13 @@ ops = st.lists(
         st.tuples(st.just("delete"), st.integers(0, 60), st.booleans()),
         st.tuples(st.just("reparent"), st.integers(0, 60), st.integers(0, 60)),
     ),
-    min_size=1,
-    max_size=40,
+    min_size=5,
+    max_size=60,
 )
 
 
 @settings(
-    max_examples=30,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
