@@ -171,7 +171,12 @@ def walk_path(
     among many other branches (fewer than one row in `_SCATTERED` of a window
     on it) is climbed the rest of the way by the recursive walk, so it costs at
     most one window more than it used to. A cycle ends the path before its
-    first repeat.
+    first repeat. What the one read costs: a short path above many older rows
+    (the first prompt of a long chat edited) reads rows it does not need, up to
+    `_FIRST_WINDOW` of them: 2 messages above 250 of 2 KB took 1.17 ms on
+    PostgreSQL and 0.35 on SQLite, against 0.28 and 0.03 for the recursive
+    walk; a first window of 64 rows cut that to about a third but cost the
+    130-message path a second statement, 1.33 → 1.55 ms on PostgreSQL.
     """
     path: list[tuple[Any, ...]] = []  # leaf first
     seen: set[str] = set()
