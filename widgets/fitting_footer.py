@@ -59,6 +59,13 @@ class FittingFooter(Footer):
         await super().recompose()
 
     def compose(self) -> ComposeResult:
+        if not self._bindings_ready and self.is_attached:
+            # Textual's footer stays empty until focus settles and two refreshes pass
+            # (~0.1 s after the first frame at start-up, behind the first chat's frames);
+            # the screen's and the app's keys are known once the footer is mounted, so
+            # they are drawn with the first frame. Focus moving later recomposes only
+            # if the keys differ (`recompose`).
+            self.set_reactive(Footer._bindings_ready, True)
         self._composed = self._signature()
         keys = [w for w in super().compose() if isinstance(w, FooterKey)]
         palette = [k for k in keys if k.has_class("-command-palette")]

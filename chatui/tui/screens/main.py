@@ -405,7 +405,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         workspace = self.workspace
         if blocks or not self.sidebar.blocks:
             # Memory per branch: the blocks as the branch on screen holds them.
-            self.sidebar.show_blocks(
+            await self.sidebar.show_blocks(
                 await self.chat.session.load_context(at=self.chat.active_leaf)
                 if self.chat
                 else await workspace.template_blocks(self.draft_agent)

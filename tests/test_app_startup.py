@@ -1,0 +1,79 @@
+"""Start-up (issue 10's "full UI ready"): what the first frames hold, and what waits.
+
+Speed is measured by `bench/live_bench.py`, never here: these tests hold the
+behaviour each start-up shortcut relies on, so a change that undoes one fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+
+from widgets import FittingFooter
+
+from .app_helpers import make_app, populate
+
+
+@pytest.fixture
+def chats(store):
+    return populate(store)
+
+
+def _frames(app: App) -> list[str]:
+    """The text of every frame the app hands to its driver (headless ones too)."""
+    frames: list[str] = []
+    shown = app._display
+
+    def display(screen, renderable):  # type: ignore[no-untyped-def]
+        shown(screen, renderable)
+        render = getattr(renderable, "render_segments", None)
+        if render is not None:
+            frames.append(render(app.console))
+
+    app._display = display  # type: ignore[method-assign]
+    return frames
+
+
+class _FooterApp(App[None]):
+    BINDINGS = [("ctrl+t", "noop", "Tree")]
+    keys_at_mount = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static("body")
+        yield FittingFooter()
+
+    def on_mount(self) -> None:
+        # Children are mounted (and composed) before their parent's Mount.
+        self.keys_at_mount = len(self.query_one(FittingFooter).query(FooterKey))
+
+
+async def test_the_footer_has_its_keys_when_it_is_mounted():
+    """Textual's footer waits for focus to settle and two refreshes (~0.1 s after the
+    first frame at start-up); ours composes its keys when it is mounted."""
+    app = _FooterApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.keys_at_mount >= 2  # "Tree" and the palette's key
+
+
+async def test_the_first_frame_shows_the_footers_keys(store, chats):
+    app = make_app(store, warm_llm=False, model_process=False)
+    frames = _frames(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert frames
+        assert "palette" in frames[0] and "Quit" in frames[0]
+
+
+async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
+    """The frame that first shows the last chat shows its memory too (the gauges were
+    mounted without waiting, and drawn a frame later: an empty MEMORY meanwhile)."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    frames = _frames(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        first = next(f for f in frames if "Lisbon trip" in f)
+        assert "read-only" in first and "writable" in first
