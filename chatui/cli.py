@@ -205,6 +205,9 @@ def _configured_db() -> str | None:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    from . import startup
+
+    startup.pause()  # until the app's first screen is drawn (it resumes collection)
     try:
         from chatui.tui.app import run  # lazy: textual loads only for the app
     except ModuleNotFoundError as exc:

@@ -6,11 +6,14 @@ behaviour each start-up shortcut relies on, so a change that undoes one fails.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
+from chatui import cli, startup
 from widgets import FittingFooter
 
 from .app_helpers import make_app, populate
@@ -77,3 +80,44 @@ async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
         await pilot.pause()
         first = next(f for f in frames if "Lisbon trip" in f)
         assert "read-only" in first and "writable" in first
+
+
+async def test_collection_resumes_once_the_first_chat_is_drawn(store, chats):
+    startup.pause()
+    try:
+        assert startup.paused() and not gc.isenabled()
+        app = make_app(store, warm_llm=False, model_process=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert app.main.chat is not None  # the first chat is open
+            assert gc.isenabled() and not startup.paused()
+    finally:
+        startup.resume()
+        gc.enable()
+
+
+def test_resume_leaves_a_callers_own_gc_disable_alone():
+    gc.disable()
+    try:
+        startup.pause()  # already off: not ours to turn back on
+        startup.resume()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_app_is_imported_with_collection_paused(monkeypatch):
+    seen: dict[str, bool] = {}
+
+    def run(**kwargs: object) -> int:
+        seen["enabled"] = gc.isenabled()
+        return 0
+
+    monkeypatch.setattr("chatui.tui.app.run", run)
+    try:
+        assert cli.main([]) == 0
+    finally:
+        startup.resume()
+    assert seen == {"enabled": False}
+    assert gc.isenabled()
