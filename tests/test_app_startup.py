@@ -7,6 +7,9 @@ behaviour each start-up shortcut relies on, so a change that undoes one fails.
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
@@ -121,3 +124,32 @@ def test_the_app_is_imported_with_collection_paused(monkeypatch):
         startup.resume()
     assert seen == {"enabled": False}
     assert gc.isenabled()
+
+
+def test_start_up_compiles_no_search_pattern():
+    """The index's CJK and emoji patterns (~10-20 ms to compile) wait for the first
+    message written or searched: opening the app and its first chat reads only."""
+    code = """
+import asyncio
+from store import Store, text_prep
+from tests.app_helpers import make_app
+
+async def main():
+    app = make_app(Store(":memory:"), warm_llm=False, model_process=False)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.main.chat_input.has_focus
+    compiled = [f.cache_info().currsize for f in (text_prep._split_re, text_prep._cjk_re,
+                                                  text_prep._emoji_re)]
+    print(sum(compiled))
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    assert out.split() == ["0"]
