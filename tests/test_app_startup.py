@@ -85,6 +85,24 @@ async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
         assert "read-only" in first and "writable" in first
 
 
+async def test_an_empty_database_starts_with_the_whole_screen_in_the_first_frame(store):
+    """Nothing to read: the new chat is composed into the first frame (no empty screen
+    first), and the app goes on as after any start (the first chat was shown)."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    frames = _frames(app)
+    shown: list[bool] = []
+    app._first_chat_shown = lambda: shown.append(True)  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        first = frames[0]
+        for part in ("New chat · demo", "Type below", "read-only", "spent", "palette"):
+            assert part in first, part
+        assert app.main.chat is None and app.main.chat_input.has_focus
+        await pilot.press(*"hi", "enter")
+        await pilot.pause()
+        assert app.main.chat is not None  # the first message stored the new chat
+
+
 async def test_collection_resumes_once_the_first_chat_is_drawn(store, chats):
     startup.pause()
     try:
