@@ -7,6 +7,7 @@ behaviour each start-up shortcut relies on, so a change that undoes one fails.
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -144,30 +145,58 @@ def test_the_app_is_imported_with_collection_paused(monkeypatch):
     assert gc.isenabled()
 
 
-def test_start_up_compiles_no_search_pattern():
-    """The index's CJK and emoji patterns (~10-20 ms to compile) wait for the first
-    message written or searched: opening the app and its first chat reads only."""
-    code = """
-import asyncio
+STARTED = """
+import asyncio, json, sys
+from chatui.cli import build_parser
 from store import Store, text_prep
 from tests.app_helpers import make_app
 
 async def main():
+    build_parser().parse_args([])  # as `chatui` does before it launches the app
     app = make_app(Store(":memory:"), warm_llm=False, model_process=False)
     async with app.run_test() as pilot:
         await pilot.pause()
         assert app.main.chat_input.has_focus
     compiled = [f.cache_info().currsize for f in (text_prep._split_re, text_prep._cjk_re,
                                                   text_prep._emoji_re)]
-    print(sum(compiled))
+    print(json.dumps({"compiled": sum(compiled), "modules": sorted(sys.modules)}))
 
 asyncio.run(main())
 """
+
+
+@pytest.fixture(scope="module")
+def started() -> dict:
+    """What a process holds once the app has started and drawn its first chat."""
     out = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", STARTED],
         capture_output=True,
         text=True,
         check=True,
         cwd=Path(__file__).resolve().parent.parent,
     ).stdout
-    assert out.split() == ["0"]
+    return json.loads(out)
+
+
+def test_start_up_compiles_no_search_pattern(started):
+    """The index's CJK and emoji patterns (~10-20 ms to compile) wait for the first
+    message written or searched: opening the app and its first chat reads only."""
+    assert started["compiled"] == 0
+
+
+def test_start_up_loads_no_exporter_importer_or_backup_module(started):
+    """`chatui` builds its whole parser on every start, the app's too: the commands'
+    modules (and the memory inspector's) load when they are used."""
+    later = (
+        "chatui.porting.common",
+        "chatui.porting.exports",
+        "chatui.porting.importing",
+        "chatui.transfers",
+        "chatui.inspection",
+        "store.transfer",
+        "store.db_copy",
+        "store.db_info",
+    )
+    loaded = set(started["modules"])
+    assert {"chatui.cli", "chatui.tui.app"} <= loaded
+    assert [m for m in later if m in loaded] == []
