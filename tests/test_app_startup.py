@@ -18,7 +18,7 @@ from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from chatui import cli, startup
-from widgets import FittingFooter
+from widgets import FittingFooter, TokenGauge
 
 from .app_helpers import make_app, populate
 
@@ -200,3 +200,26 @@ def test_start_up_loads_no_exporter_importer_or_backup_module(started):
     loaded = set(started["modules"])
     assert {"chatui.cli", "chatui.tui.app"} <= loaded
     assert [m for m in later if m in loaded] == []
+
+
+class _GaugeApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TokenGauge("memory", used=10, limit=1000, id="gauge")
+        yield FittingFooter()
+
+
+async def test_new_gauges_and_footer_keys_carry_their_classes_before_they_mount():
+    """Set while unmounted, the classes are styled with the mount (set by watchers
+    after it, each widget was restyled a second time); later changes still restyle."""
+    gauge = TokenGauge("memory", used=1100, limit=1000)
+    assert gauge.has_class("-over") and not gauge.has_class("-ok")
+    app = _GaugeApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        keys = list(app.query_one(FittingFooter).query(FooterKey))
+        assert keys and all(k.has_class("-compact") for k in keys)
+        mounted = app.query_one("#gauge", TokenGauge)
+        assert mounted.has_class("-ok")
+        mounted.used = 990
+        await pilot.pause()
+        assert mounted.has_class("-over") and not mounted.has_class("-ok")
