@@ -18,7 +18,7 @@ from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from chatui import cli, startup
-from widgets import FittingFooter, TokenGauge
+from widgets import ContextSidebar, FittingFooter, TokenGauge
 
 from .app_helpers import make_app, populate
 
@@ -223,3 +223,32 @@ async def test_new_gauges_and_footer_keys_carry_their_classes_before_they_mount(
         mounted.used = 990
         await pilot.pause()
         assert mounted.has_class("-over") and not mounted.has_class("-ok")
+
+
+class _SidebarApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ContextSidebar()
+
+
+async def test_new_memory_gauges_are_styled_once():
+    """`show_blocks` builds new gauges with their figures: set after the mount, each
+    figure restyled its gauge again (three gauges, a dozen restyles at start-up)."""
+    from .test_widgets import block
+
+    app = _SidebarApp()
+    async with app.run_test() as pilot:
+        restyled: list[object] = []
+        update_styles = app.update_styles
+
+        def record(node, animate=True):  # type: ignore[no-untyped-def]
+            restyled.append(node)
+            update_styles(node, animate=animate)
+
+        app.update_styles = record  # type: ignore[method-assign]
+        sidebar = app.query_one(ContextSidebar)
+        await sidebar.show_blocks([block("soul", 50, None, "readonly"), block("memory", 990, 1000)])
+        await pilot.pause()
+        gauges = list(sidebar.query(TokenGauge))
+        assert [g.label for g in gauges][:2] == ["soul", "memory"]
+        assert gauges[1].has_class("-over") and gauges[1].kind == "writable"
+        assert not [n for n in restyled if isinstance(n, TokenGauge)]

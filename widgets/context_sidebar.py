@@ -122,14 +122,18 @@ class ContextSidebar(VerticalScroll):
         pending: list[Awaitable[object]] = []
         if [g.label for g in existing] != [b.label for b in blocks]:
             pending.append(holder.remove_children())
-            existing = [TokenGauge(b.label) for b in blocks]
-            if existing:
-                pending.append(holder.mount_all(existing))
-        for gauge, block in zip(existing, blocks, strict=True):
-            gauge.kind = _kind_tag(block)
-            gauge.limit = block.max_tokens
-            gauge.used = block.tokens
-            gauge.tooltip = block.description or None
+            # Built with their figures: set after mounting, each restyled its gauge again.
+            new = [TokenGauge(b.label, b.tokens, b.max_tokens, _kind_tag(b)) for b in blocks]
+            for gauge, block in zip(new, blocks, strict=True):
+                gauge.tooltip = block.description or None
+            if new:
+                pending.append(holder.mount_all(new))
+        else:
+            for gauge, block in zip(existing, blocks, strict=True):
+                gauge.kind = _kind_tag(block)
+                gauge.limit = block.max_tokens
+                gauge.used = block.tokens
+                gauge.tooltip = block.description or None
         holder.styles.height = "auto"
         return AwaitComplete(*pending)
 
