@@ -27,6 +27,7 @@ from store import (
     reply_state,
 )
 
+from . import startup
 from .cli_base import (
     DATABASE,
     EPILOG,
@@ -210,8 +211,6 @@ def _configured_db() -> str | None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from . import startup
-
     startup.pause()  # until the app's first screen is drawn (it resumes collection)
     try:
         from chatui.tui.app import run  # lazy: textual loads only for the app
@@ -334,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.db = _configured_db()
         if args.command is None:
             return _launch(args)
+        startup.resume()  # paused by `chatui.launch` for the app's start only
         return int(args.run(args))
     except CliError as exc:
         message, code = str(exc), exc.code

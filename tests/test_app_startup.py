@@ -129,6 +129,32 @@ def test_resume_leaves_a_callers_own_gc_disable_alone():
         gc.enable()
 
 
+def test_a_command_runs_with_collection_on(capsys):
+    """`chatui.launch` pauses collection before any import; only the app keeps it off."""
+    startup.pause()
+    try:
+        assert cli.main(["list"]) == 0
+        assert gc.isenabled() and not startup.paused()
+    finally:
+        startup.resume()
+        gc.enable()
+
+
+def test_the_console_script_pauses_collection_before_importing_anything():
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['chatui', '--version']\n"
+        "from chatui import launch\n"
+        "assert 'chatui.cli' not in sys.modules and gc.isenabled()\n"
+        "try:\n"
+        "    launch.main()\n"
+        "finally:\n"
+        "    print(gc.isenabled(), 'store' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert out.split()[-2:] == ["False", "True"]  # paused, then the imports
+
+
 def test_the_app_is_imported_with_collection_paused(monkeypatch):
     seen: dict[str, bool] = {}
 
