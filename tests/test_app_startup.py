@@ -278,3 +278,28 @@ async def test_new_memory_gauges_are_styled_once():
         assert [g.label for g in gauges][:2] == ["soul", "memory"]
         assert gauges[1].has_class("-over") and gauges[1].kind == "writable"
         assert not [n for n in restyled if isinstance(n, TokenGauge)]
+
+
+async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_restyles(
+    store, monkeypatch
+):
+    """The theme set while the app is built only sets the variables of the first parse
+    (Textual re-parsed the app's sheets then, and parsed them again for the screen)."""
+    from textual.css import stylesheet
+
+    parsed: list[str] = []
+    parse = stylesheet.parse
+
+    def counting(scope, css, read_from, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(str(read_from[0]))
+        return parse(scope, css, read_from, **kwargs)
+
+    monkeypatch.setattr(stylesheet, "parse", counting)
+    app = make_app(store, warm_llm=False, model_process=False, theme="textual-light")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert len([p for p in parsed if p.endswith("main.tcss")]) == 1
+        light = app.screen.styles.background
+        app.theme = "textual-dark"
+        await pilot.pause()
+        assert app.screen.styles.background != light
