@@ -212,13 +212,14 @@ def test_start_up_compiles_no_search_pattern(started):
 
 def test_start_up_loads_no_exporter_importer_or_backup_module(started):
     """`chatui` builds its whole parser on every start, the app's too: the commands'
-    modules (and the memory inspector's) load when they are used."""
+    modules, the memory inspector's and the demo model's replies load when used."""
     later = (
         "chatui.porting.common",
         "chatui.porting.exports",
         "chatui.porting.importing",
         "chatui.transfers",
         "chatui.inspection",
+        "chatui.llm.demo",
         "store.transfer",
         "store.db_copy",
         "store.db_info",
