@@ -202,7 +202,8 @@ READY_MARKS = (
     "palette",  # the footer's keys (their last one)
 )
 """Every part of chatui's first screen, with its content: "ready" is when all are drawn
-(the footer is drawn with the first frame, the chat and the gauges a frame later)."""
+(the frame that first shows one part need not show the others: a stored chat and its
+gauges are drawn a frame after the footer)."""
 
 
 def _tmux(socket: str, *args: str) -> str:
@@ -224,11 +225,25 @@ def _launch_until(command: str, marks: tuple[str, ...], env: dict[str, str]) -> 
             time.sleep(0.005)
         raise RuntimeError(f"never ready: {marks}")
     finally:
+        pid = _tmux(socket, "display-message", "-p", "-t", "b", "#{pane_pid}").strip()
         _tmux(socket, "kill-server")
+        _wait_gone(int(pid) if pid.isdigit() else None)
+
+
+def _wait_gone(pid: int | None, timeout: float = 5.0) -> None:
+    """Until the killed app has exited: one still shutting down would take CPU from the
+    next launch, and write into the home folder the bench is about to delete."""
+    deadline = time.monotonic() + timeout
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.005)
 
 
 def ready_figure(runs: int = 5) -> None:
-    with tempfile.TemporaryDirectory() as home:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as home:
         env = {
             "CHATUI_HOME": home,
             "PATH": os.environ["PATH"],
