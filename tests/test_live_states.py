@@ -146,7 +146,11 @@ async def test_a_redraw_reads_each_row_once(store, llm_server, fake_key):
             for s in plain
             if re.search(r"FROM sessions\b", s) and re.search(r"WHERE\W+(\w+\.)?id = ", s)
         ]
-        tree_reads = [s for s in plain if re.search(r"^SELECT .* FROM messages\b", s)]
+        # The rows' text is read once; the branch's memory walks the path's ids only
+        # (seq, id, parent_id: `walk_path(full=False)`).
+        tree_reads = [s for s in plain if re.search(r"^SELECT .*\bcontent\b.* FROM messages\b", s)]
+        id_walks = [s for s in plain if re.search(r"^SELECT \S+seq, \S+id, \S+parent_id FROM", s)]
+        assert len(id_walks) <= 1, id_walks
         assert len(session_reads) == 1, session_reads
         assert len(tree_reads) == 1, tree_reads
 

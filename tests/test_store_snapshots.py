@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-import chatui.cli_transfer as cli_transfer
+import store as store_package
 import store.transfer as transfer
 from chatui.cli import main
 from store import SessionManager, Store, StoreSessionProvider, database_info, export_session
@@ -98,7 +98,7 @@ def test_export_all_is_one_moment_of_the_whole_history(store, store_url, monkeyp
             write_elsewhere(store_url, second, "meanwhile")
         return real(s, session_id)
 
-    monkeypatch.setattr(cli_transfer, "export_session", export_one)
+    monkeypatch.setattr(store_package, "export_session", export_one)  # imported at call time
     capsys.readouterr()
     assert main(["--db", store_url, "export", "--all", "--format", "jsonl"]) == 0
     entries = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -27,7 +27,7 @@ from typing import Any
 
 from store import estimate_string_tokens
 
-from .env import DEMO_CONTEXT_WINDOW, DEMO_MODEL, DEMO_PROVIDER
+from .demo_names import DEMO_CONTEXT_WINDOW, DEMO_MODEL, DEMO_PROVIDER
 
 __all__ = [
     "DEMO_CONTEXT_WINDOW",

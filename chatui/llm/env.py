@@ -16,6 +16,8 @@ import threading
 import warnings
 from typing import Any
 
+from .demo_names import DEMO_CONTEXT_WINDOW, DEMO_MODEL, DEMO_PROVIDER
+
 __all__ = [
     "DEFAULT_TIMEOUT",
     "DEMO_CONTEXT_WINDOW",
@@ -29,13 +31,6 @@ __all__ = [
     "provider_of",
     "warm_up",
 ]
-
-# The demo model's names live here, not in `demo` (its replies, regexes and provider
-# load with LiteLLM): the app asks `is_demo` at every start.
-DEMO_MODEL = "demo"
-"""What the user types (`--model demo`) for the offline demo model."""
-DEMO_PROVIDER = "chatui-demo"
-DEMO_CONTEXT_WINDOW = 32_768
 
 
 DEFAULT_TIMEOUT = 120.0
