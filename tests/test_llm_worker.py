@@ -148,6 +148,37 @@ async def test_a_stream_closed_unread_cancels_its_call(worker, llm_server, fake_
     assert time.monotonic() - started < 10
 
 
+async def test_the_warm_up_rehearsal_stays_on_its_own_loopback_server(llm_server, fake_key):
+    """The model process rehearses a first call before it says ready; the rehearsal is
+    answered by a server of its own (the configured server hears nothing, and the key in
+    the environment is not sent: a placeholder is)."""
+    from chatui.llm import warm_call
+
+    requests: list[bytes] = []
+    answer = warm_call._answer
+
+    async def listen(reader, writer):
+        original = reader.readuntil
+
+        async def readuntil(separator=b"\n"):
+            head = await original(separator)
+            requests.append(head)
+            return head
+
+        reader.readuntil = readuntil
+        await answer(reader, writer)
+
+    warm_call._answer = listen
+    try:
+        await warm_call.warm_call(timeout=10)
+    finally:
+        warm_call._answer = answer
+    assert len(requests) == 1 and b"/chat/completions" in requests[0]
+    assert b"Bearer warm-up" in requests[0]
+    assert fake_key.encode() not in requests[0]
+    assert llm_server.requests == []
+
+
 async def test_calls_run_side_by_side(worker, llm_server, fake_key):
     words = " ".join(f"w{i}" for i in range(30))
     llm_server.script(*(script.text(words, delay=0.01) for _ in range(3)))
