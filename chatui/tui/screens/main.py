@@ -82,7 +82,8 @@ log = logging.getLogger(__name__)
 NEW_CHAT_NAME = "New chat"
 STORAGE_TITLE = "Could not save to the database"
 BUSY_AFTER = 0.1
-"""Seconds after enter by which the input shows busy even if nothing was drawn yet."""
+"""Seconds after enter, or after a reply starts, before the title, the input's busy
+border and the tree follow: a fast reply's first words are drawn by then."""
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "r regenerates and e edits a focused message — both make branches, nothing is lost. "
@@ -550,10 +551,9 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
             self.run_worker(self._show_failure(failure), group="failure")
             return
-        # The title and the input's busy border follow once the question and its reply
-        # are drawn (`show_event`): restyling the input costs milliseconds that the
-        # request and the first frame should not wait for. The timer covers a turn
-        # slow to store its question (LiteLLM still loading for the key check).
+        # The title and the input's busy border follow a moment later (`BUSY_AFTER`):
+        # restyling the input costs milliseconds that the request and the first
+        # frames should not wait for.
         self.set_timer(BUSY_AFTER, self._sync_busy)
 
     def ensure_chat(self, first_text: str) -> ChatState:
@@ -693,9 +693,10 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                     self._streams[message.id] = await self.chat_view.start_reply(message)
                     self._drawn[message.id] = 0
                     # The tree's new nodes (a snapshot of the chat: tens of ms in a long
-                    # one) and the busy title and input after the frame that shows them.
-                    self.call_after_refresh(self.redraw_tree)
-                    self.call_after_refresh(self._sync_busy)
+                    # one) and the busy title and input a moment later: drawn before a
+                    # fast reply's first words, they made that frame wait and grow.
+                    self.set_timer(BUSY_AFTER, self.redraw_tree)
+                    self.set_timer(BUSY_AFTER, self._sync_busy)
                 else:
                     await self._redraw()  # a regenerated reply: a sibling, drawn streaming
                     view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
