@@ -30,7 +30,7 @@ from store import SessionManager, Store  # noqa: E402
 
 CHATUI = str(Path(sys.executable).with_name("chatui"))
 FRAME_MARK = "MEMORY"  # the sidebar's heading: the first frame with the whole layout
-READY_MARK = "palette"  # the footer's last hint: drawn once the last chat is open
+READY_MARK = "· demo"  # the title's model (--model demo): drawn once the last chat is open
 
 
 def tmux(*args: str) -> str:

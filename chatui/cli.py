@@ -27,6 +27,7 @@ from store import (
     reply_state,
 )
 
+from . import startup
 from .cli_base import (
     DATABASE,
     EPILOG,
@@ -44,10 +45,7 @@ from .cli_base import (
 )
 from .cli_transfer import add_transfer_commands
 from .db_commands import add_db_commands
-from .porting.exports import json_text
-from .porting.markdown import render_markdown, state_note
 from .porting.text import one_line
-from .porting.tree import outline_lines, path_view
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
 
@@ -56,6 +54,8 @@ __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from .porting.exports import json_text  # the commands' modules load when they run
+
     query = " ".join(args.query)
     with _open(args) as store:
         session_id = _resolve(store, args.session).id if args.session else None
@@ -93,6 +93,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from .porting.exports import json_text
+
     with _open(args) as store:
         manager = SessionManager(store)
         infos = manager.list(deleted_only=args.deleted, limit=args.limit)
@@ -135,6 +137,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from .porting.exports import json_text
+    from .porting.markdown import render_markdown, state_note
+    from .porting.tree import outline_lines, path_view
+
     with _open(args) as store:
         info = _resolve(store, args.id)
         through = _resolve_message(store, info, args.branch) if args.branch else None
@@ -205,6 +211,7 @@ def _configured_db() -> str | None:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    startup.pause()  # until the app's first screen is drawn (it resumes collection)
     try:
         from chatui.tui.app import run  # lazy: textual loads only for the app
     except ModuleNotFoundError as exc:
@@ -326,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.db = _configured_db()
         if args.command is None:
             return _launch(args)
+        startup.resume()  # paused by `chatui.launch` for the app's start only
         return int(args.run(args))
     except CliError as exc:
         message, code = str(exc), exc.code

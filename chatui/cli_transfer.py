@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from store import SessionManager, Store, document_entries, export_session
+from store import SessionManager, Store
 
 from .cli_base import (
     BAD_INPUT,
@@ -31,14 +31,19 @@ from .cli_base import (
     _resolve_message,
 )
 from .porting import IMPORTERS
-from .porting.exports import json_text, markdown_page, slug
 from .porting.text import json_safe, one_line
-from .transfers import ImportProblem, import_file
+
+# Exporters and importers load when their command runs: `chatui` with no command
+# (the app) builds this parser on every start.
 
 __all__ = ["add_transfer_commands", "cmd_export", "cmd_import"]
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from store import document_entries, export_session
+
+    from .porting.exports import json_text
+
     if bool(args.id) == args.all:
         raise CliError("give one chat id, or --all", USAGE)
     if args.branch and args.all:
@@ -78,6 +83,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> None:
+    from .porting.exports import markdown_page, slug
+
     manager = SessionManager(store)
 
     def page(sid: str) -> str:
@@ -110,6 +117,10 @@ def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> 
 
 def _write_json_list(fh: IO[str], store: Store, ids: list[str]) -> None:
     """`json_text(list_of_documents)`, written one document at a time."""
+    from store import export_session
+
+    from .porting.exports import json_text
+
     if not ids:
         fh.write("[]\n")
         return
@@ -121,6 +132,9 @@ def _write_json_list(fh: IO[str], store: Store, ids: list[str]) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from .porting.exports import json_text
+    from .transfers import ImportProblem, import_file
+
     path = Path(args.file).expanduser()
     with _open(args, create=True) as store:
         try:

@@ -16,12 +16,9 @@ from pathlib import Path
 from peewee import DatabaseError as PeeweeDatabaseError
 
 from store import (
-    CopyError,
     DatabaseUnavailableError,
     Store,
     StoreError,
-    copy_database,
-    database_info,
     is_url,
     redact_url,
     redact_urls_in,
@@ -84,6 +81,8 @@ def _usage(args: argparse.Namespace) -> int:
 
 
 def cmd_db_info(args: argparse.Namespace) -> int:
+    from store import database_info  # loaded by the command, not by every start
+
     with args.open_store(args) as store:
         info = database_info(store)
     if args.json:
@@ -105,6 +104,8 @@ def _lines(info: object) -> Iterator[str]:
 
 
 def cmd_db_copy(args: argparse.Namespace) -> int:
+    from store import CopyError, copy_database  # loaded by the command, not by every start
+
     created = _new_file(args.dst)
     try:
         with ExitStack() as stack:

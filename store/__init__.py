@@ -7,6 +7,8 @@ needs no server (SQLite through peewee, the default) and also runs on
 PostgreSQL (`Store("postgresql://…")`); it imports no UI or LLM client.
 """
 
+from typing import TYPE_CHECKING
+
 # First, before anything imports peewee: keeps psycopg off the start-up path.
 from . import driver as _driver  # noqa: F401
 from .agents import UNSET, AgentInfo, AgentSpec
@@ -15,8 +17,6 @@ from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
-from .db_copy import CopyError, CopyReport, copy_database
-from .db_info import DatabaseInfo, database_info
 from .errors import (
     ContextError,
     ContextLimitError,
@@ -76,19 +76,23 @@ from .text import (
 )
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
-from .transfer import (
-    EXPORT_FORMAT,
-    EXPORT_VERSION,
-    ImportOutcome,
-    TransferError,
-    document_entries,
-    documents_from_entries,
-    export_session,
-    export_sessions,
-    import_sessions,
-    load_export,
-)
 from .urls import is_url, redact_url, redact_urls_in
+
+if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
+    from .db_copy import CopyError, CopyReport, copy_database
+    from .db_info import DatabaseInfo, database_info
+    from .transfer import (
+        EXPORT_FORMAT,
+        EXPORT_VERSION,
+        ImportOutcome,
+        TransferError,
+        document_entries,
+        documents_from_entries,
+        export_session,
+        export_sessions,
+        import_sessions,
+        load_export,
+    )
 
 __all__ = [
     # memory per branch (store.block_writes)
@@ -184,3 +188,35 @@ __all__ = [
     "PeerRouter",
     "message_agent_tool",
 ]
+
+# Backup, restore, copy and `db info` load on first use (`from store import
+# export_session` works as before): an app that opens a store and reads chats
+# never needs them, and their modules and dataclasses cost its every start ~5 ms.
+_LAZY = {
+    "CopyError": "db_copy",
+    "CopyReport": "db_copy",
+    "copy_database": "db_copy",
+    "DatabaseInfo": "db_info",
+    "database_info": "db_info",
+    "EXPORT_FORMAT": "transfer",
+    "EXPORT_VERSION": "transfer",
+    "ImportOutcome": "transfer",
+    "TransferError": "transfer",
+    "document_entries": "transfer",
+    "documents_from_entries": "transfer",
+    "export_session": "transfer",
+    "export_sessions": "transfer",
+    "import_sessions": "transfer",
+    "load_export": "transfer",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'store' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -28,8 +28,7 @@ from .errors import StoreError
 from .prepared import Prepared
 from .schema import BlockWrite as W
 from .schema import ContextBlock as B
-from .schema import MessageRow as M
-from .storage import ancestors
+from .storage import walk_path
 
 __all__ = [
     "BranchSite",
@@ -111,14 +110,7 @@ def _stored(row: tuple[Any, ...]) -> StoredWrite:
     )
 
 
-def _path_ids(sid: Any, leaf: Any, *, engine: str) -> Any:
-    """The ids of a message and its ancestors."""
-    cte = ancestors(sid, leaf, M.id, M.parent_id, engine=engine)
-    return cte.select_from(cte.c.id).with_cte(cte)
-
-
 # Read on every prompt refresh and sidebar redraw: compiled once (see `prepared`).
-_PATH_IDS = Prepared(_path_ids)
 _LIVE_WRITES = Prepared(
     lambda ns, label: (
         W.select(W.seq, W.message_id)
@@ -133,7 +125,7 @@ def path_ids(store: Store, session_id: str | None, message_id: str | None) -> se
     """Ids on the path root → `message_id` (empty for no message or an unknown one)."""
     if session_id is None or message_id is None:
         return set()
-    return {row[0] for row in _PATH_IDS.rows(store, session_id, message_id)}
+    return {row[1] for row in walk_path(store, session_id, message_id, full=False)}
 
 
 def content_on_path(store: Store, namespace: str, label: str, path: set[str]) -> str | None:

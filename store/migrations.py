@@ -609,6 +609,23 @@ def m009_change_notifications(db: Database) -> None:
         )
 
 
+@migration
+def m010_messages_by_session_and_seq(db: Database) -> None:
+    # Issue 12: a history is read in windows of a chat's newest rows
+    # (`storage.walk_path`): one backward range scan of (session_id, seq). On
+    # PostgreSQL the index on (session_id) alone made that a scan of the chat's
+    # every row and a sort; (session_id, seq) serves whatever the old one did.
+    # SQLite needs nothing: an index entry ends with the rowid, which is seq.
+    if is_postgres(db):
+        _run(
+            db,
+            """
+        CREATE INDEX messages_session_seq ON messages (session_id, seq);
+        DROP INDEX messages_session
+        """,
+        )
+
+
 def applied_migrations(db: Database, *, create: bool = True) -> list[str]:
     """Names of the migrations the database records, oldest first (creating the record
     table unless `create` is False: a read-only transaction may not)."""

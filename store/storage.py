@@ -15,6 +15,7 @@ Design notes and invariants:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import uuid
 from datetime import datetime
@@ -45,7 +46,7 @@ from .schema import (
     SessionRow,
 )
 
-__all__ = ["SessionProvider", "StoreSessionProvider", "ancestors", "insert_messages"]
+__all__ = ["SessionProvider", "StoreSessionProvider", "insert_messages", "walk_path"]
 
 ParentRef = str | None | Latest
 
@@ -53,12 +54,9 @@ M = MessageRow
 _COLUMNS = (M.seq, M.id, M.parent_id, M.role, M.content, M.created_at)
 
 
-_MAX_DEPTH = 1_000_000  # a corrupt parent cycle stops here
-
-
-def ancestors(sid: Any, leaf: Any, *columns: Any, engine: str) -> Any:
-    """A message and its ancestors: the recursive CTE `path` of those `columns` of
-    `MessageRow` (`parent_id` among them) and `depth`, 0 at `leaf`.
+def ancestors(sid: Any, leaf: Any, steps: Any, *columns: Any, engine: str) -> Any:
+    """A message and up to `steps` of its ancestors: the recursive CTE `path` of those
+    `columns` of `MessageRow` (`parent_id` among them) and `depth`, 0 at `leaf`.
 
     Each step must be one lookup on the (session_id, id) index. SQLite plans the
     plain join that way. PostgreSQL's planner, guessing a few rows in the work
@@ -86,38 +84,149 @@ def ancestors(sid: Any, leaf: Any, *columns: Any, engine: str) -> Any:
         step = (
             Select((path,), (*(getattr(parent.c, n) for n in names), path.c.depth + 1))
             .join(parent, JOIN.LATERAL, on=SQL("true"))
-            .where(path.c.depth < _MAX_DEPTH)
+            .where(path.c.depth < steps)
         )
     else:
         step = (
             up.select(*(getattr(up, n) for n in names), path.c.depth + 1)
             .join(path, on=(up.session_id == sid) & (up.id == path.c.parent_id))
-            .where(path.c.depth < _MAX_DEPTH)
+            .where(path.c.depth < steps)
         )
     return path.union_all(step)
 
 
-def _path(sid: Any, leaf: Any, *, engine: str) -> Any:
-    """A message and its ancestors' rows, root first (see `ancestors`)."""
+def _climb(sid: Any, leaf: Any, steps: Any, *, columns: tuple[Any, ...], engine: str) -> Any:
+    """A message and up to `steps` of its ancestors' `columns`, leaf first, in one
+    statement (see `ancestors`): what `walk_path` falls back to."""
     if engine == "postgres":
         # The rows ride along the walk: 130 lookups by seq fewer, 1.29 → 1.07 ms
         # (raw psycopg, interleaved runs, 100k corpus).
-        cte = ancestors(sid, leaf, *_COLUMNS, engine=engine)
+        cte = ancestors(sid, leaf, steps, *columns, engine=engine)
         return (
-            cte.select_from(*(getattr(cte.c, c.column_name) for c in _COLUMNS))
-            .order_by(cte.c.depth.desc())
+            cte.select_from(*(getattr(cte.c, c.column_name) for c in columns))
+            .order_by(cte.c.depth)
             .with_cte(cte)
         )
     # SQLite walks seqs and joins the rows at the end: carrying them was 0.31
     # against 0.28 ms.
-    cte = ancestors(sid, leaf, M.seq, M.parent_id, engine=engine)
+    cte = ancestors(sid, leaf, steps, M.seq, M.parent_id, engine=engine)
     return (
-        M.select(*_COLUMNS)
+        M.select(*columns)
         .from_(cte)
         .join(M, on=(M.seq == cte.c.seq))
-        .order_by(cte.c.depth.desc())
+        .order_by(cte.c.depth)
         .with_cte(cte)
     )
+
+
+def _window(sid: Any, top: Any, *, columns: tuple[Any, ...], size: int) -> Any:
+    """The session's `size` newest rows up to message `top` (itself included), newest
+    first: one backward range scan of the (session_id, seq) index."""
+    at = M.alias("at")
+    seq = at.select(at.seq).where(at.session_id == sid, at.id == top)
+    return (
+        M.select(*columns)
+        .where(M.session_id == sid, M.seq <= seq)
+        .order_by(M.seq.desc())
+        .limit(SQL(str(size)))  # a literal, as in `ancestors`
+    )
+
+
+_SLIM = (M.seq, M.id, M.parent_id)  # what a walk needs, when the rest is not wanted
+_FIRST_WINDOW = 256  # rows: a chat's usual path, and its regenerated replies, in one read
+_MAX_WINDOW = 8192
+_SCATTERED = 4  # fewer than one row in this many on the path: climb the rest instead
+_CLIMB_STEPS = 1024  # a statement's most: a corrupt parent cycle costs no more than this
+
+
+@functools.cache
+def _windows(size: int, full: bool) -> Prepared:
+    return Prepared(functools.partial(_window, columns=_COLUMNS if full else _SLIM, size=size))
+
+
+_CLIMB = {
+    full: Prepared(functools.partial(_climb, columns=_COLUMNS if full else _SLIM))
+    for full in (True, False)
+}
+
+
+def walk_path(
+    store: Store, session_id: str, leaf_id: str, *, full: bool = True
+) -> list[tuple[Any, ...]]:
+    """The rows of message `leaf_id` and its ancestors, root first ([] when there is
+    no such message): (seq, id, parent_id, role, content, created_at), or only
+    (seq, id, parent_id) when not `full`.
+
+    A parent is appended before its children, so its seq is lower: the path lies
+    in the rows below the leaf's seq, mostly the newest of them. So the walk reads
+    the chat's rows in windows of seqs ending at the message it has yet to find
+    (one index range scan each, the first `_FIRST_WINDOW` rows) and follows
+    `parent_id` in memory: one or two statements where the recursive walk
+    (`ancestors`) is one index lookup per message. A 130-message path on
+    PostgreSQL, 1M corpus, through the store: 0.27 ms its window, 0.62 ms the
+    recursive walk; a 900-message one read whole (SQLite or PostgreSQL) took
+    0.6× the time of the recursive walk (interleaved runs, rows decoded).
+    Nothing depends on the seq order being kept, only the speed: a
+    parent above its child is simply the next window's top. A path scattered
+    among many other branches (fewer than one row in `_SCATTERED` of a window
+    on it) is climbed the rest of the way by the recursive walk, so it costs at
+    most one window more than it used to. A cycle ends the path before its
+    first repeat. What the one read costs: a short path above many older rows
+    (the first prompt of a long chat edited) reads rows it does not need, up to
+    `_FIRST_WINDOW` of them: 2 messages above 250 of 2 KB took 1.17 ms on
+    PostgreSQL and 0.35 on SQLite, against 0.28 and 0.03 for the recursive
+    walk; a first window of 64 rows cut that to about a third but cost the
+    130-message path a second statement, 1.33 → 1.55 ms on PostgreSQL.
+    """
+    path: list[tuple[Any, ...]] = []  # leaf first
+    seen: set[str] = set()
+    known: dict[str, tuple[Any, ...]] = {}
+    pending: str | None = leaf_id
+    size = _FIRST_WINDOW
+    while True:
+        rows = _windows(size, full).rows(store, session_id, pending)
+        if not rows:
+            if path:
+                # A parent read a statement ago is gone: a delete re-parented its
+                # children in between. One statement sees one state of the tree.
+                return _climbed(store, session_id, leaf_id, full, [], set())[::-1]
+            break
+        known.update((row[1], row) for row in rows)
+        before = len(path)
+        while pending in known and pending not in seen:
+            row = known[pending]
+            path.append(row)
+            seen.add(pending)
+            pending = row[2]
+        if pending is None or pending in seen:
+            break
+        if (len(path) - before) * _SCATTERED < len(rows):
+            path = _climbed(store, session_id, pending, full, path, seen)
+            break
+        size = min(size * 2, _MAX_WINDOW)
+    return path[::-1]
+
+
+def _climbed(
+    store: Store,
+    session_id: str,
+    start: str,
+    full: bool,
+    path: list[tuple[Any, ...]],
+    seen: set[str],
+) -> list[tuple[Any, ...]]:
+    """`path` (leaf first) continued from `start` by the recursive walk, up to a root,
+    a missing parent or the first message already on it (a cycle)."""
+    pending: str | None = start
+    while pending is not None and pending not in seen:
+        rows = _CLIMB[full].rows(store, session_id, pending, _CLIMB_STEPS)
+        for row in rows:
+            if row[1] in seen:
+                return path
+            path.append(row)
+            seen.add(row[1])
+        pending = rows[-1][2] if len(rows) > _CLIMB_STEPS else None
+    return path
 
 
 def _latest_leaf(sid: Any) -> Any:
@@ -133,7 +242,6 @@ def _latest_leaf(sid: Any) -> Any:
 
 
 # The hot paths (see `prepared` for why they are compiled once).
-_PATH = Prepared(_path)
 _LATEST_LEAF = Prepared(_latest_leaf)
 _MESSAGE = Prepared(lambda sid, mid: M.select(*_COLUMNS).where(M.session_id == sid, M.id == mid))
 _CHILDREN = Prepared(
@@ -306,13 +414,13 @@ class StoreSessionProvider:
         rows = _MESSAGE.rows(self.store, self.session_id, message_id)
         return row_to_message(rows[0]) if rows else None
 
-    def _path_rows(self, leaf_id: str | None) -> list[tuple[Any, ...]]:
+    def _path_rows(self, leaf_id: str | None, *, full: bool = True) -> list[tuple[Any, ...]]:
         if leaf_id is None:
             leaf = self._latest_leaf_id()
             if leaf is None:
                 return []
             leaf_id = leaf
-        rows = _PATH.rows(self.store, self.session_id, leaf_id)
+        rows = walk_path(self.store, self.session_id, leaf_id, full=full)
         if not rows:
             raise UnknownMessageError(f"no message {leaf_id!r} in session {self.session_id!r}")
         return rows
@@ -321,7 +429,7 @@ class StoreSessionProvider:
         return [row_to_message(r) for r in self._path_rows(leaf_id)]
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
-        return len(self._path_rows(leaf_id))
+        return len(self._path_rows(leaf_id, full=False))
 
     def _latest_leaf_id(self) -> str | None:
         rows = _LATEST_LEAF.rows(self.store, self.session_id)

@@ -19,6 +19,7 @@ exactly as the message was written.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -51,10 +52,27 @@ _EMOJI = (
     "\u2600-\u27bf"  # misc symbols, dingbats
     "\u2b00-\u2bff"  # arrows and stars (⭐)
 )
-_SPLIT = re.compile(f"([{_CJK}])|([{_EMOJI}])")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-_EMOJI_CHAR = re.compile(f"[{_EMOJI}]")
 _EMOJI_TOKEN = re.compile(f"{SEPARATOR}(\x01?)emoji([0-9a-f]+)(\x02?){SEPARATOR}")
+
+
+# Compiled on first use: these classes span the astral planes and take ~10-20 ms to
+# compile, paid by every start of the app, which reads chats but indexes and searches
+# nothing until the user sends or searches.
+
+
+@cache
+def _split_re() -> re.Pattern[str]:
+    return re.compile(f"([{_CJK}])|([{_EMOJI}])")
+
+
+@cache
+def _cjk_re() -> re.Pattern[str]:
+    return re.compile(f"[{_CJK}]")
+
+
+@cache
+def _emoji_re() -> re.Pattern[str]:
+    return re.compile(f"[{_EMOJI}]")
 
 
 def _split(match: re.Match[str]) -> str:
@@ -67,7 +85,7 @@ def _split(match: re.Match[str]) -> str:
 def prepare(text: str) -> str:
     """`text` as the index should tokenize it (separators in `text` are dropped first;
     NUL, which PostgreSQL text cannot hold, becomes a space)."""
-    return _SPLIT.sub(_split, text.replace(SEPARATOR, "").replace("\x00", " "))
+    return _split_re().sub(_split, text.replace(SEPARATOR, "").replace("\x00", " "))
 
 
 def restore(prepared: str) -> str:
@@ -81,7 +99,7 @@ def restore(prepared: str) -> str:
 
 def has_cjk(word: str) -> bool:
     """True when `word` holds a CJK character (matched as a phrase of characters)."""
-    return bool(_CJK_CHAR.search(word))
+    return bool(_cjk_re().search(word))
 
 
 def query_terms(word: str) -> list[str]:
@@ -91,7 +109,7 @@ def query_terms(word: str) -> list[str]:
 
 def spell_emoji(query: str) -> str:
     """A query with each emoji written as the word the index holds for it."""
-    return _EMOJI_CHAR.sub(lambda m: f" emoji{ord(m.group()):x} ", query)
+    return _emoji_re().sub(lambda m: f" emoji{ord(m.group()):x} ", query)
 
 
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"

@@ -65,6 +65,7 @@ BOTH_ENGINES = {
     "test_store_branch_memory",
     "test_store_compaction",
     "test_store_failure_advice",
+    "test_store_history_walk",
     "test_store_lifecycle",
     "test_store_nul",
     "test_store_peers",

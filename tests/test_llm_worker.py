@@ -345,3 +345,20 @@ def test_every_chunk_round_trips_through_the_wire():
             )
         else:
             assert back == item
+
+
+def test_the_worker_exits_at_once_when_the_app_goes_during_the_warm_up():
+    """Killed right after it started (a terminal closed during start-up), the app's model
+    process stops instead of finishing LiteLLM's import first (seconds of CPU taken
+    from whatever runs next): it never gets to say it is ready."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "chatui.llm.worker_main"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.close()
+    out = child.stdout.read()
+    assert child.wait(timeout=30) == 0
+    assert b'"ready"' not in out

@@ -117,7 +117,7 @@ def stop_counting(store):
     store.__dict__.pop("execute", None)
 
 
-async def test_history_loads_in_a_constant_number_of_queries(store):
+async def test_history_loads_in_a_few_queries_not_one_a_message(store):
     s = Session(store).for_session("deep")
     for i in range(300):
         await s.append_message(msg(f"m{i}", f"message {i}"))
@@ -129,13 +129,15 @@ async def test_history_loads_in_a_constant_number_of_queries(store):
         stop_counting(store)
         counts[leaf] = len(statements)
         assert history[-1].id == leaf
-    assert counts["m4"] == counts["m299"] == 2  # the path, the overlays
+    # The path in windows of rows doubling in size (256, 512…), never a statement a
+    # message: one window for m4, two for m299; then the overlays.
+    assert (counts["m4"], counts["m299"]) == (2, 3)
     statements = count_queries(store)
     assert len(s.get_history()) == 300 - 11 + 1  # latest leaf: one more query
     assert s.get_path_length("m299") == 300
     assert len(s.get_tree()) == 300
     stop_counting(store)
-    assert 1 <= len(statements) <= 5
+    assert 1 <= len(statements) <= 7  # latest leaf, 2 + 2 windows, overlays, tree
 
 
 async def test_listing_is_one_query(store):

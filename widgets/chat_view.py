@@ -171,8 +171,13 @@ class ChatView(VerticalScroll, can_focus=False):
                 widgets.append(ChatNotice(empty_text, id="empty-note"))
             if widgets:
                 await self.mount_all(widgets)
-        self.scroll_end(animate=False, immediate=True)
-        self.anchor()
+        if self.size.height:
+            self.scroll_end(animate=False, immediate=True)
+            self.anchor()
+        else:
+            # Not laid out yet (drawn with the first frame): a scroll now measures no
+            # height and hides the content until a frame later; anchor after the layout.
+            self.call_after_refresh(self.anchor)
 
     def _marker(self) -> _EarlierMarker:
         return _EarlierMarker(

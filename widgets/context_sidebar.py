@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message as TextualMessage
@@ -108,22 +109,33 @@ class ContextSidebar(VerticalScroll):
                 return gauge
         return None
 
-    def show_blocks(self, blocks: Sequence[ContextBlock]) -> None:
-        """Draw one gauge per block, reusing gauges whose label is unchanged."""
+    def show_blocks(self, blocks: Sequence[ContextBlock]) -> AwaitComplete:
+        """Draw one gauge per block, reusing gauges whose label is unchanged.
+
+        Returns:
+            An awaitable done once new gauges are mounted: a caller that awaits it
+            gets them in its next frame (not in the one after, with an empty memory).
+        """
         self._blocks = list(blocks)
         holder = self.query_one("#blocks", VerticalScroll)
         existing = [g for g in holder.query(TokenGauge)]
+        pending: list[Awaitable[object]] = []
         if [g.label for g in existing] != [b.label for b in blocks]:
-            holder.remove_children()
-            existing = [TokenGauge(b.label) for b in blocks]
-            if existing:
-                holder.mount_all(existing)
-        for gauge, block in zip(existing, blocks, strict=True):
-            gauge.kind = _kind_tag(block)
-            gauge.limit = block.max_tokens
-            gauge.used = block.tokens
-            gauge.tooltip = block.description or None
+            pending.append(holder.remove_children())
+            # Built with their figures: set after mounting, each restyled its gauge again.
+            new = [TokenGauge(b.label, b.tokens, b.max_tokens, _kind_tag(b)) for b in blocks]
+            for gauge, block in zip(new, blocks, strict=True):
+                gauge.tooltip = block.description or None
+            if new:
+                pending.append(holder.mount_all(new))
+        else:
+            for gauge, block in zip(existing, blocks, strict=True):
+                gauge.kind = _kind_tag(block)
+                gauge.limit = block.max_tokens
+                gauge.used = block.tokens
+                gauge.tooltip = block.description or None
         holder.styles.height = "auto"
+        return AwaitComplete(*pending)
 
     def show_stats(self, stats: ConversationStats) -> None:
         """Update the conversation gauge, spend, compaction and model lines."""

@@ -59,8 +59,17 @@ class FittingFooter(Footer):
         await super().recompose()
 
     def compose(self) -> ComposeResult:
+        if not self._bindings_ready and self.is_attached:
+            # Textual's footer stays empty until focus settles and two refreshes pass
+            # (~0.1 s after the first frame at start-up, behind the first chat's frames);
+            # the screen's and the app's keys are known once the footer is mounted, so
+            # they are drawn with the first frame. Focus moving later recomposes only
+            # if the keys differ (`recompose`).
+            self.set_reactive(Footer._bindings_ready, True)
         self._composed = self._signature()
         keys = [w for w in super().compose() if isinstance(w, FooterKey)]
+        for key in keys:
+            self._preset_compact(key)
         palette = [k for k in keys if k.has_class("-command-palette")]
         shown = [k for k in keys if not k.has_class("-command-palette")]
         width = self._available_width()
@@ -98,7 +107,13 @@ class FittingFooter(Footer):
             self.more_label,
             action,
         )
-        return key.data_bind(compact=Footer.compact)
+        return self._preset_compact(key.data_bind(compact=Footer.compact))
+
+    def _preset_compact(self, key: FooterKey) -> FooterKey:
+        """Give an unmounted key its compact class now: set by its watcher once mounted,
+        it restyled each key a second time (a dozen restyles at start-up)."""
+        key.set_class(self.compact, "-compact", update=False)
+        return key
 
     def on_resize(self, event: events.Resize) -> None:
         if event.size.width != self._composed_width and self._bindings_ready:

@@ -111,6 +111,7 @@ class TokenGauge(Widget, can_focus=True):
         self.set_reactive(TokenGauge.kind, kind)
         self.set_reactive(TokenGauge.used, used)
         self.set_reactive(TokenGauge.limit, limit)
+        self._update_level()
 
     def on_mount(self) -> None:
         self._update_level()
@@ -129,8 +130,12 @@ class TokenGauge(Widget, can_focus=True):
 
     def _update_level(self) -> None:
         level = fill_level(self.used, self.limit)
+        # Not in the DOM yet, the classes are read when the gauge is styled as it is
+        # mounted: a restyle of its own now would style it twice (at start-up, a sidebar
+        # of new gauges).
+        update = self.is_attached
         for name in ("-ok", "-warn", "-over", "-unbounded"):
-            self.set_class(name == level, name)
+            self.set_class(name == level, name, update=update)
 
     @property
     def share(self) -> float | None:

@@ -27,6 +27,8 @@ from typing import Any
 
 from store import estimate_string_tokens
 
+from .env import DEMO_CONTEXT_WINDOW, DEMO_MODEL, DEMO_PROVIDER
+
 __all__ = [
     "DEMO_CONTEXT_WINDOW",
     "DEMO_MODEL",
@@ -38,11 +40,6 @@ __all__ = [
     "register",
     "stream_reply",
 ]
-
-DEMO_MODEL = "demo"
-"""What the user types (`--model demo`) for the offline demo model."""
-DEMO_PROVIDER = "chatui-demo"
-DEMO_CONTEXT_WINDOW = 32_768
 
 DEMO_DELAY_ENV = "CHATUI_DEMO_DELAY"
 """Seconds between streamed words (default 0.02; tests set 0)."""

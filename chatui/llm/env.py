@@ -16,8 +16,6 @@ import threading
 import warnings
 from typing import Any
 
-from .demo import DEMO_CONTEXT_WINDOW, DEMO_MODEL, DEMO_PROVIDER, register
-
 __all__ = [
     "DEFAULT_TIMEOUT",
     "DEMO_CONTEXT_WINDOW",
@@ -31,6 +29,13 @@ __all__ = [
     "provider_of",
     "warm_up",
 ]
+
+# The demo model's names live here, not in `demo` (its replies, regexes and provider
+# load with LiteLLM): the app asks `is_demo` at every start.
+DEMO_MODEL = "demo"
+"""What the user types (`--model demo`) for the offline demo model."""
+DEMO_PROVIDER = "chatui-demo"
+DEMO_CONTEXT_WINDOW = 32_768
 
 
 DEFAULT_TIMEOUT = 120.0
@@ -75,6 +80,8 @@ def load_litellm() -> Any:
             # LiteLLM 1.106 trips pydantic deprecation warnings on every streamed chunk;
             # they are LiteLLM's to fix and would only scribble on the terminal.
             warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"litellm(\.|$)")
+            from .demo import register
+
             register(litellm)
             _litellm_module = litellm
     return _litellm_module

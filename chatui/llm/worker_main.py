@@ -99,7 +99,10 @@ class Worker:
                 continue
             if isinstance(request, dict):
                 self.loop.call_soon_threadsafe(self.handle, request)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        # The app closed the pipe or died: nothing more will be asked. Exit now, even in
+        # the middle of the warm-up: finishing LiteLLM's import (seconds of CPU) would
+        # only compete with what runs next on the machine (the app started again).
+        os._exit(0)
 
 
 def main() -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .common import ImportFormatError, Rejected
+if TYPE_CHECKING:
+    from .common import ImportFormatError, Rejected
 
 __all__ = ["IMPORTERS", "ImportFormatError", "Rejected", "load_documents"]
 
@@ -24,6 +25,16 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "llm": ("chatui.porting.llm_logs", "load_llm"),
 }
 """`--from` name → (module, function) turning a file into export documents."""
+
+
+def __getattr__(name: str) -> object:
+    # `chatui` builds its parser (IMPORTERS) on every start, the app's included: the
+    # importers' shared module (and the store's export format) load on first use.
+    if name in ("ImportFormatError", "Rejected"):
+        from . import common
+
+        return getattr(common, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_documents(

@@ -24,7 +24,7 @@ from textual.theme import BUILTIN_THEMES
 from store import DatabaseFileError, SchemaVersionError, SessionManager, Store, is_url
 from widgets import clean
 
-from .. import llm, paths
+from .. import llm, paths, startup
 from ..agents import AgentRuntime
 from ..config import Config, ConfigError, load_config
 from ..logs import setup_logging
@@ -37,6 +37,9 @@ __all__ = ["ChatApp", "run"]
 
 CHANGE_POLL_SECONDS = 0.3
 """How often the app looks for other processes' writes (they show within a second)."""
+
+GC_BACKSTOP_SECONDS = 5.0
+"""Garbage collection paused for start-up (`startup.pause`) resumes by then at the latest."""
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +127,9 @@ class ChatApp(App[int]):
         # Other processes and machines on the same database: their writes show
         # within a second (the watcher is one pragma or one socket check a call).
         self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
+        # Collection resumes after the first chat's frame; this is the backstop for
+        # a start that never gets there (a database error on the first read).
+        self.set_timer(GC_BACKSTOP_SECONDS, startup.resume, name="gc backstop")
 
     def _poll_changes(self) -> None:
         try:
@@ -139,6 +145,7 @@ class ChatApp(App[int]):
 
     @on(MainScreen.FirstChatShown)
     def _first_chat_shown(self) -> None:
+        self.call_after_refresh(startup.resume)
         if self._warm:
             # After the next refresh the whole first screen is on the terminal; LiteLLM's
             # import (seconds of CPU) starts only then, so it never delays that frame.
@@ -193,6 +200,16 @@ class ChatApp(App[int]):
         if name and name != self.ui_state.theme:
             self.ui_state.theme = name
             save_state(self.ui_state, self.state_path)
+
+    def refresh_css(self, animate: bool = True) -> None:
+        if not self.screen_stack:
+            # Nothing is styled before the first screen: the theme set in __init__ only
+            # changes the variables the first parse reads. Textual re-parsed the app's
+            # sheets into a throwaway stylesheet here (the app's own then parsed them
+            # again): ~5-10 ms of every start.
+            self.stylesheet.set_variables(self.get_css_variables())
+            return
+        super().refresh_css(animate)
 
     def get_css_variables(self) -> dict[str, str]:
         variables = super().get_css_variables()

@@ -20,8 +20,6 @@ from textual import work
 from textual.app import SystemCommand
 from textual.screen import Screen
 
-from ...transfers import ImportProblem, default_export_path, export_chat, import_file
-
 if TYPE_CHECKING:
     from ...chat_state import ChatSnapshot, ChatState
     from ...workspace import Workspace
@@ -302,6 +300,7 @@ class ChatCommands(Screen[None]):
         await main.open_chat(recent[0].id if recent else None)
 
     def export_current(self, fmt: str) -> None:
+        from ...transfers import default_export_path, export_chat  # not on the first screen
         from .dialogs import TextPrompt
 
         main = self
@@ -352,6 +351,8 @@ class ChatCommands(Screen[None]):
 
     @work(exclusive=True, group="import", exit_on_error=False)
     async def run_import(self, path: Path) -> None:
+        from ...transfers import ImportProblem, import_file
+
         self.notify(f"Importing {path}…")
         try:
             report = await asyncio.to_thread(import_file, self.workspace.store, path)

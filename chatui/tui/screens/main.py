@@ -204,12 +204,21 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             yield ContextSidebar(id="sidebar")
         yield FittingFooter()  # drops whole keys (f1 lists all) so it fits 80 columns
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.arrange_panes()
+        info = self._last_chat()
+        if info is None:
+            # Nothing stored (a first start, an empty database): the new chat's screen
+            # costs no read, so it is composed into the first frame instead of an empty
+            # screen laid out and drawn ~40 ms before the same screen filled in.
+            await self.open_first_chat(None)
+            return
         # Fill the screen once it is mounted, not once it has settled: waiting for it to
         # go idle cost several frames (the footer, the input) before the chat was read.
-        # Textual paints on its own timer; measured, the first frame still came first.
-        self.call_later(self.open_first_chat)
+        # Textual paints on its own timer; measured, the first frame still came first
+        # (a long chat takes a few hundred ms to read and draw: the first frame does not
+        # wait for it).
+        self.call_later(self.open_first_chat, info)
 
     def _heard(self, event: WorkspaceEvent) -> None:
         """The workspace's listener: its events become this screen's messages.
@@ -246,14 +255,19 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
     def on_unmount(self) -> None:
         self._unsubscribe()
 
-    async def open_first_chat(self) -> None:
-        """The chat open last time (or the newest), with --model applied to it."""
+    def _last_chat(self) -> SessionInfo | None:
+        """The chat open last time, else the newest (None: nothing is stored)."""
         manager = self.workspace.manager
-        launch = self.workspace.launch_model
         info = manager.get(self.first_chat) if self.first_chat else None
         if info is None:
             recent = manager.list(limit=1)
             info = recent[0] if recent else None
+        return info
+
+    async def open_first_chat(self, info: SessionInfo | None) -> None:
+        """Open `info` (the chat of `_last_chat`; None: a new chat), with --model applied."""
+        manager = self.workspace.manager
+        launch = self.workspace.launch_model
         if info is not None and launch and info.model != launch:
             manager.set_model(info.id, launch)
         await self.open_chat(info.id if info else None, model=launch)
@@ -425,7 +439,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         workspace = self.workspace
         if blocks or not self.sidebar.blocks:
             # Memory per branch: the blocks as the branch on screen holds them.
-            self.sidebar.show_blocks(
+            await self.sidebar.show_blocks(
                 await self.chat.session.load_context(at=self.chat.active_leaf)
                 if self.chat
                 else await workspace.template_blocks(self.draft_agent)

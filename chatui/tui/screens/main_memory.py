@@ -16,10 +16,10 @@ from widgets import TokenGauge
 
 from ...agents import agent_blocks
 from ...config import BlockConfig
-from ...inspection import WriteLine, block_details, next_request, write_lines
 
 if TYPE_CHECKING:
     from ...engine import ChatEngine
+    from ...inspection import WriteLine
 
 __all__ = ["MemoryMixin"]
 
@@ -61,6 +61,7 @@ class MemoryMixin:
 
     async def open_block(self, label: str) -> None:
         """The memory inspector for one block, read fresh from its provider."""
+        from ...inspection import block_details, write_lines  # its screen's: loaded then
         from .memory import BlockScreen
 
         source = self._memory_source()
@@ -112,6 +113,7 @@ class MemoryMixin:
 
     async def action_show_prompt(self) -> None:
         """The exact system prompt and tools the next request of this chat carries."""
+        from ...inspection import next_request
         from .prompt import PromptScreen
 
         source = self._memory_source()

@@ -1,0 +1,306 @@
+"""Start-up (issue 10's "full UI ready"): what the first frames hold, and what waits.
+
+Speed is measured by `bench/live_bench.py`, never here: these tests hold the
+behaviour each start-up shortcut relies on, so a change that undoes one fails.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+
+from chatui import cli, startup
+from widgets import ContextSidebar, FittingFooter, TokenGauge
+
+from .app_helpers import make_app, populate
+
+
+@pytest.fixture
+def chats(store):
+    return populate(store)
+
+
+def _frames(app: App) -> list[str]:
+    """The text of every frame the app hands to its driver (headless ones too)."""
+    frames: list[str] = []
+    shown = app._display
+
+    def display(screen, renderable):  # type: ignore[no-untyped-def]
+        shown(screen, renderable)
+        render = getattr(renderable, "render_segments", None)
+        if render is not None:
+            frames.append(render(app.console))
+
+    app._display = display  # type: ignore[method-assign]
+    return frames
+
+
+class _FooterApp(App[None]):
+    BINDINGS = [("ctrl+t", "noop", "Tree")]
+    keys_at_mount = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static("body")
+        yield FittingFooter()
+
+    def on_mount(self) -> None:
+        # Children are mounted (and composed) before their parent's Mount.
+        self.keys_at_mount = len(self.query_one(FittingFooter).query(FooterKey))
+
+
+async def test_the_footer_has_its_keys_when_it_is_mounted():
+    """Textual's footer waits for focus to settle and two refreshes (~0.1 s after the
+    first frame at start-up); ours composes its keys when it is mounted."""
+    app = _FooterApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.keys_at_mount >= 2  # "Tree" and the palette's key
+
+
+async def test_the_first_frame_shows_the_footers_keys(store, chats):
+    app = make_app(store, warm_llm=False, model_process=False)
+    frames = _frames(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert frames
+        assert "palette" in frames[0] and "Quit" in frames[0]
+
+
+async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
+    """The frame that first shows the last chat shows its memory too (the gauges were
+    mounted without waiting, and drawn a frame later: an empty MEMORY meanwhile)."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    frames = _frames(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        first = next(f for f in frames if "Lisbon trip" in f)
+        assert "read-only" in first and "writable" in first
+
+
+async def test_an_empty_database_starts_with_the_whole_screen_in_the_first_frame(store):
+    """Nothing to read: the new chat is composed into the first frame (no empty screen
+    first), and the app goes on as after any start (the first chat was shown)."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    frames = _frames(app)
+    shown: list[bool] = []
+    app._first_chat_shown = lambda: shown.append(True)  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        first = frames[0]
+        for part in ("New chat · demo", "Type below", "read-only", "spent", "palette"):
+            assert part in first, part
+        assert app.main.chat is None and app.main.chat_input.has_focus
+        await pilot.press(*"hi", "enter")
+        await pilot.pause()
+        assert app.main.chat is not None  # the first message stored the new chat
+
+
+async def test_collection_resumes_once_the_first_chat_is_drawn(store, chats):
+    startup.pause()
+    try:
+        assert startup.paused() and not gc.isenabled()
+        app = make_app(store, warm_llm=False, model_process=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert app.main.chat is not None  # the first chat is open
+            assert gc.isenabled() and not startup.paused()
+    finally:
+        startup.resume()
+        gc.enable()
+
+
+def test_resume_leaves_a_callers_own_gc_disable_alone():
+    gc.disable()
+    try:
+        startup.pause()  # already off: not ours to turn back on
+        startup.resume()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_command_runs_with_collection_on(capsys):
+    """`chatui.launch` pauses collection before any import; only the app keeps it off."""
+    startup.pause()
+    try:
+        assert cli.main(["list"]) == 0
+        assert gc.isenabled() and not startup.paused()
+    finally:
+        startup.resume()
+        gc.enable()
+
+
+def test_the_console_script_pauses_collection_before_importing_anything():
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['chatui', '--version']\n"
+        "from chatui import launch\n"
+        "assert 'chatui.cli' not in sys.modules and gc.isenabled()\n"
+        "try:\n"
+        "    launch.main()\n"
+        "finally:\n"
+        "    print(gc.isenabled(), 'store' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert out.split()[-2:] == ["False", "True"]  # paused, then the imports
+
+
+def test_the_app_is_imported_with_collection_paused(monkeypatch):
+    seen: dict[str, bool] = {}
+
+    def run(**kwargs: object) -> int:
+        seen["enabled"] = gc.isenabled()
+        return 0
+
+    monkeypatch.setattr("chatui.tui.app.run", run)
+    try:
+        assert cli.main([]) == 0
+    finally:
+        startup.resume()
+    assert seen == {"enabled": False}
+    assert gc.isenabled()
+
+
+STARTED = """
+import asyncio, json, sys
+from chatui.cli import build_parser
+from store import Store, text_prep
+from tests.app_helpers import make_app
+
+async def main():
+    build_parser().parse_args([])  # as `chatui` does before it launches the app
+    app = make_app(Store(":memory:"), warm_llm=False, model_process=False)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.main.chat_input.has_focus
+    compiled = [f.cache_info().currsize for f in (text_prep._split_re, text_prep._cjk_re,
+                                                  text_prep._emoji_re)]
+    print(json.dumps({"compiled": sum(compiled), "modules": sorted(sys.modules)}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(scope="module")
+def started() -> dict:
+    """What a process holds once the app has started and drawn its first chat."""
+    out = subprocess.run(
+        [sys.executable, "-c", STARTED],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    return json.loads(out)
+
+
+def test_start_up_compiles_no_search_pattern(started):
+    """The index's CJK and emoji patterns (~10-20 ms to compile) wait for the first
+    message written or searched: opening the app and its first chat reads only."""
+    assert started["compiled"] == 0
+
+
+def test_start_up_loads_no_exporter_importer_or_backup_module(started):
+    """`chatui` builds its whole parser on every start, the app's too: the commands'
+    modules, the memory inspector's and the demo model's replies load when used."""
+    later = (
+        "chatui.porting.common",
+        "chatui.porting.exports",
+        "chatui.porting.importing",
+        "chatui.transfers",
+        "chatui.inspection",
+        "chatui.llm.demo",
+        "store.transfer",
+        "store.db_copy",
+        "store.db_info",
+    )
+    loaded = set(started["modules"])
+    assert {"chatui.cli", "chatui.tui.app"} <= loaded
+    assert [m for m in later if m in loaded] == []
+
+
+class _GaugeApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TokenGauge("memory", used=10, limit=1000, id="gauge")
+        yield FittingFooter()
+
+
+async def test_new_gauges_and_footer_keys_carry_their_classes_before_they_mount():
+    """Set while unmounted, the classes are styled with the mount (set by watchers
+    after it, each widget was restyled a second time); later changes still restyle."""
+    gauge = TokenGauge("memory", used=1100, limit=1000)
+    assert gauge.has_class("-over") and not gauge.has_class("-ok")
+    app = _GaugeApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        keys = list(app.query_one(FittingFooter).query(FooterKey))
+        assert keys and all(k.has_class("-compact") for k in keys)
+        mounted = app.query_one("#gauge", TokenGauge)
+        assert mounted.has_class("-ok")
+        mounted.used = 990
+        await pilot.pause()
+        assert mounted.has_class("-over") and not mounted.has_class("-ok")
+
+
+class _SidebarApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ContextSidebar()
+
+
+async def test_new_memory_gauges_are_styled_once():
+    """`show_blocks` builds new gauges with their figures: set after the mount, each
+    figure restyled its gauge again (three gauges, a dozen restyles at start-up)."""
+    from .test_widgets import block
+
+    app = _SidebarApp()
+    async with app.run_test() as pilot:
+        restyled: list[object] = []
+        update_styles = app.update_styles
+
+        def record(node, animate=True):  # type: ignore[no-untyped-def]
+            restyled.append(node)
+            update_styles(node, animate=animate)
+
+        app.update_styles = record  # type: ignore[method-assign]
+        sidebar = app.query_one(ContextSidebar)
+        await sidebar.show_blocks([block("soul", 50, None, "readonly"), block("memory", 990, 1000)])
+        await pilot.pause()
+        gauges = list(sidebar.query(TokenGauge))
+        assert [g.label for g in gauges][:2] == ["soul", "memory"]
+        assert gauges[1].has_class("-over") and gauges[1].kind == "writable"
+        assert not [n for n in restyled if isinstance(n, TokenGauge)]
+
+
+async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_restyles(
+    store, monkeypatch
+):
+    """The theme set while the app is built only sets the variables of the first parse
+    (Textual re-parsed the app's sheets then, and parsed them again for the screen)."""
+    from textual.css import stylesheet
+
+    parsed: list[str] = []
+    parse = stylesheet.parse
+
+    def counting(scope, css, read_from, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(str(read_from[0]))
+        return parse(scope, css, read_from, **kwargs)
+
+    monkeypatch.setattr(stylesheet, "parse", counting)
+    app = make_app(store, warm_llm=False, model_process=False, theme="textual-light")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert len([p for p in parsed if p.endswith("main.tcss")]) == 1
+        light = app.screen.styles.background
+        app.theme = "textual-dark"
+        await pilot.pause()
+        assert app.screen.styles.background != light
