@@ -68,7 +68,7 @@ __all__ = ["ChatEngine", "ContextUsage", "Streamer"]  # ContextUsage lives in co
 
 log = logging.getLogger(__name__)
 
-Streamer: TypeAlias = Callable[..., AsyncGenerator[llm.Chunk, None]]
+Streamer: TypeAlias = Callable[..., llm.ChunkStream]
 """`llm.stream_completion`'s signature: (model, messages, *, tools, api_base, timeout,
 max_retries) → chunks."""
 
@@ -358,20 +358,27 @@ class ChatEngine:
         while True:
             rounds += 1
             writer = ReplyWriter(session, model, self.flush_interval)
+            # The request leaves first: it carries only what is stored (the question,
+            # the frozen prompt), and the reply's empty row, the events and the frames
+            # that draw the question are made while it travels.
+            stream: llm.ChunkStream | None = self._open(
+                writer, model, options, system_prompt, parent, schemas
+            )
             try:
                 started = await writer.start(parent)
                 yield ReplyStarted(session_id, started, model)
                 while True:  # one model call; once more after a context-length compaction
-                    messages = to_openai_messages(system_prompt, session.get_history(parent))
+                    if stream is None:
+                        stream = self._open(writer, model, options, system_prompt, parent, schemas)
                     error: llm.LLMError | None = None
                     try:
-                        async with aclosing(
-                            self._stream(session_id, writer, model, options, messages, schemas)
-                        ) as events:
+                        async with aclosing(self._stream(session_id, writer, stream)) as events:
                             async for event in events:
                                 yield event
                     except llm.LLMError as exc:
                         error = exc
+                    finally:
+                        stream = None  # closed by `_stream`
                     if error is None:
                         break
                     if error.kind == "context_length":  # the window it names is the truth
@@ -424,6 +431,9 @@ class ChatEngine:
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
                 raise
+            finally:
+                if stream is not None:  # opened, never read: the reply's row was refused
+                    await stream.aclose()
             if status == "complete":
                 compaction = await self._auto_compact(session_id, finished.id)
                 if compaction is not None:
@@ -466,17 +476,20 @@ class ChatEngine:
             detail += " (the model's context window is unknown)"
         return "The model sent an empty reply", detail + "."
 
-    async def _stream(
+    def _open(
         self,
-        session_id: str,
         writer: ReplyWriter,
         model: str,
         options: ModelOptions,
-        messages: list[dict[str, Any]],
+        system_prompt: str,
+        parent: str,
         schemas: list[dict[str, Any]] | None,
-    ) -> AsyncGenerator[TurnEvent, None]:
-        """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
-        stream = self.streamer(
+    ) -> llm.ChunkStream:
+        """Start one model call for the path to `parent` (the model process sends the
+        request at once; an in-process call when first read)."""
+        messages = to_openai_messages(system_prompt, writer.session.get_history(parent))
+        writer.requested()
+        return self.streamer(
             model,
             messages,
             tools=schemas,
@@ -484,6 +497,11 @@ class ChatEngine:
             timeout=self.config.request_timeout,
             max_retries=self.config.max_retries,
         )
+
+    async def _stream(
+        self, session_id: str, writer: ReplyWriter, stream: llm.ChunkStream
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """One model call streamed into `writer`; raises LLMError, yields deltas/notices."""
         try:
             async for chunk in stream:
                 if isinstance(chunk, llm.TextChunk):

@@ -46,7 +46,7 @@ class ReplyWriter:
         self._dirty = False
         self.started = False
         self.finished = False
-        self._started_at = 0.0
+        self._requested_at: float | None = None
         self.first_token: float | None = None
         """Seconds from the request to the first text, reasoning or tool call."""
 
@@ -60,12 +60,18 @@ class ReplyWriter:
         )
         stored = await self.session.append_message(message, parent_id)
         self.started = True
-        self._last_flush = self._started_at = time.monotonic()
+        self._last_flush = time.monotonic()
+        if self._requested_at is None:
+            self._requested_at = self._last_flush
         return stored
 
+    def requested(self) -> None:
+        """The model call was made now (the request may leave before `start`)."""
+        self._requested_at = time.monotonic()
+
     def _arrived(self) -> None:
-        if self.first_token is None:
-            self.first_token = time.monotonic() - self._started_at
+        if self.first_token is None and self._requested_at is not None:
+            self.first_token = time.monotonic() - self._requested_at
 
     def reset(self) -> None:
         """Forget what streamed (before a retry into the same message)."""

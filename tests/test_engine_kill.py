@@ -79,3 +79,58 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(tmp_path, llm_server, fake_ke
         assert len(reply.text) >= 100 and story.startswith(reply.text)
         assert len(reply.text) < len(story)
         assert [h.id for h in manager.search("word")] == [reply.id]  # FTS kept in step
+
+
+KILLED_AS_IT_ASKS = textwrap.dedent("""
+    import asyncio, os, signal, sys
+    from store import Store
+    from chatui.config import Config
+    from chatui.engine import ChatEngine
+    from chatui.llm.worker import StreamWorker
+    from chatui.wiring import build_manager
+
+    async def main(db, url):
+        config = Config(model="openai/test-model", api_base=url, request_timeout=30)
+        manager = build_manager(Store(db), config)
+        manager.create("doomed", id="s1")
+        worker = StreamWorker()
+        worker.start()
+        while not worker.ready.is_set():
+            await asyncio.sleep(0.02)
+        send = worker._send
+
+        def send_then_die(message):
+            send(message)
+            if message.get("op") == "stream":  # the request has just left for the model
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        worker._send = send_then_die
+        engine = ChatEngine(manager, config, streamer=worker.stream)
+        async for _ in engine.send("s1", "remember my question"):
+            pass
+
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+""")
+
+
+def test_sigkill_the_moment_the_request_leaves_keeps_the_question(tmp_path, llm_server, fake_key):
+    """The request goes to the model process before the reply's row is written and the
+    question is drawn, but never before the question is stored: killed at that instant,
+    the app has lost nothing the user typed."""
+    llm_server.script(script.text("an answer nobody reads"))
+    db = tmp_path / "chats.db"
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_AS_IT_ASKS, str(db), llm_server.base_url],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        timeout=120,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with Store(db) as store:
+        assert store.integrity_check() == []
+        from store import SessionManager
+
+        history = SessionManager(store).get_history("s1")
+        assert [m.role for m in history][:1] == ["user"]
+        assert history[0].text == "remember my question"

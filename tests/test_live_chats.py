@@ -14,6 +14,7 @@ from chatui.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
 from chatui.tui.screens.dialogs import Confirm
 from store import SessionManager
+from tests import llm_server as script
 from widgets import ChatInput, MessageView
 
 from .app_helpers import make_app
@@ -310,8 +311,8 @@ async def test_a_burst_of_deltas_is_one_message_to_the_screen(store, config, llm
 
 
 async def test_a_reply_slow_to_start_shows_writing_before_its_first_word(store, config, llm_server):
-    """The reply's view waits a moment for its first text (one frame instead of two for a
-    fast model); a slow one is drawn empty, marked writing, until its words come."""
+    """The reply's view is drawn with the question, empty and marked writing, until its
+    words come; they are drawn into it, not into a second view."""
     llm_server.text("late words arrive", delay=0.8)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
@@ -334,7 +335,6 @@ async def test_typing_while_a_reply_streams_loses_no_key_and_the_reply_keeps_dra
     """While someone types, a streaming reply is drawn less often (each keystroke's frame
     stays cheap), but it is still drawn, and every key lands in order."""
     from textual import events
-    from textual.widgets import Markdown
 
     llm_server.text(LONG, delay=0.01)
     app = make_app(store, config)
@@ -352,9 +352,129 @@ async def test_typing_while_a_reply_streams_loses_no_key_and_the_reply_keeps_dra
             # which a streaming one never is.
             box.post_message(events.Key("space" if char == " " else char, char))
             await asyncio.sleep(0.03)
-            lengths.append(len(view.query_one(Markdown).source))  # drawn, not received
+            lengths.append(len(view.shown))  # drawn, not received
         await wait_for(pilot, lambda: box.text == typed)
         grew = sum(1 for a, b in zip(lengths, lengths[1:], strict=False) if b > a)
         assert grew >= 3, lengths  # ~1.3 s of typing: redrawn every 0.25 s at most
         assert lengths[-1] < len(LONG)  # it was still streaming while we typed
         await app.workspace.jobs.cancel_all()
+
+
+# -- enter to first token (issue 10's speed figure: these check the order, not the time) --
+
+
+async def test_the_request_leaves_before_the_question_is_drawn_never_before_it_is_stored(
+    store, store_url, config, llm_server
+):
+    """Enter stores the question, then hands the request to the model process, and only
+    then draws (the question, the reply's empty view): the frames and the reply's own row
+    are made while the request travels. What the request carries is stored already: a
+    second connection to the database finds the question at that instant."""
+    from store import Store
+
+    llm_server.text("Hello back")
+    app = make_app(store, config)
+    order: list[tuple[str, str]] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        worker = app.workspace.worker
+        assert worker is not None
+        send_to_worker = worker._send
+
+        def sent(message: dict) -> None:
+            if message.get("op") == "stream":
+                asked = message["args"]["messages"][-1]["content"]
+                with Store(store_url) as other:  # as a process started after a kill finds it
+                    history = SessionManager(other).get_history(app.main.session_id)
+                stored = [m.text for m in history]
+                order.append(("sent", asked))
+                order.append(("stored then", " | ".join(stored)))
+            send_to_worker(message)
+
+        worker._send = sent
+        chat_view = app.main.chat_view
+        add_message = chat_view.add_message
+
+        async def drawn(message, *args, **kwargs):
+            order.append(("drawn", message.role))
+            return await add_message(message, *args, **kwargs)
+
+        chat_view.add_message = drawn
+        try:
+            await send(pilot, "What time is it?")
+            await wait_for(pilot, lambda: not app.main.generating)
+            await pilot.pause()
+        finally:
+            worker._send = send_to_worker  # the process's one worker serves later tests
+        session_id = app.main.session_id
+    assert order[:4] == [
+        ("sent", "What time is it?"),
+        ("stored then", "What time is it?"),
+        ("drawn", "user"),
+        ("drawn", "assistant"),
+    ], order
+    assert stored_reply(store, session_id).text == "Hello back"
+
+
+async def test_a_reply_that_comes_at_once_draws_its_first_words_before_the_rest(
+    store, config, llm_server
+):
+    """Events heard right behind a reply's first words (the rest of a reply that came at
+    once, its end, the redraws they ask for) wait for the frame that shows those words:
+    Textual draws when the screen's queue is empty, and queued behind them, the first
+    words waited for the whole reply."""
+    from chatui.events import Notice, ReplyDelta
+
+    llm_server.script(script.hang(30))  # started, and no word yet: the test brings them
+    app = make_app(store, config)
+    frames: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        display = app._display
+
+        def shown(screen, renderable) -> None:  # a frame handed to the terminal driver
+            display(screen, renderable)
+            if renderable is not None:
+                frames.append(renderable.render_segments(app.console))
+
+        app._display = shown
+        await send(pilot, "Go")
+        await wait_for(pilot, lambda: len(main.chat_view.views) == 2)
+        sid, reply_id = main.session_id, main.chat_view.views[-1].message_id
+        job = app.workspace.jobs.job(sid)
+        assert job is not None and job.live[reply_id] == ""
+        # A burst, as the reply's job hears it (no turn of the loop in between):
+        job.live[reply_id] += "Firstwords"
+        main._heard(ReplyDelta(sid, reply_id, "Firstwords"))
+        main._heard(Notice(sid, "Heard-right-after", "info"))
+        assert [type(e).__name__ for e in main._held or []] == ["Notice"]
+        await wait_for(pilot, lambda: any("Heard-right-after" in f for f in frames))
+        first = next(i for i, f in enumerate(frames) if "Firstwords" in f)
+        assert "Heard-right-after" not in frames[first]  # the first words' own frame
+        assert main._held is None
+        await app.workspace.jobs.cancel_all()
+
+
+async def test_a_reply_whose_server_fails_at_once_says_so_in_its_view(store, config, llm_server):
+    """The reply's view is drawn with the question, before any answer: when the server
+    answers with an error straight away, that view ends marked as an error, the error is
+    explained below it, and the input is free again."""
+    from widgets import ChatNotice
+
+    llm_server.error(500, "the GPU caught fire")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Are you there?")
+        await wait_for(pilot, lambda: not app.main.generating)
+        await pilot.pause(0.2)
+        views = app.main.chat_view.views
+        assert [v.message.role for v in views] == ["user", "assistant"]
+        assert views[-1].has_class("-error") and not views[-1].has_class("-writing")
+        notes = list(app.main.query(ChatNotice))
+        assert notes and notes[-1].level == "error"
+        assert not app.main.chat_input.has_class("-busy")
+        assert app.main.chat_input.text == ""  # the question is stored: the box is clear
+        reply = stored_reply(store, app.main.session_id)
+        assert reply.metadata["status"] == "error"

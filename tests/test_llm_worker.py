@@ -112,6 +112,73 @@ async def test_closing_the_stream_cancels_the_call_and_the_next_one_works(
     assert time.monotonic() - started < 10  # not stuck behind the hanging call
 
 
+async def test_the_request_leaves_when_the_stream_is_made_not_when_it_is_read(
+    worker, llm_server, fake_key
+):
+    """`stream()` hands the request to the model process at once: the engine stores and
+    draws what can wait while it travels."""
+    llm_server.script(script.text("early bird"))
+    asked = len(llm_server.requests)
+    stream = worker.stream(MODEL, HI, api_base=llm_server.base_url, timeout=5, max_retries=0)
+    try:
+        async with asyncio.timeout(20):
+            while len(llm_server.requests) == asked:  # nothing read from the stream yet
+                await asyncio.sleep(0.01)
+        assert text_of([c async for c in stream]) == "early bird"
+    finally:
+        await stream.aclose()
+    assert not worker._calls
+
+
+async def test_a_stream_closed_unread_cancels_its_call(worker, llm_server, fake_key):
+    """Made, then closed before anything was read (the reply's row could not be stored):
+    the call is cancelled in the model process, and the next one is not stuck behind it."""
+    llm_server.script(script.hang(20, text_before="never read"), script.text("next reply"))
+    asked = len(llm_server.requests)
+    stream = worker.stream(MODEL, HI, api_base=llm_server.base_url, timeout=30, max_retries=0)
+    async with asyncio.timeout(20):
+        while len(llm_server.requests) == asked:
+            await asyncio.sleep(0.01)
+    await stream.aclose()
+    assert not worker._calls
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+    started = time.monotonic()
+    assert text_of(await run(worker, llm_server)) == "next reply"
+    assert time.monotonic() - started < 10
+
+
+async def test_the_warm_up_rehearsal_stays_on_its_own_loopback_server(llm_server, fake_key):
+    """The model process rehearses a first call before it says ready; the rehearsal is
+    answered by a server of its own (the configured server hears nothing, and the key in
+    the environment is not sent: a placeholder is)."""
+    from chatui.llm import warm_call
+
+    requests: list[bytes] = []
+    answer = warm_call._answer
+
+    async def listen(reader, writer):
+        original = reader.readuntil
+
+        async def readuntil(separator=b"\n"):
+            head = await original(separator)
+            requests.append(head)
+            return head
+
+        reader.readuntil = readuntil
+        await answer(reader, writer)
+
+    warm_call._answer = listen
+    try:
+        await warm_call.warm_call(timeout=10)
+    finally:
+        warm_call._answer = answer
+    assert len(requests) == 1 and b"/chat/completions" in requests[0]
+    assert b"Bearer warm-up" in requests[0]
+    assert fake_key.encode() not in requests[0]
+    assert llm_server.requests == []
+
+
 async def test_calls_run_side_by_side(worker, llm_server, fake_key):
     words = " ".join(f"w{i}" for i in range(30))
     llm_server.script(*(script.text(words, delay=0.01) for _ in range(3)))

@@ -118,7 +118,7 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
         for _ in range(500):
             await pilot.pause(0.02)
             views = app.main.chat_view.views
-            if views and "w29" in views[-1].text:
+            if views and "w29" in views[-1].shown:  # drawn, not only received
                 break
         await pilot.pause(0.2)  # let the stream paint
         assert app.main.generating  # the Markdown stream widget is what is on screen

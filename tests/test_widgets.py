@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from textual.app import App, ComposeResult
+from textual.widgets import Static
 
 from store import ContextBlock, Message
 from widgets import (
@@ -406,33 +407,92 @@ async def test_message_view_streams_and_sanitises():
 
 
 async def test_the_first_streamed_text_is_drawn_at_once_the_rest_coalesced():
-    """The first fragment after a quiet spell goes straight to the Markdown body (the
-    first token must not wait out the coalescing timer); fragments right after it wait
-    for the next slot and go together."""
+    """The first fragment after a quiet spell goes straight to the body (the first token
+    must not wait out the coalescing timer); fragments right after it wait for the next
+    slot and go together."""
     reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
     view = ChatView()
     app = Harness(view)
     async with app.run_test() as pilot:
         streaming = await view.start_reply(reply)
-        written: list[str] = []
+        drawn: list[str] = []
+        original = streaming._draw
+
+        async def draw() -> None:
+            drawn.append("".join(streaming._pending))
+            await original()
+
+        streaming._draw = draw
         await streaming.append("First")
-        original = streaming._stream.append
-
-        async def append(text: str) -> None:
-            written.append(text)
-            await original(text)
-
-        streaming._stream.append = append
-        assert streaming._flush_timer is None and not streaming._pending  # drawn at once
+        assert drawn == ["First"] and streaming.shown == "First"  # drawn at once
         await streaming.append(" second")
         await streaming.append(" third")
-        assert streaming._flush_timer is not None and written == []  # waiting for a slot
+        assert streaming._flush_timer is not None and drawn == ["First"]  # waiting for a slot
         await pilot.pause(0.2)
-        assert written == [" second third"]
+        assert drawn == ["First", " second third"]
         await pilot.pause(0.1)  # a quiet spell: the next fragment is drawn at once again
         await streaming.append(" fourth")
-        assert written == [" second third", " fourth"]
-        assert streaming.text == "First second third fourth"
+        assert drawn == ["First", " second third", " fourth"]
+        assert streaming.text == streaming.shown == "First second third fourth"
+
+
+async def test_a_plain_reply_streams_into_a_static_and_markdown_takes_over_when_it_comes():
+    """A reply's first words are plain text, updated in place in one Static (no Markdown
+    widget to mount on the way to the first token); the Markdown widget is mounted the
+    moment the text looks like Markdown, with all the text so far, and appended to."""
+    from textual.widgets import Markdown
+
+    reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
+    view = ChatView()
+    app = Harness(view)
+    async with app.run_test() as pilot:
+        streaming = await view.start_reply(reply)
+        assert not streaming.query(Markdown)  # the placeholder is a Static
+        await streaming.append("Here is a list")
+        body = streaming.query_one(".message--body", Static)
+        assert str(body.content) == "Here is a list" and not streaming.query(Markdown)
+        await pilot.pause(0.1)
+        await streaming.append(":\n\n- one\n- two")
+        await pilot.pause(0.1)
+        markdown = streaming.query_one(Markdown)
+        assert markdown.source == "Here is a list:\n\n- one\n- two"
+        assert len(streaming.query(".message--body")) == 1
+        await pilot.pause(0.1)
+        await streaming.append("\n- three")
+        await pilot.pause(0.1)
+        assert streaming.query_one(Markdown) is markdown  # appended to, not remounted
+        assert markdown.source.endswith("- two\n- three")
+        final = msg("r1", "assistant", streaming.text, metadata={"status": "complete"})
+        await view.finish_reply(final)
+        await pilot.pause()
+        assert streaming.query_one(Markdown) is markdown  # the drawn body is kept
+        assert "writing" not in streaming.header().plain
+
+
+async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come():
+    """A view built mid-reply (a chat reopened while it streams) with Markdown whose last
+    paragraph spans lines: more words must extend it, not replace it by its last line
+    (Textual's `Markdown(text)` then `append()` restarts its parse at the text's last
+    line; the body is filled by `append` instead)."""
+    from textual.widgets import Markdown
+
+    live = "First line\nsecond line\nthird *line*"
+    reply = msg("r1", "assistant", live, metadata={"status": "streaming", "incomplete": True})
+    view = ChatView()
+    app = Harness(view)
+    async with app.run_test() as pilot:
+        await view.show([reply], live={"r1": live})
+        await pilot.pause()
+        streaming = view.view_for("r1")
+        await streaming.append(" and more")
+        await pilot.pause(0.1)
+        body = streaming.query_one(Markdown)
+        shown = " ".join(
+            str(block._content.plain) for block in body.children if hasattr(block, "_content")
+        )
+        assert body.source == live + " and more"
+        assert shown.startswith("First line"), shown
+        assert shown.endswith("line and more"), shown
 
 
 async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
@@ -446,20 +506,29 @@ async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
         for round_ in range(12):
             reply = msg(f"r{round_}", "assistant", "", metadata={"status": "streaming"})
             streaming = await view.start_reply(reply)
-            words = [f"w{i} " for i in range(round_ + 3)] + ["the end."]
+            # Markdown from the first word on odd rounds, plain text on even ones.
+            words = [f"*w{i}* " if round_ % 2 else f"w{i} " for i in range(round_ + 3)]
+            words.append("the end.")
             for word in words:
                 await streaming.append(word)
-            await pilot.pause(0.051 if round_ % 2 else 0)  # a flush in flight, or not
+            await pilot.pause(0.051 if round_ % 4 > 1 else 0)  # a flush in flight, or not
             await streaming.append(" on.")
             final_text = "".join(words) + " on."
             final = msg(f"r{round_}", "assistant", final_text, metadata={"status": "complete"})
             await view.finish_reply(final)
             await pilot.pause()
-            body = streaming.query_one(Markdown)
-            shown = " ".join(
-                str(block._content.plain) for block in body.children if hasattr(block, "_content")
-            )
-            assert body.source == final_text
+            if round_ % 2:
+                body = streaming.query_one(Markdown)
+                shown = " ".join(
+                    str(block._content.plain)
+                    for block in body.children
+                    if hasattr(block, "_content")
+                )
+                assert body.source == final_text
+            else:
+                assert not streaming.query(Markdown)
+                shown = str(streaming.query_one(".message--body", Static).content)
+                assert shown == final_text
             assert shown.count("on.") == 1, shown
 
 

@@ -93,14 +93,15 @@ class ChatInput(TextArea):
         self.replace("\n", start, end, maintain_selection_offset=False)
 
     async def _on_key(self, event: events.Key) -> None:
-        self.last_key_at = time.monotonic()
         # Enter is handled here, in key order: a priority binding would run before
-        # keys typed just ahead of it reached the text.
+        # keys typed just ahead of it reached the text. It ends the typing: the reply
+        # it asks for is drawn at the full rate, not the rate kept for typists.
         if event.key == "enter":
             event.stop()
             event.prevent_default()
             self.action_submit()
             return
+        self.last_key_at = time.monotonic()
         if event.key == "up" and self.cursor_location[0] == 0:
             event.stop()
             event.prevent_default()

@@ -45,7 +45,14 @@ _MARKDOWN_HINTS = re.compile(r"[*_`#\[\]|<>~]|^\s*(?:[-+]\s|\d+[.)]\s)|^\s*$", r
 
 def looks_like_markdown(text: str) -> bool:
     """True when rendering `text` as Markdown would change how it looks."""
-    return bool(_MARKDOWN_HINTS.search(text.strip()))
+    text = text.strip()
+    return bool(text) and bool(_MARKDOWN_HINTS.search(text))
+
+
+def _plain(text: str) -> Text:
+    """Text drawn as it is (trailing blank lines dropped: a paragraph break still
+    streaming would otherwise jump the view by two lines)."""
+    return Text(text.rstrip())
 
 
 def code_blocks(text: str) -> list[str]:
@@ -153,16 +160,27 @@ class MessageView(Vertical, can_focus=True):
         """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
+        self._live = False
+        """Text is being appended (`append`): `_streamed` holds it all."""
         self._stream: Markdown | None = None
-        """The body a reply streams into; appends to it are serialised by `_appending`
+        """The Markdown body a reply streams into once its text looks like Markdown
+        (until then a Static is updated in place). Draws are serialised by `_appending`
         (two `Markdown.append`s at once can draw the last block twice)."""
         self._appending = asyncio.Lock()
+        self._seed = ""
+        """Text of a Markdown body composed streaming, appended when it is mounted:
+        Textual's `Markdown(text)` then `append()` redraws only the last line of a last
+        paragraph that spans several (its parse restarts at the text's last line), so
+        a streaming body starts empty and every text reaches it by `append`."""
         self._streamed = ""
+        self._shown = ""
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
         self._flushed_at = 0.0
         """When streamed text was last handed to the Markdown stream (monotonic)."""
-        self._update_classes()
+        # Styled when mounted: restyling a view not mounted yet is work done twice
+        # (a millisecond or two on the way to a reply's first frame).
+        self._update_classes(update=False)
 
     @property
     def message_id(self) -> str:
@@ -171,14 +189,20 @@ class MessageView(Vertical, can_focus=True):
     @property
     def text(self) -> str:
         """The text shown (while streaming: everything received so far)."""
-        return self._streamed if self._stream is not None else clean(self.message.text)
+        return self._streamed if self._live else clean(self.message.text)
 
-    def _update_classes(self) -> None:
+    @property
+    def shown(self) -> str:
+        """The text drawn in the body (while streaming, `text` less what waits to be
+        drawn)."""
+        return self._shown if self._live else self.text
+
+    def _update_classes(self, *, update: bool = True) -> None:
         status = status_of(self.message, live=self._streaming)
-        self.set_class(self.message.role == "user", "-user")
-        self.set_class(self.message.is_compaction, "-compaction")
+        self.set_class(self.message.role == "user", "-user", update=update)
+        self.set_class(self.message.is_compaction, "-compaction", update=update)
         for name in ("writing", "cancelled", "error", "interrupted"):
-            self.set_class(status == name, f"-{name}")
+            self.set_class(status == name, f"-{name}", update=update)
 
     def header(self) -> Text:
         m = self.message
@@ -237,24 +261,41 @@ class MessageView(Vertical, can_focus=True):
                     )
 
     def _body(self) -> Static | Markdown:
-        """The message text: a Markdown widget while streaming, otherwise a cheap Static.
+        """The message text: a Markdown widget while streaming Markdown, otherwise a
+        cheap Static.
 
         Textual's Markdown widget builds a widget per block (tens of ms for a long
         reply); finished messages are drawn by Rich's Markdown renderer in one Static,
-        so opening a long chat stays fast.
+        so opening a long chat stays fast. A streaming reply whose text is plain so far
+        (its first words, usually) is a Static too: mounting an empty Markdown widget
+        and its first block cost a reply's first words several milliseconds.
         """
         from rich.markdown import Markdown as RichMarkdown
-        from textual.widgets import Markdown
 
         text = clean(self.message.text)
+        if not looks_like_markdown(text):
+            return Static(_plain(text), classes="message--body")
         if self._streaming:
-            return Markdown(text, open_links=False, classes="message--body")
-        if looks_like_markdown(text):
-            theme = "monokai" if self.app.current_theme.dark else "default"
-            return Static(
-                RichMarkdown(text, code_theme=theme, hyperlinks=False), classes="message--body"
-            )
-        return Static(Text(text), classes="message--body")
+            from textual.widgets import Markdown
+
+            self._seed = text
+            return Markdown(open_links=False, classes="message--body")
+        theme = "monokai" if self.app.current_theme.dark else "default"
+        return Static(
+            RichMarkdown(text, code_theme=theme, hyperlinks=False), classes="message--body"
+        )
+
+    async def on_mount(self) -> None:
+        await self._plant_seed()
+
+    async def _plant_seed(self) -> None:
+        """Append `_seed` to the Markdown body just composed (after mount, recompose)."""
+        if self._seed:
+            async with self._appending:
+                if self._seed:  # a draw may have sent it first
+                    body = self.query_one(".message--body")
+                    seed, self._seed = self._seed, ""
+                    await body.append(seed)  # type: ignore[attr-defined]  # Markdown
 
     def _compose_tools(self) -> ComposeResult:
         results: dict[str, dict[str, Any]] = {}
@@ -287,7 +328,7 @@ class MessageView(Vertical, can_focus=True):
         tool_results: Sequence[Message] | None = None,
     ) -> None:
         """Show a newer version of the message (final text, status, tools)."""
-        same_text = self._stream is not None and clean(message.text) == self._streamed
+        same_text = self._live and clean(message.text) == self._streamed
         self.message = message
         if position is not None:
             self.position = position
@@ -296,13 +337,13 @@ class MessageView(Vertical, can_focus=True):
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
-        if self._stream is not None:
+        if self._live:
             async with self._appending:
-                if self._pending:
-                    await self._stream.append("".join(self._pending))
-            self._stream = None
+                await self._draw()
+        self._stream = None
+        self._live = False
         self._pending.clear()
-        self._streamed = ""
+        self._streamed = self._shown = ""
         self._update_classes()
         reasoning = any(p.get("type") == "reasoning" for p in message.parts)
         if same_text and not message.tool_calls and not reasoning:
@@ -312,31 +353,25 @@ class MessageView(Vertical, can_focus=True):
             return
         self._streaming = False
         await self.recompose()
+        await self._plant_seed()
 
     async def add_tool_results(self, tool_message: Message) -> None:
         self.tool_results.append(tool_message)
         await self.recompose()
+        await self._plant_seed()
 
     def refresh_header(self) -> None:
         self.query_one(".message--header", Static).update(self.header())
 
     async def append(self, fragment: str) -> None:
         """Stream more reply text into the body."""
-        from textual.widgets import Markdown
-
         fragment = clean(fragment)
         if not fragment:
             return
-        if self._stream is None:
-            self._streamed = clean(self.message.text)
-            if not self._streaming:
-                self._streaming = True
-                await self.query_one(".message--body").remove()
-                await self.mount(
-                    Markdown(self._streamed, open_links=False, classes="message--body"),
-                    after=self.query_one(".message--header"),
-                )
-            self._stream = self.query_one(Markdown)
+        if not self._live:
+            self._live = True
+            self._streaming = True
+            self._streamed = self._shown = clean(self.message.text)
         self._streamed += fragment
         self._pending.append(fragment)
         if self._flush_timer is None:
@@ -356,12 +391,36 @@ class MessageView(Vertical, can_focus=True):
     async def _flush(self) -> None:
         self._flush_timer = None
         async with self._appending:
-            if self._stream is None or not self._pending:
-                return
-            text = "".join(self._pending)
-            self._pending.clear()
-            self._flushed_at = time.monotonic()
-            await self._stream.append(text)
+            if self._live and self._pending:
+                self._flushed_at = time.monotonic()
+                await self._draw()
+
+    async def _draw(self) -> None:
+        """Draw the text waiting in `_pending` (under `_appending`)."""
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        shown = self._shown + text
+        body = self.query_one(".message--body")
+        if self._stream is None and not isinstance(body, Static):
+            self._stream = body  # type: ignore[assignment]  # composed as streaming Markdown
+        if self._stream is not None:
+            await self._stream.append(self._seed + text)
+            self._seed = ""
+        elif looks_like_markdown(shown):
+            # Plain no more: a Markdown body from here on, appended to. Filled by an
+            # append, not built with the text (see `_seed`), and swapped in one batch.
+            from textual.widgets import Markdown
+
+            self._stream = Markdown(open_links=False, classes="message--body")
+            with self.app.batch_update():
+                await self.mount(self._stream, after=body)
+                await self._stream.append(shown)
+                await body.remove()
+        else:
+            body.update(_plain(shown))  # type: ignore[attr-defined]  # a Static
+        self._shown = shown
 
     # -- actions ----------------------------------------------------------------
 

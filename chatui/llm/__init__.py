@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .chunks import (
     Chunk,
+    ChunkStream,
     ReasoningChunk,
     RetryChunk,
     TextChunk,
@@ -51,6 +52,7 @@ __all__ = [
     "DEMO_CONTEXT_WINDOW",
     "DEMO_MODEL",
     "Chunk",
+    "ChunkStream",
     "ErrorKind",
     "LLMError",
     "ReasoningChunk",

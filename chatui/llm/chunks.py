@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from .errors import LLMError
 
 __all__ = [
     "Chunk",
+    "ChunkStream",
     "ReasoningChunk",
     "RetryChunk",
     "TextChunk",
@@ -60,3 +62,15 @@ class RetryChunk:
 
 
 Chunk: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | RetryChunk
+
+
+class ChunkStream(Protocol):
+    """A model call's chunks: an async generator (`stream_completion`), or the model
+    process's stream (`worker.StreamWorker.stream`, whose request is out already).
+    Whoever iterates one closes it."""
+
+    def __aiter__(self) -> AsyncIterator[Chunk]: ...
+
+    async def __anext__(self) -> Chunk: ...
+
+    async def aclose(self) -> None: ...

@@ -38,11 +38,10 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .chunks import Chunk, TextChunk
+from .chunks import Chunk, ChunkStream, TextChunk
 from .env import DEFAULT_TIMEOUT
 from .errors import LLMError, redact
 from .wire import decode
@@ -62,6 +61,7 @@ class _Call:
     process: subprocess.Popen[bytes] | None = None
     items: deque[Chunk | LLMError | None] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    number: int = 0
     ended: bool = False
     streamed: bool = False
 
@@ -226,7 +226,7 @@ class StreamWorker:
 
     # -- calls ------------------------------------------------------------------
 
-    async def stream(
+    def stream(
         self,
         model: str,
         messages: list[dict[str, Any]],
@@ -235,17 +235,22 @@ class StreamWorker:
         api_base: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 2,
-    ) -> AsyncGenerator[Chunk, None]:
+    ) -> ChunkStream:
         """`stream_completion`, run in the worker. Text that arrived together is
         yielded as one chunk (the screen draws it at once anyway).
 
-        Raises:
+        The request is written to the worker before this returns, not on the first
+        `anext()`: the caller can store and draw what can wait while the request
+        travels. Close the stream (`aclose()`) when done with it, read to the end or
+        not: closing early cancels the call in the worker.
+
+        Raises (while iterating):
             LLMError: anything that went wrong, already readable.
         """
         if self.broken:
             from . import stream_completion
 
-            inner = stream_completion(
+            return stream_completion(
                 model,
                 messages,
                 tools=tools,
@@ -253,62 +258,52 @@ class StreamWorker:
                 timeout=timeout,
                 max_retries=max_retries,
             )
-            async with contextlib.aclosing(inner):
-                async for chunk in inner:
-                    yield chunk
-            return
+        args = {
+            "model": model,
+            "messages": messages,
+            "tools": tools,
+            "api_base": api_base,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
+        return _Stream(self, self._begin("stream", args))
+
+    def _begin(self, op: str, args: dict[str, Any]) -> _Call:
+        """Register a call and write its request; a failure to send is the call's error."""
         call = _Call(asyncio.get_running_loop())
         with self._lock:
             self._next += 1
-            number = self._next
-        request: dict[str, Any] = {
-            "op": "stream",
-            "id": number,
-            "args": {
-                "model": model,
-                "messages": messages,
-                "tools": tools,
-                "api_base": api_base,
-                "timeout": timeout,
-                "max_retries": max_retries,
-            },
-        }
-        self._calls[number] = call
+            call.number = self._next
+        request: dict[str, Any] = {"op": op, "id": call.number, "args": args}
+        self._calls[call.number] = call
         try:
             self.start()
             call.process = self._process
             if os.environ != self._sent_env:
                 self._sent_env = dict(os.environ)
                 request["env"] = self._sent_env
-            try:
-                self._send(request)
-            except (OSError, ValueError) as exc:
-                raise LLMError(
+            self._send(request)
+        except LLMError as error:
+            call.push(error)
+        except (OSError, ValueError) as exc:
+            call.push(
+                LLMError(
                     "connection",
                     "The model process is not answering",
                     redact(str(exc)),
                     "Press r to try again (a new process starts).",
-                ) from None
-            while True:
-                await call.ready.wait()
-                item = call.items.popleft()
-                if not call.items:
-                    call.ready.clear()
-                if item is None:
-                    call.ended = True
-                    return
-                if isinstance(item, LLMError):
-                    call.ended = True
-                    raise item
-                if isinstance(item, TextChunk):
-                    item = self._gather(call, item)
-                call.streamed = True
-                yield item
-        finally:
-            del self._calls[number]
-            if not call.ended:  # closed early (cancel, an error of the caller's)
-                with contextlib.suppress(OSError, ValueError):
-                    self._send({"op": "cancel", "id": number})
+                )
+            )
+        return call
+
+    def _end(self, call: _Call) -> None:
+        """Forget a call; one closed before its end is cancelled in the worker."""
+        if self._calls.pop(call.number, None) is None:
+            return
+        if not call.ended:
+            call.ended = True
+            with contextlib.suppress(OSError, ValueError):
+                self._send({"op": "cancel", "id": call.number})
 
     @staticmethod
     def _gather(call: _Call, first: TextChunk) -> TextChunk:
@@ -321,6 +316,48 @@ class StreamWorker:
         if not call.items:
             call.ready.clear()
         return TextChunk("".join(parts))
+
+
+class _Stream:
+    """The chunks of one call in the worker (`StreamWorker.stream`), as an async
+    iterator with `aclose()`: a class, not an async generator, because the request
+    is already out when it is made, and closing a generator that never started
+    would not run its clean-up (the call would go on in the worker)."""
+
+    def __init__(self, worker: StreamWorker, call: _Call) -> None:
+        self._worker = worker
+        self._call = call
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> Chunk:
+        call = self._call
+        if call.ended:
+            raise StopAsyncIteration
+        try:
+            await call.ready.wait()
+        except BaseException:  # cancelled while waiting: the caller closes, or we do
+            self._worker._end(call)
+            raise
+        item = call.items.popleft()
+        if not call.items:
+            call.ready.clear()
+        if item is None:
+            call.ended = True
+            self._worker._end(call)
+            raise StopAsyncIteration
+        if isinstance(item, LLMError):
+            call.ended = True
+            self._worker._end(call)
+            raise item
+        if isinstance(item, TextChunk):
+            item = StreamWorker._gather(call, item)
+        call.streamed = True
+        return item
+
+    async def aclose(self) -> None:
+        self._worker._end(self._call)
 
 
 _shared: StreamWorker | None = None

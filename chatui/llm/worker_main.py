@@ -19,6 +19,7 @@ from typing import Any
 
 from . import stream_completion, warm_up
 from .errors import LLMError, map_error, redact
+from .warm_call import warm_call
 from .wire import END, encode
 
 
@@ -112,6 +113,8 @@ def main() -> None:
     threading.Thread(target=worker.read, name="requests", daemon=True).start()
     try:
         warm_up()  # LiteLLM and its tokenizer tables, before the first call needs them
+        # The first call's own set-up (hundreds of ms), rehearsed on a loopback server.
+        worker.loop.run_until_complete(warm_call())
     except Exception:
         logging.getLogger(__name__).warning("warming up LiteLLM failed", exc_info=True)
     worker.write(b'{"t": "ready"}\n')

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from functools import partial
 
 from rich.text import Text
 from textual import getters, on
@@ -82,10 +81,9 @@ log = logging.getLogger(__name__)
 
 NEW_CHAT_NAME = "New chat"
 STORAGE_TITLE = "Could not save to the database"
-REPLY_VIEW_WAIT = 0.2
-"""Seconds a new reply's view waits for its first text before it is drawn empty
-("writing…"): mounted with that text, the first token costs one layout and one
-frame, not two (the input's busy border shows the wait meanwhile)."""
+BUSY_AFTER = 0.1
+"""Seconds after enter, or after a reply starts, before the title, the input's busy
+border and the tree follow: a fast reply's first words are drawn by then."""
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "r regenerates and e edits a focused message — both make branches, nothing is lost. "
@@ -144,9 +142,11 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
     class WorkspaceChanged(TextualMessage):
         """A reply job or a model fact changed (posted from the workspace's listener)."""
 
-        def __init__(self, event: WorkspaceEvent) -> None:
+        def __init__(self, event: WorkspaceEvent, *, first_words: bool = False) -> None:
             super().__init__()
             self.event = event
+            self.first_words = first_words
+            """A reply's first text: the events behind it wait for its frame."""
 
     tree = getters.query_one("#tree", MessageTree)  # type: ignore[assignment]  # shadows DOMNode.tree (Rich's debug tree), never used here
     chat_view = getters.query_one("#chat", ChatView)
@@ -179,9 +179,11 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         """Views of replies being written in the chat on screen."""
         self._drawn: dict[str, int] = {}
         """Characters of each streaming reply's text already drawn."""
-        self._starting: dict[str, tuple[str, Message]] = {}
-        """Replies just started in the chat on screen whose view waits for its first
-        text (`REPLY_VIEW_WAIT`)."""
+        self._first_words: set[str] = set()
+        """Replies of the chat on screen whose first text has been posted."""
+        self._held: list[WorkspaceEvent] | None = None
+        """Events heard after a reply's first words, until the frame showing them is
+        drawn (None: nothing held). See `_heard`."""
         self._draw_lock = asyncio.Lock()
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
@@ -224,12 +226,31 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         Text deltas of one reply are coalesced: one waiting message draws everything
         streamed so far (`_catch_up`), so a fast stream does not queue hundreds of
         messages ahead of the frames that show it.
+
+        A reply's first words get a frame of their own: what is heard after them (the
+        rest of a reply that came at once, its end, the tree and sidebar it redraws)
+        is held until that frame is drawn. Textual draws when the screen's queue is
+        empty; queued behind them, the first words waited for the whole reply.
         """
+        if self._held is not None:
+            self._held.append(event)
+            return
+        first = False
         if isinstance(event, ReplyDelta) and event.kind == "text":
             if event.message_id in self._delta_waiting:
                 return
             self._delta_waiting.add(event.message_id)
-        self.post_message(self.WorkspaceChanged(event))
+            if event.session_id == self.session_id and event.message_id not in self._first_words:
+                self._first_words.add(event.message_id)
+                first = True
+                self._held = []
+        self.post_message(self.WorkspaceChanged(event, first_words=first))
+
+    def _release_held(self) -> None:
+        """The first words' frame is drawn: hear what waited behind it, in order."""
+        held, self._held = self._held or [], None
+        for event in held:
+            self._heard(event)
 
     def on_unmount(self) -> None:
         self._unsubscribe()
@@ -342,7 +363,6 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             job = self.workspace.jobs.job(self.session_id)
             for text, level in job.notes if job else ():  # notices of the running turn
                 await self.chat_view.notice(text, level)
-        self._starting.clear()  # the redraw drew every live reply
         self._streams = {
             mid: view for mid in live if (view := self.chat_view.view_for(mid)) is not None
         }
@@ -545,7 +565,10 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
             self.run_worker(self._show_failure(failure), group="failure")
             return
-        self._sync_busy()
+        # The title and the input's busy border follow a moment later (`BUSY_AFTER`):
+        # restyling the input costs milliseconds that the request and the first
+        # frames should not wait for.
+        self.set_timer(BUSY_AFTER, self._sync_busy)
 
     def ensure_chat(self, first_text: str) -> ChatState:
         if self.chat is None:
@@ -568,6 +591,17 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         event = message.event
         if isinstance(event, ReplyDelta):
             self._delta_waiting.discard(event.message_id)  # later deltas post again
+        try:
+            await self._workspace_changed(event)
+        finally:
+            if message.first_words:
+                # Marked for layout now: the words' widget asks for its own only when it
+                # next idles, and a screen with nothing to lay out runs "after refresh"
+                # callbacks at once, before the frame.
+                self.refresh(layout=True)
+                self.call_after_refresh(self._release_held)
+
+    async def _workspace_changed(self, event: WorkspaceEvent) -> None:
         async with self._draw_lock:
             if isinstance(event, ModelFactsChanged):
                 if event.model == self.model:
@@ -618,7 +652,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         """Show the stored end state: a cancelled or failed turn is re-read from the store."""
         self._streams.clear()
         self._drawn.clear()
-        self._starting.clear()
+        self._first_words.clear()
         if event.outcome != "finished":
             await self._redraw()
         else:
@@ -667,8 +701,16 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                 follows = message.parent_id == self._shown_leaf()
                 chat.adopt(message.id)
                 if follows:
-                    self._starting[message.id] = (chat.session_id, message)
-                    self.set_timer(REPLY_VIEW_WAIT, partial(self._reply_waited, message.id))
+                    # Mounted now, empty and marked writing: after a send it is drawn
+                    # in the question's frame, and its first words are an update of
+                    # its body, not a mount.
+                    self._streams[message.id] = await self.chat_view.start_reply(message)
+                    self._drawn[message.id] = 0
+                    # The tree's new nodes (a snapshot of the chat: tens of ms in a long
+                    # one) and the busy title and input a moment later: drawn before a
+                    # fast reply's first words, they made that frame wait and grow.
+                    self.set_timer(BUSY_AFTER, self.redraw_tree)
+                    self.set_timer(BUSY_AFTER, self._sync_busy)
                 else:
                     await self._redraw()  # a regenerated reply: a sibling, drawn streaming
                     view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
@@ -680,7 +722,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             case ReplyDelta(message_id=mid, kind="text"):
                 await self._catch_up(mid)
             case ReplyFinished(message=message):
-                await self._start_reply_view(message.id)
+                self._first_words.discard(message.id)
                 self._streams.pop(message.id, None)
                 self._drawn.pop(message.id, None)
                 await self.chat_view.finish_reply(message)
@@ -708,7 +750,6 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
 
         Idempotent: deltas queued before a redraw find nothing new to draw.
         """
-        await self._start_reply_view(message_id)
         view = self._streams.get(message_id)
         live = self.workspace.jobs.live_messages(self.session_id).get(message_id)
         if view is None or live is None:
@@ -717,23 +758,6 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         if len(live) > drawn:
             self._drawn[message_id] = len(live)
             await view.append(live[drawn:])
-
-    async def _start_reply_view(self, message_id: str) -> None:
-        """Mount the view of a reply that waited for its text (under the lock)."""
-        started = self._starting.pop(message_id, None)
-        if started is None or started[0] != self.session_id:
-            return
-        message = started[1]
-        self._streams[message_id] = await self.chat_view.start_reply(message)
-        self._drawn[message_id] = 0
-        # The tree's new node (a snapshot of the chat: tens of ms in a long one) after
-        # the frame that shows the reply, not before it.
-        self.call_after_refresh(self.redraw_tree)
-
-    async def _reply_waited(self, message_id: str) -> None:
-        """No text yet: draw the reply empty, marked writing."""
-        async with self._draw_lock:
-            await self._start_reply_view(message_id)
 
     # -- cancelling ----------------------------------------------------------------
 
