@@ -478,3 +478,152 @@ async def test_a_reply_whose_server_fails_at_once_says_so_in_its_view(store, con
         assert app.main.chat_input.text == ""  # the question is stored: the box is clear
         reply = stored_reply(store, app.main.session_id)
         assert reply.metadata["status"] == "error"
+
+
+# -- the question held for its reply's first words ---------------------------------------
+
+
+def hold_for(monkeypatch, seconds: float) -> None:
+    """The hold's length for one test: long enough that a loaded machine's server is
+    inside it (or that a key lands inside it), so the test checks order, not timing."""
+    from chatui.tui.screens import main as main_module
+
+    monkeypatch.setattr(main_module, "QUESTION_HOLD", seconds)
+
+
+def watch_frames(app) -> list[str]:
+    """Every frame handed to the terminal driver, as text."""
+    frames: list[str] = []
+    display = app._display
+
+    def shown(screen, renderable) -> None:
+        display(screen, renderable)
+        if renderable is not None:
+            frames.append(renderable.render_segments(app.console))
+
+    app._display = shown
+    return frames
+
+
+def frames_at_mount(app, frames: list[str], role: str) -> list[int]:
+    """How many frames were drawn when a message of `role` was mounted (filled in)."""
+    at: list[int] = []
+    chat_view = app.main.chat_view
+    add_message = chat_view.add_message
+
+    async def mounted(message, *args, **kwargs):
+        view = await add_message(message, *args, **kwargs)
+        if message.role == role:
+            at.append(len(frames))
+        return view
+
+    chat_view.add_message = mounted
+    return at
+
+
+async def test_a_reply_that_comes_at_once_is_drawn_with_its_question(
+    store, config, llm_server, monkeypatch
+):
+    """The question waits for its reply's first words and both are drawn in one frame:
+    drawn alone first, the question's frame (6-15 ms) and the update grid's next slot
+    came before the words."""
+    hold_for(monkeypatch, 2.0)
+    llm_server.text("Hello back")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        frames = watch_frames(app)
+        at = frames_at_mount(app, frames, "user")
+        await send(pilot, "What time is it?")
+        await wait_for(pilot, lambda: any("Hello back" in f for f in frames))
+        assert not app.main.chat_input.text  # cleared at once, not after the hold
+        first = next(i for i, f in enumerate(frames) if "Hello back" in f)
+        assert at and at[0] == first  # no frame between the question's mount and the words
+        await wait_for(pilot, lambda: not app.main.generating)
+
+
+async def test_a_slow_reply_draws_its_question_after_the_hold_before_its_words(
+    store, config, llm_server, monkeypatch
+):
+    hold_for(monkeypatch, 0.2)
+    llm_server.text("late words arrive", delay=0.8)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        frames = watch_frames(app)
+        at = frames_at_mount(app, frames, "user")
+        await send(pilot, "Anyone there?")
+        main = app.main
+        assert main._question is not None and not main.chat_input.text
+        assert len(main.chat_view.views) == 0  # held: not drawn yet
+        await wait_for(pilot, lambda: len(main.chat_view.views) == 2, 0.7)
+        assert main._question is None and main.chat_view.views[-1].text == ""
+        await wait_for(pilot, lambda: any("late words arrive" in f for f in frames))
+        words = next(i for i, f in enumerate(frames) if "late words arrive" in f)
+        assert at and at[0] < words
+        await wait_for(pilot, lambda: not main.generating)
+
+
+async def test_a_held_question_is_stored_already(store, store_url, config, llm_server, monkeypatch):
+    """A kill or an exit during the hold loses nothing: the question is stored before it
+    is held, and the app exits with a reply running and a question held."""
+    from store import Store
+
+    hold_for(monkeypatch, 5.0)
+    llm_server.script(script.hang(30))
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Keep this")
+        main = app.main
+        assert main._question is not None
+        with Store(store_url) as other:  # as a process started after a kill finds it
+            history = SessionManager(other).get_history(main.session_id)
+        assert (history[0].role, history[0].text) == ("user", "Keep this")
+        session_id = main.session_id
+        await app.workspace.jobs.cancel_all()
+        app.exit()
+    assert SessionManager(store).get_history(session_id)[0].text == "Keep this"
+
+
+async def test_escape_during_the_hold_cancels_and_draws_the_question(
+    store, config, llm_server, monkeypatch
+):
+    hold_for(monkeypatch, 5.0)
+    llm_server.script(script.hang(30))
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Never mind")
+        main = app.main
+        assert main._question is not None and main.generating
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not main.generating)
+        await pilot.pause()
+        assert main._question is None  # the job's end releases the hold, not the timer
+        assert main.chat_view.views[0].text == "Never mind"
+        assert not main.chat_input.has_class("-busy")
+
+
+async def test_switching_chat_during_the_hold_draws_nothing_into_the_new_one(
+    store, config, llm_server, monkeypatch
+):
+    other = await long_chat(store, "beta", count=4)
+    hold_for(monkeypatch, 0.3)
+    llm_server.text("Hello back", delay=0.5)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        main = app.main
+        await main.open_chat(None)  # a new chat: the app opened the stored one
+        await pilot.pause()
+        await send(pilot, "Held question")
+        first = main.session_id
+        assert main._question is not None
+        await main.open_chat(other)
+        await wait_for(pilot, lambda: not app.workspace.jobs.live_chats)
+        await pilot.pause(0.1)
+        assert main._question is None and main.session_id == other
+        assert [v.text for v in main.chat_view.views] == [f"beta message {i}" for i in range(4)]
+        await main.open_chat(first)
+        assert [v.text for v in main.chat_view.views] == ["Held question", "Hello back"]

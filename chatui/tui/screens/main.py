@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import ExitStack
 
 from rich.text import Text
 from textual import getters, on
@@ -84,6 +85,11 @@ STORAGE_TITLE = "Could not save to the database"
 BUSY_AFTER = 0.1
 """Seconds after enter, or after a reply starts, before the title, the input's busy
 border and the tree follow: a fast reply's first words are drawn by then."""
+QUESTION_HOLD = 0.04
+"""Seconds a sent question waits for its reply's first words before it is drawn alone:
+a reply sent at once arrives ~10 ms after enter (up to ~30 under load), and drawing the
+question first cost a frame (6-15 ms) the words then waited behind, plus the update
+grid's next slot. A model that thinks pays this once, before its question shows."""
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "r regenerates and e edits a focused message — both make branches, nothing is lost. "
@@ -184,6 +190,14 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         self._held: list[WorkspaceEvent] | None = None
         """Events heard after a reply's first words, until the frame showing them is
         drawn (None: nothing held). See `_heard`."""
+        self._question: list[WorkspaceEvent] | None = None
+        """A sent question's events, held until its reply's first words or the end of
+        `QUESTION_HOLD` (None: no question held). See `_hold_question`."""
+        self._question_timer: Timer | None = None
+        self._asked_at: float | None = None
+        self._batched = ExitStack()
+        """Frames suspended from a held question's release to its first words' update."""
+        """When the held question was heard (`time.monotonic`)."""
         self._draw_lock = asyncio.Lock()
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
@@ -232,6 +246,10 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         is held until that frame is drawn. Textual draws when the screen's queue is
         empty; queued behind them, the first words waited for the whole reply.
         """
+        if not self._hold_question(event):
+            self._hear(event)
+
+    def _hear(self, event: WorkspaceEvent) -> None:
         if self._held is not None:
             self._held.append(event)
             return
@@ -246,6 +264,49 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                 self._held = []
         self.post_message(self.WorkspaceChanged(event, first_words=first))
 
+    def _hold_question(self, event: WorkspaceEvent) -> bool:
+        """Hold a sent question until its reply's first words: both in one frame.
+
+        The question is stored and its request sent before this is heard, so a kill
+        during the hold loses nothing. Only the input clears at once (a frame that
+        redraws the input alone). True: the event is held.
+        """
+        if self._question is None:
+            if not (
+                isinstance(event, MessageStored)
+                and event.message.role == "user"
+                and event.session_id == self.session_id
+                and self._held is None
+            ):
+                return False
+            self._question = [event]
+            self._asked_at = time.monotonic()
+            self.chat_input.clear()
+            self._question_timer = self.set_timer(QUESTION_HOLD, self._release_question)
+            return True
+        self._question.append(event)
+        words = isinstance(event, ReplyDelta) and event.kind == "text"
+        if words or isinstance(event, JobEnded):
+            self._release_question()
+        return True
+
+    def _release_question(self) -> None:
+        """Hear the held question's events, in order (its first words last, if come)."""
+        held, self._question = self._question, None
+        if self._question_timer is not None:
+            self._question_timer.stop()
+            self._question_timer = None
+        last = held[-1] if held else None
+        if isinstance(last, ReplyDelta) and last.session_id == self.session_id:
+            # No frame until the first words are in their view: a frame the update
+            # grid had due (the input's, cleared at enter) fell while the question was
+            # being mounted and drew it, and the reply's empty view, alone.
+            self._batched.enter_context(self.app.batch_update())
+        for event in held or []:
+            self._hear(event)
+        if self._held is None:  # the words were not marked first: nothing to wait for
+            self._batched.close()
+
     def _release_held(self) -> None:
         """The first words' frame is drawn: hear what waited behind it, in order."""
         held, self._held = self._held or [], None
@@ -254,6 +315,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
 
     def on_unmount(self) -> None:
         self._unsubscribe()
+        self._batched.close()
 
     def _last_chat(self) -> SessionInfo | None:
         """The chat open last time, else the newest (None: nothing is stored)."""
@@ -595,6 +657,7 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             await self._workspace_changed(event)
         finally:
             if message.first_words:
+                self._batched.close()
                 # Marked for layout now: the words' widget asks for its own only when it
                 # next idles, and a screen with nothing to lay out runs "after refresh"
                 # callbacks at once, before the frame.
@@ -709,8 +772,14 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
                     # The tree's new nodes (a snapshot of the chat: tens of ms in a long
                     # one) and the busy title and input a moment later: drawn before a
                     # fast reply's first words, they made that frame wait and grow.
-                    self.set_timer(BUSY_AFTER, self.redraw_tree)
-                    self.set_timer(BUSY_AFTER, self._sync_busy)
+                    # Counted from enter when the question was held: counted from here,
+                    # a held question's tree and busy restyle came 0.1 s after the hold,
+                    # just when a model that thinks sent its first words.
+                    asked, self._asked_at = self._asked_at, None
+                    # (Textual's timers divide by their delay: never 0.)
+                    after = max(BUSY_AFTER - (time.monotonic() - asked if asked else 0.0), 0.01)
+                    self.set_timer(after, self.redraw_tree)
+                    self.set_timer(after, self._sync_busy)
                 else:
                     await self._redraw()  # a regenerated reply: a sibling, drawn streaming
                     view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
@@ -752,6 +821,17 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         """
         view = self._streams.get(message_id)
         live = self.workspace.jobs.live_messages(self.session_id).get(message_id)
+        if live is None:
+            # A short reply that came at once ended before its first words were drawn:
+            # its stored text waits behind their frame; without it that frame was empty.
+            live = next(
+                (
+                    e.message.text
+                    for e in self._held or []
+                    if isinstance(e, ReplyFinished) and e.message.id == message_id
+                ),
+                None,
+            )
         if view is None or live is None:
             return
         drawn = self._drawn.get(message_id, 0)
