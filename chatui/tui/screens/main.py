@@ -90,6 +90,8 @@ QUESTION_HOLD = 0.04
 a reply sent at once arrives ~10 ms after enter (up to ~30 under load), and drawing the
 question first cost a frame (6-15 ms) the words then waited behind, plus the update
 grid's next slot. A model that thinks pays this once, before its question shows."""
+BATCH_AT_MOST = 0.5
+"""Seconds frames may stay suspended for a held question's first words, at most."""
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "r regenerates and e edits a focused message — both make branches, nothing is lost. "
@@ -195,9 +197,9 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
         `QUESTION_HOLD` (None: no question held). See `_hold_question`."""
         self._question_timer: Timer | None = None
         self._asked_at: float | None = None
+        """When the held question was heard (`time.monotonic`)."""
         self._batched = ExitStack()
         """Frames suspended from a held question's release to its first words' update."""
-        """When the held question was heard (`time.monotonic`)."""
         self._draw_lock = asyncio.Lock()
         self._copy_cycle: tuple[str, int, float] | None = None
         self._title_timer: Timer | None = None
@@ -302,6 +304,9 @@ class MainScreen(PanesMixin, MemoryMixin, BranchNotesMixin, ChatCommands):
             # grid had due (the input's, cleared at enter) fell while the question was
             # being mounted and drew it, and the reply's empty view, alone.
             self._batched.enter_context(self.app.batch_update())
+            # Frames suspended must come back whatever happens to those words (a
+            # redraw that fails, a chat switched away): the screen would freeze.
+            self.set_timer(BATCH_AT_MOST, self._batched.close)
         for event in held or []:
             self._hear(event)
         if self._held is None:  # the words were not marked first: nothing to wait for
