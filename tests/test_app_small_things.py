@@ -188,3 +188,22 @@ def test_show_tree_draws_clean_connectors(store, chats):
         "   └─ * q2b",
         "      * a4",
     ]
+
+
+async def test_the_chat_lists_hints_are_whole_at_80_columns(store, chats):
+    """The status line under the chat list wraps inside the dialog instead of running
+    past its border ('… t deleted · / fil' at 80×24)."""
+    from textual.geometry import Region
+
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await pilot.pause()
+        status = app.screen.query_one("#chats-status")
+        parent = status.parent
+        assert status.region.right <= parent.content_region.right
+        lines = status.render_lines(Region(0, 0, status.size.width, status.size.height))
+        drawn = " ".join(line.text.strip() for line in lines)
+        assert drawn.startswith("3 chats ·") and drawn.endswith("/ filter"), drawn
