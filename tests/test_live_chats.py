@@ -7,6 +7,7 @@ slowly so that every switch lands mid-reply.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -497,8 +498,11 @@ def watch_frames(app) -> list[str]:
     display = app._display
 
     def shown(screen, renderable) -> None:
+        # A frame asked for inside `App.batch_update` never reaches the terminal
+        # (`_display` drops it): counting it failed a loaded run for a frame not drawn.
+        drawn = renderable is not None and not app._batch_count
         display(screen, renderable)
-        if renderable is not None:
+        if drawn:
             frames.append(renderable.render_segments(app.console))
 
     app._display = shown
@@ -534,11 +538,25 @@ async def test_a_reply_that_comes_at_once_is_drawn_with_its_question(
         await ready(pilot)
         frames = watch_frames(app)
         at = frames_at_mount(app, frames, "user")
+        chat_view = app.main.chat_view
+        add_message, mounted = chat_view.add_message, []
+
+        async def timed(message, *args, **kwargs):
+            mounted.append(time.monotonic())
+            return await add_message(message, *args, **kwargs)
+
+        chat_view.add_message = timed
+        sent = time.monotonic()
         await send(pilot, "What time is it?")
         await wait_for(pilot, lambda: any("Hello back" in f for f in frames))
+        mounted_after = mounted[0] - sent
         assert not app.main.chat_input.text  # cleared at once, not after the hold
         first = next(i for i, f in enumerate(frames) if "Hello back" in f)
-        assert at and at[0] == first  # no frame between the question's mount and the words
+        # The question was mounted when its words came, not when the 2 s hold ran out.
+        # (On an idle machine the words share its frame; on a loaded one their first
+        # update can land a frame or two later: seen under the full suite.)
+        assert at and at[0] <= first
+        assert mounted_after < 1.5, mounted_after
         await wait_for(pilot, lambda: not app.main.generating)
 
 
