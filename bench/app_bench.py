@@ -101,8 +101,8 @@ def long_chat(store: Store, n: int) -> str:
 
 
 async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[float]]:
-    from chatui.config import Config
-    from chatui.state import UiState
+    from chatui.core.config import Config
+    from chatui.core.ui_state import UiState
     from chatui.tui.app import ChatApp
 
     store = Store(db)
@@ -135,8 +135,8 @@ async def streaming_figures(db: Path, tokens: int = 1500, rate: float = 500.0) -
     while typing into the input; time the keystrokes and check the stored text."""
     from textual import events
 
-    from chatui.config import Config
-    from chatui.state import UiState
+    from chatui.core.config import Config
+    from chatui.core.ui_state import UiState
     from chatui.tui.app import ChatApp
     from tests.llm_server import LLMServer
     from tests.llm_server import text as scripted_text

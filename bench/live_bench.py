@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from chatui.config import Config  # noqa: E402
-from chatui.state import UiState  # noqa: E402
+from chatui.core.config import Config  # noqa: E402
+from chatui.core.ui_state import UiState  # noqa: E402
 from chatui.tui.app import ChatApp  # noqa: E402
 from store import SessionManager, Store  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402

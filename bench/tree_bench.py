@@ -120,8 +120,8 @@ def in_tmux(db: Path, home: Path, runs: int) -> list[float]:
 
 
 async def headless(db: Path, runs: int) -> tuple[list[float], list[float]]:
-    from chatui.config import Config
-    from chatui.state import UiState
+    from chatui.core.config import Config
+    from chatui.core.ui_state import UiState
     from chatui.tui.app import ChatApp
     from chatui.tui.screens.tree import TreeScreen
 
@@ -156,8 +156,8 @@ async def headless(db: Path, runs: int) -> tuple[list[float], list[float]]:
 
 async def idle_keys(db: Path) -> list[float]:
     """The pilot's own cost of a key press and a pause, for scale."""
-    from chatui.config import Config
-    from chatui.state import UiState
+    from chatui.core.config import Config
+    from chatui.core.ui_state import UiState
     from chatui.tui.app import ChatApp
 
     store = Store(db)

@@ -16,8 +16,8 @@ async def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="chatui-shot-"))
     os.environ["CHATUI_HOME"] = str(home)
     os.environ["TZ"] = "UTC"
-    from chatui.config import Config
-    from chatui.state import UiState
+    from chatui.core.config import Config
+    from chatui.core.ui_state import UiState
     from chatui.tui.app import ChatApp
     from store import SessionManager, Store, StoreContextProvider
     from widgets import ChatInput

@@ -28,20 +28,20 @@ from peewee import IntegrityError, fn
 from .clock import iso, now
 from .db import Store
 from .errors import DuplicateAgentError, UnknownAgentError
-from .schema import Agent
+from .schema import AgentRow
 
 __all__ = ["AgentInfo", "AgentSpec", "UNSET"]
 
 _COLUMNS = (
-    Agent.id,
-    Agent.name,
-    Agent.model,
-    Agent.soul,
-    Agent.description,
-    Agent.config,
-    Agent.created_at,
-    Agent.updated_at,
-    Agent.archived_at,
+    AgentRow.id,
+    AgentRow.name,
+    AgentRow.model,
+    AgentRow.soul,
+    AgentRow.description,
+    AgentRow.config,
+    AgentRow.created_at,
+    AgentRow.updated_at,
+    AgentRow.archived_at,
 )
 MAX_NAME = 64
 
@@ -147,7 +147,7 @@ def _config_json(value: object) -> str:
 
 def get_agent(store: Store, agent_id: str) -> AgentInfo | None:
     """The agent (archived or not), or None."""
-    rows = store.rows(Agent.select(*_COLUMNS).where(Agent.id == agent_id))
+    rows = store.rows(AgentRow.select(*_COLUMNS).where(AgentRow.id == agent_id))
     return _agent(rows[0]) if rows else None
 
 
@@ -157,7 +157,9 @@ def get_agent_by_name(store: Store, name: str) -> AgentInfo | None:
         return None
     # lower() on both sides: ASCII case folding, as SQLite's NOCASE (the unique
     # index agents_name_nocase) does, and the same on PostgreSQL.
-    rows = store.rows(Agent.select(*_COLUMNS).where(fn.lower(Agent.name) == fn.lower(name.strip())))
+    rows = store.rows(
+        AgentRow.select(*_COLUMNS).where(fn.lower(AgentRow.name) == fn.lower(name.strip()))
+    )
     return _agent(rows[0]) if rows else None
 
 
@@ -173,10 +175,10 @@ def require_agent(store: Store, agent_id: str, *, live: bool = False) -> AgentIn
 
 def list_agents(store: Store, include_archived: bool = False) -> list[AgentInfo]:
     """Agents ordered by name (case-insensitive); live ones unless `include_archived`."""
-    query = Agent.select(*_COLUMNS)
+    query = AgentRow.select(*_COLUMNS)
     if not include_archived:
-        query = query.where(Agent.archived_at.is_null())
-    return [_agent(r) for r in store.rows(query.order_by(fn.lower(Agent.name), Agent.id))]
+        query = query.where(AgentRow.archived_at.is_null())
+    return [_agent(r) for r in store.rows(query.order_by(fn.lower(AgentRow.name), AgentRow.id))]
 
 
 def _check_free(store: Store, name: str, agent_id: str | None) -> None:
@@ -209,7 +211,7 @@ def create_agent(
         try:
             model_, soul_, description_, config_ = values
             store.run(
-                Agent.insert(
+                AgentRow.insert(
                     id=agent_id,
                     name=name,
                     model=model_,
@@ -254,7 +256,7 @@ def update_agent(
         if "name" in changes:
             _check_free(store, changes["name"], agent_id)
         changes["updated_at"] = iso(now())
-        store.run(Agent.update(changes).where(Agent.id == agent_id))
+        store.run(AgentRow.update(changes).where(AgentRow.id == agent_id))
     return require_agent(store, agent_id)
 
 
@@ -263,10 +265,10 @@ def set_archived(store: Store, agent_id: str, archived: bool) -> AgentInfo:
     require_agent(store, agent_id)
     with store.write():
         if archived:  # archiving twice keeps the first date
-            stamp = fn.COALESCE(Agent.archived_at, iso(now()))
-            store.run(Agent.update(archived_at=stamp).where(Agent.id == agent_id))
+            stamp = fn.COALESCE(AgentRow.archived_at, iso(now()))
+            store.run(AgentRow.update(archived_at=stamp).where(AgentRow.id == agent_id))
         else:
-            store.run(Agent.update(archived_at=None).where(Agent.id == agent_id))
+            store.run(AgentRow.update(archived_at=None).where(AgentRow.id == agent_id))
     return require_agent(store, agent_id)
 
 
@@ -331,7 +333,7 @@ def sync_agents(
             if wanted == now_is and current.archived_at is None:
                 continue  # unchanged: keep updated_at meaningful
             store.run(
-                Agent.update(
+                AgentRow.update(
                     name=wanted[0],
                     model=wanted[1],
                     soul=wanted[2],
@@ -339,12 +341,12 @@ def sync_agents(
                     config=_config_json(wanted[4]),
                     archived_at=None,
                     updated_at=stamp,
-                ).where(Agent.id == current.id)
+                ).where(AgentRow.id == current.id)
             )
         if archive_missing:
             store.run(
-                Agent.update(archived_at=stamp).where(
-                    Agent.archived_at.is_null(), Agent.id.not_in(ids)
+                AgentRow.update(archived_at=stamp).where(
+                    AgentRow.archived_at.is_null(), AgentRow.id.not_in(ids)
                 )
             )
     return [require_agent(store, agent_id) for agent_id in ids]

@@ -26,8 +26,8 @@ from .clock import iso, now
 from .db import Store
 from .errors import StoreError
 from .prepared import Prepared
-from .schema import BlockWrite as W
-from .schema import ContextBlock as B
+from .schema import BlockWriteRow as W  # short: the queries below read as SQL
+from .schema import ContextBlockRow as B
 from .storage import walk_path
 
 __all__ = [

@@ -35,7 +35,7 @@ from peewee import fn
 from .clock import iso, now
 from .db import Store
 from .engines.pg_text import unescape
-from .schema import ContextBlock, SessionRow
+from .schema import ContextBlockRow, SessionRow
 
 __all__ = ["CHANNEL", "ChangeWatcher"]
 
@@ -98,13 +98,13 @@ class _Stamps:
         )
 
     def _latest(self) -> str:
-        s, b = SessionRow, ContextBlock
+        s, b = SessionRow, ContextBlockRow
         rows = self.store.rows(s.select(fn.MAX(s.updated_at)))
         blocks = self.store.rows(b.select(fn.MAX(b.updated_at)))
         return max(rows[0][0] or "", blocks[0][0] or "")
 
     def _changed_since(self, since: str) -> dict[tuple[str, str], str]:
-        s, b = SessionRow, ContextBlock
+        s, b = SessionRow, ContextBlockRow
         changed: dict[tuple[str, str], str] = {}
         for sid, stamp in self.store.rows(
             s.select(s.id, s.updated_at).where(s.updated_at >= since)

@@ -31,7 +31,14 @@ from .db import Store, scope_token
 from .errors import StoreError
 from .message_search import index_body, index_rowid, scope_number
 from .messages import Message
-from .schema import MODELS, EntryIndex, MessageIndex, MessageRow, SearchEntry, SearchScope
+from .schema import (
+    MODELS,
+    EntryIndexRow,
+    MessageIndexRow,
+    MessageRow,
+    SearchEntryRow,
+    SearchScopeRow,
+)
 from .text_prep import prepare
 from .urls import is_url, redact_url
 
@@ -166,9 +173,9 @@ def _batches(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[
 
 def _rebuild_search_indexes(store: Store) -> None:
     """Index every copied message and search entry, as their writes do one by one."""
-    store.run(MessageIndex.delete())
-    store.run(EntryIndex.delete())
-    scopes = dict(store.rows(SearchScope.select(SearchScope.session_id, SearchScope.n)))
+    store.run(MessageIndexRow.delete())
+    store.run(EntryIndexRow.delete())
+    scopes = dict(store.rows(SearchScopeRow.select(SearchScopeRow.session_id, SearchScopeRow.n)))
     m = MessageRow
     query = m.select(m.seq, m.session_id, m.content, m.created_at)
     for batch in (b for page in _pages(store, query, [m.seq]) for b in _batches(page, BATCH)):
@@ -180,14 +187,16 @@ def _rebuild_search_indexes(store: Store) -> None:
                 scopes[session_id] = scope
             message = Message.from_stored(json.loads(content), None, created_at)
             rows.append((index_rowid(int(scope or 0), seq), index_body(message)))
-        store.run(MessageIndex.insert_many(rows, fields=[MessageIndex.rowid, MessageIndex.body]))
-    e = SearchEntry
+        store.run(
+            MessageIndexRow.insert_many(rows, fields=[MessageIndexRow.rowid, MessageIndexRow.body])
+        )
+    e = SearchEntryRow
     entries = e.select(e.rowid, e.namespace, e.content)
     for batch in (b for page in _pages(store, entries, [e.rowid]) for b in _batches(page, BATCH)):
         store.run(
-            EntryIndex.insert_many(
+            EntryIndexRow.insert_many(
                 [(rowid, prepare(content), scope_token(ns)) for rowid, ns, content in batch],
-                fields=[EntryIndex.rowid, EntryIndex.content, EntryIndex.scope],
+                fields=[EntryIndexRow.rowid, EntryIndexRow.content, EntryIndexRow.scope],
             )
         )
 

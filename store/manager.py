@@ -54,15 +54,15 @@ from .records import (
     session_info,
 )
 from .schema import (
-    Compaction,
-    MessageIndex,
+    CompactionRow,
+    MessageIndexRow,
     MessageRow,
-    PeerHop,
-    PeerLink,
-    Project,
+    PeerHopRow,
+    PeerLinkRow,
+    ProjectRow,
     SessionRow,
+    StatusChangeRow,
 )
-from .schema import StatusChange as StatusRow
 from .session import CompactionErrorHandler, Session
 from .storage import StoreSessionProvider, insert_messages
 from .tokens import TokenCounter
@@ -133,7 +133,7 @@ def _list_query(
         if by_project:
             where.append(S.project_id == next(given))
         elif not archived:
-            shelved = Project.select(Project.id).where(Project.archived_at.is_null(False))
+            shelved = ProjectRow.select(ProjectRow.id).where(ProjectRow.archived_at.is_null(False))
             where.append(S.project_id.is_null() | S.project_id.not_in(shelved))
         if by_agent:
             where.append(S.agent_id == next(given))
@@ -396,17 +396,17 @@ class SessionManager:
             index = scope_number(self.store, session_id)
             if index is not None:  # the number itself stays: numbers are never reused
                 low, high = scope_range(index)
-                X = MessageIndex
+                X = MessageIndexRow
                 self.store.run(X.delete().where(X.rowid >= low, X.rowid < high))
             for column in (
                 MessageRow.session_id,
-                Compaction.session_id,
-                StatusRow.session_id,
+                CompactionRow.session_id,
+                StatusChangeRow.session_id,
                 S.id,
             ):
                 self.store.run(column.model.delete().where(column == session_id))
             delete_namespaces(self.store, session_id)
-            L, H = PeerLink, PeerHop
+            L, H = PeerLinkRow, PeerHopRow
             self.store.run(
                 L.delete().where((L.caller_session_id == session_id) | (L.session_id == session_id))
             )
@@ -711,7 +711,7 @@ class SessionManager:
 
     def status_history(self, session_id: str) -> builtins.list[StatusChange]:
         """Every recorded status of the session, oldest first."""
-        C = StatusRow
+        C = StatusChangeRow
         rows = self.store.rows(
             C.select(C.session_id, C.status, C.detail, C.changed_at)
             .where(C.session_id == session_id)

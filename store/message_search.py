@@ -33,7 +33,7 @@ from .engines.base import SEQ_BITS, SEQ_MASK
 from .errors import StoreError
 from .messages import Message, SearchResult
 from .prepared import Prepared
-from .schema import MessageRow, SearchScope, SessionRow
+from .schema import MessageRow, SearchScopeRow, SessionRow
 from .search import Query, parse_query
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
@@ -51,7 +51,7 @@ __all__ = [
 
 
 _SCOPE = Prepared(
-    lambda sid: SearchScope.select(SearchScope.n).where(SearchScope.session_id == sid)
+    lambda sid: SearchScopeRow.select(SearchScopeRow.n).where(SearchScopeRow.session_id == sid)
 )
 
 # RETURNING, not `lastrowid`: psycopg has none (SQLite 3.35+ and PostgreSQL both return it).
@@ -59,7 +59,9 @@ _SCOPE = Prepared(
 # (PostgreSQL does not serialise writers as SQLite's write lock does): the insert
 # then does nothing and the number is read again.
 _NEW_SCOPE = Prepared(
-    lambda sid: SearchScope.insert(session_id=sid).on_conflict_ignore().returning(SearchScope.n)
+    lambda sid: (
+        SearchScopeRow.insert(session_id=sid).on_conflict_ignore().returning(SearchScopeRow.n)
+    )
 )
 
 

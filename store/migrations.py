@@ -660,7 +660,7 @@ def migrate(
     Raises:
         SchemaVersionError: the database records migrations this code does not know.
     """
-    from .schema import SchemaMigration
+    from .schema import SchemaMigrationRow
 
     # PostgreSQL: one transaction holding the engine's lock, so a second process
     # waits, then finds everything applied. SQLite keeps its own rhythm (a
@@ -684,7 +684,7 @@ def migrate(
             with db.atomic():
                 fn(db)
                 stamp = datetime.now(UTC).isoformat()
-                SchemaMigration.insert(name=name, applied_at=stamp).execute(db)
+                SchemaMigrationRow.insert(name=name, applied_at=stamp).execute(db)
             done.append(name)
             if name == upto:
                 break

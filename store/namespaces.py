@@ -15,7 +15,15 @@ from typing import Any
 from peewee import Value, fn
 
 from .db import Store, scope_token
-from .schema import BlockWrite, ContextBlock, EntryIndex, LoadedSkill, Prompt, SearchEntry, Skill
+from .schema import (
+    BlockWriteRow,
+    ContextBlockRow,
+    EntryIndexRow,
+    LoadedSkillRow,
+    PromptRow,
+    SearchEntryRow,
+    SkillRow,
+)
 from .text_prep import prepare
 
 __all__ = [
@@ -41,21 +49,23 @@ def owned_by(column: Any, session_id: str) -> Any:
     return (column == session_id) | ((column >= low) & (column < high))
 
 
-_TABLES = (ContextBlock, Skill, Prompt, LoadedSkill, BlockWrite)
+_TABLES = (ContextBlockRow, SkillRow, PromptRow, LoadedSkillRow, BlockWriteRow)
 
 
 def index_entry(store: Store, rowid: int, namespace: str, content: str) -> None:
     """Write the search row of the `search_entries` row `rowid` (inside the caller's write)."""
     store.run(
-        EntryIndex.insert(rowid=rowid, content=prepare(content), scope=scope_token(namespace))
+        EntryIndexRow.insert(rowid=rowid, content=prepare(content), scope=scope_token(namespace))
     )
 
 
 def delete_namespaces(store: Store, session_id: str) -> None:
     """Remove the session's blocks, skills, search entries, prompt and skill marks."""
-    owned = SearchEntry.select(SearchEntry.rowid).where(owned_by(SearchEntry.namespace, session_id))
-    store.run(EntryIndex.delete().where(EntryIndex.rowid.in_(owned)))
-    store.run(SearchEntry.delete().where(owned_by(SearchEntry.namespace, session_id)))
+    owned = SearchEntryRow.select(SearchEntryRow.rowid).where(
+        owned_by(SearchEntryRow.namespace, session_id)
+    )
+    store.run(EntryIndexRow.delete().where(EntryIndexRow.rowid.in_(owned)))
+    store.run(SearchEntryRow.delete().where(owned_by(SearchEntryRow.namespace, session_id)))
     for table in _TABLES:
         store.run(table.delete().where(owned_by(table.namespace, session_id)))
 
@@ -71,7 +81,7 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
         # "{old}…" becomes "{new}…": the namespace with its prefix swapped.
         return Value(new).concat(fn.substr(column, len(old) + 1))
 
-    b = ContextBlock
+    b = ContextBlockRow
     store.run(
         b.insert_from(
             b.select(renamed(b.namespace), b.label, b.content, Value(stamp)).where(
@@ -80,7 +90,7 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
             [b.namespace, b.label, b.content, b.updated_at],
         )
     )
-    k = Skill
+    k = SkillRow
     store.run(
         k.insert_from(
             k.select(renamed(k.namespace), k.key, k.content, k.description, Value(stamp)).where(
@@ -89,7 +99,7 @@ def copy_namespaces(store: Store, old: str, new: str, stamp: str) -> None:
             [k.namespace, k.key, k.content, k.description, k.updated_at],
         )
     )
-    e = SearchEntry
+    e = SearchEntryRow
     rows = store.rows(
         e.select(e.namespace, e.key, e.content).where(owned_by(e.namespace, old)).order_by(e.rowid)
     )
@@ -106,7 +116,7 @@ def copy_block_writes(store: Store, old: str, new: str, id_map: dict[str, str]) 
     content (`context_blocks`) becomes the newest copied write still live, so a
     shared read of the fork sees the branch it was made from.
     """
-    w = BlockWrite
+    w = BlockWriteRow
     rows = store.rows(
         w.select(
             w.namespace, w.label, w.content, w.message_id, w.origin, w.written_at, w.reverted_at
@@ -133,6 +143,6 @@ def copy_block_writes(store: Store, old: str, new: str, id_map: dict[str, str]) 
         )
         if reverted_at is None:
             newest[(copied, label)] = content
-    b = ContextBlock
+    b = ContextBlockRow
     for (namespace, label), content in newest.items():
         store.run(b.update(content=content).where(b.namespace == namespace, b.label == label))

@@ -40,8 +40,7 @@ from .clock import iso, now
 from .errors import PeerError, PeerLoopError, StoreError, UnknownAgentError, UnknownSessionError
 from .manager import SessionInfo, SessionManager
 from .messages import LATEST, Message, text_part
-from .schema import PeerHop as PeerHopRow
-from .schema import PeerLink
+from .schema import PeerHopRow, PeerLinkRow
 from .tools import Tool
 
 __all__ = ["PeerHop", "PeerRouter", "RunTurn", "message_agent_tool"]
@@ -175,8 +174,8 @@ class PeerRouter:
         target = self.agent(agent)
         with self.store.write():  # one writer decides, so two processes never both create
             rows = self.store.rows(
-                PeerLink.select(PeerLink.session_id).where(
-                    PeerLink.caller_session_id == caller.id, PeerLink.agent_id == target.id
+                PeerLinkRow.select(PeerLinkRow.session_id).where(
+                    PeerLinkRow.caller_session_id == caller.id, PeerLinkRow.agent_id == target.id
                 )
             )
             if rows:
@@ -194,14 +193,14 @@ class PeerRouter:
                 },
             )
             self.store.run(
-                PeerLink.insert(
+                PeerLinkRow.insert(
                     caller_session_id=caller.id,
                     agent_id=target.id,
                     session_id=info.id,
                     created_at=iso(now()),
                 ).on_conflict(
-                    conflict_target=[PeerLink.caller_session_id, PeerLink.agent_id],
-                    preserve=[PeerLink.session_id, PeerLink.created_at],
+                    conflict_target=[PeerLinkRow.caller_session_id, PeerLinkRow.agent_id],
+                    preserve=[PeerLinkRow.session_id, PeerLinkRow.created_at],
                 )
             )
         return info

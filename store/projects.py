@@ -22,11 +22,11 @@ from peewee import fn
 from .clock import iso, now
 from .db import Store
 from .errors import UnknownProjectError
-from .schema import Project
+from .schema import ProjectRow
 
 __all__ = ["ProjectInfo"]
 
-_COLUMNS = (Project.id, Project.name, Project.created_at, Project.archived_at)
+_COLUMNS = (ProjectRow.id, ProjectRow.name, ProjectRow.created_at, ProjectRow.archived_at)
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _clean_name(name: object) -> str:
 
 def get_project(store: Store, project_id: str) -> ProjectInfo | None:
     """The project (archived or not), or None."""
-    rows = store.rows(Project.select(*_COLUMNS).where(Project.id == project_id))
+    rows = store.rows(ProjectRow.select(*_COLUMNS).where(ProjectRow.id == project_id))
     return _project(rows[0]) if rows else None
 
 
@@ -72,33 +72,33 @@ def create_project(store: Store, name: str, project_id: str | None = None) -> Pr
     clean = _clean_name(name)
     project_id = project_id or uuid.uuid4().hex
     with store.write():
-        store.run(Project.insert(id=project_id, name=clean, created_at=iso(now())))
+        store.run(ProjectRow.insert(id=project_id, name=clean, created_at=iso(now())))
     return require_project(store, project_id)
 
 
 def list_projects(store: Store, include_archived: bool = False) -> list[ProjectInfo]:
     """Projects ordered by name; live ones unless `include_archived`."""
-    query = Project.select(*_COLUMNS)
+    query = ProjectRow.select(*_COLUMNS)
     if not include_archived:
-        query = query.where(Project.archived_at.is_null())
-    return [_project(r) for r in store.rows(query.order_by(Project.name, Project.id))]
+        query = query.where(ProjectRow.archived_at.is_null())
+    return [_project(r) for r in store.rows(query.order_by(ProjectRow.name, ProjectRow.id))]
 
 
 def update_project(store: Store, project_id: str, changes: dict[Any, Any]) -> ProjectInfo:
     require_project(store, project_id)
     with store.write():
-        store.run(Project.update(changes).where(Project.id == project_id))
+        store.run(ProjectRow.update(changes).where(ProjectRow.id == project_id))
     return require_project(store, project_id)
 
 
 def rename_project(store: Store, project_id: str, name: str) -> ProjectInfo:
     """Rename; blank names raise ValueError, unknown ids `UnknownProjectError`."""
-    return update_project(store, project_id, {Project.name: _clean_name(name)})
+    return update_project(store, project_id, {ProjectRow.name: _clean_name(name)})
 
 
 def set_archived(store: Store, project_id: str, archived: bool) -> ProjectInfo:
     """Archive (keeping the first date if already archived) or restore a project."""
     if archived:  # archiving twice keeps the first date
-        stamp = fn.COALESCE(Project.archived_at, iso(now()))
-        return update_project(store, project_id, {Project.archived_at: stamp})
-    return update_project(store, project_id, {Project.archived_at: None})
+        stamp = fn.COALESCE(ProjectRow.archived_at, iso(now()))
+        return update_project(store, project_id, {ProjectRow.archived_at: stamp})
+    return update_project(store, project_id, {ProjectRow.archived_at: None})

@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from .clock import iso, now
 from .db import Store
-from .schema import Prompt
+from .schema import PromptRow
 
 __all__ = ["PromptCache", "StorePromptCache", "InMemoryPromptCache"]
 
@@ -32,7 +32,7 @@ class StorePromptCache:
     async def get(self) -> str | None:
         """The stored prompt of this namespace, or None."""
         rows = self.store.rows(
-            Prompt.select(Prompt.prompt).where(Prompt.namespace == self.namespace)
+            PromptRow.select(PromptRow.prompt).where(PromptRow.namespace == self.namespace)
         )
         return rows[0][0] if rows else None
 
@@ -40,18 +40,18 @@ class StorePromptCache:
         """Store `prompt` for this namespace."""
         with self.store.write():
             self.store.run(
-                Prompt.insert(
+                PromptRow.insert(
                     namespace=self.namespace, prompt=prompt, updated_at=iso(now())
                 ).on_conflict(
-                    conflict_target=[Prompt.namespace],
-                    preserve=[Prompt.prompt, Prompt.updated_at],
+                    conflict_target=[PromptRow.namespace],
+                    preserve=[PromptRow.prompt, PromptRow.updated_at],
                 )
             )
 
     def clear(self) -> None:
         """Forget the stored prompt (the next freeze renders afresh)."""
         with self.store.write():
-            self.store.run(Prompt.delete().where(Prompt.namespace == self.namespace))
+            self.store.run(PromptRow.delete().where(PromptRow.namespace == self.namespace))
 
 
 class InMemoryPromptCache:

@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from .prepared import Prepared
-from .schema import SessionRow
-from .schema import StatusChange as StatusRow
+from .schema import SessionRow, StatusChangeRow
 
 if TYPE_CHECKING:
     from .db import Store
@@ -185,7 +184,7 @@ def insert_session(
 
 # Prepared, as the session row: an import records one status per chat.
 _INSERT_STATUS = Prepared(
-    lambda sid, status, detail, stamp: StatusRow.insert(
+    lambda sid, status, detail, stamp: StatusChangeRow.insert(
         session_id=sid, status=status, detail=detail, changed_at=stamp
     )
 )

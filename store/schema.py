@@ -27,24 +27,24 @@ from peewee import (
 )
 
 __all__ = [
-    "Agent",
-    "BlockWrite",
-    "Compaction",
-    "ContextBlock",
-    "EntryIndex",
-    "LoadedSkill",
-    "MessageIndex",
+    "AgentRow",
+    "BlockWriteRow",
+    "CompactionRow",
+    "ContextBlockRow",
+    "EntryIndexRow",
+    "LoadedSkillRow",
+    "MessageIndexRow",
     "MessageRow",
-    "PeerHop",
-    "PeerLink",
-    "Project",
-    "Prompt",
-    "SchemaMigration",
-    "SearchEntry",
-    "SearchScope",
+    "PeerHopRow",
+    "PeerLinkRow",
+    "ProjectRow",
+    "PromptRow",
+    "SchemaMigrationRow",
+    "SearchEntryRow",
+    "SearchScopeRow",
     "SessionRow",
-    "Skill",
-    "StatusChange",
+    "SkillRow",
+    "StatusChangeRow",
     "MODELS",
 ]
 
@@ -55,7 +55,7 @@ class _Table(Model):
         legacy_table_names = False
 
 
-class SchemaMigration(_Table):
+class SchemaMigrationRow(_Table):
     """One applied migration (see `migrations`)."""
 
     name = TextField(primary_key=True)
@@ -108,7 +108,7 @@ class MessageRow(_Table):
         table_name = "messages"
 
 
-class Compaction(_Table):
+class CompactionRow(_Table):
     """A summary standing for a run of messages (an overlay, never an edit)."""
 
     id = TextField(primary_key=True)
@@ -122,7 +122,7 @@ class Compaction(_Table):
         table_name = "compactions"
 
 
-class SearchScope(_Table):
+class SearchScopeRow(_Table):
     """A session's number: its search rows are keyed (n << 32) + seq."""
 
     n = AutoField()
@@ -132,7 +132,7 @@ class SearchScope(_Table):
         table_name = "search_scopes"
 
 
-class MessageIndex(_Table):
+class MessageIndexRow(_Table):
     """The search index row of a message: rowid (session number << 32) + seq.
 
     On SQLite an FTS5 table (`rowid` is FTS5's own); on PostgreSQL a table whose
@@ -147,7 +147,7 @@ class MessageIndex(_Table):
         table_name = "messages_fts"
 
 
-class ContextBlock(_Table):
+class ContextBlockRow(_Table):
     """A writable memory block of a namespace."""
 
     namespace = TextField()
@@ -160,7 +160,7 @@ class ContextBlock(_Table):
         primary_key = CompositeKey("namespace", "label")
 
 
-class BlockWrite(_Table):
+class BlockWriteRow(_Table):
     """One write to a memory block: its whole new content, who made it and where.
 
     `session_id`/`message_id` name the chat and the message (a tool call's
@@ -183,7 +183,7 @@ class BlockWrite(_Table):
         table_name = "block_writes"
 
 
-class SearchEntry(_Table):
+class SearchEntryRow(_Table):
     """A searchable entry of a namespace (indexed in `search_entries_fts`)."""
 
     rowid = AutoField()
@@ -196,7 +196,7 @@ class SearchEntry(_Table):
         table_name = "search_entries"
 
 
-class EntryIndex(_Table):
+class EntryIndexRow(_Table):
     """The search index row of a `SearchEntry` (same rowid; FTS5 or tsvector, as above)."""
 
     rowid = BigIntegerField(primary_key=True)
@@ -207,7 +207,7 @@ class EntryIndex(_Table):
         table_name = "search_entries_fts"
 
 
-class Skill(_Table):
+class SkillRow(_Table):
     """A skill a model can load into its context."""
 
     namespace = TextField()
@@ -221,7 +221,7 @@ class Skill(_Table):
         primary_key = CompositeKey("namespace", "key")
 
 
-class LoadedSkill(_Table):
+class LoadedSkillRow(_Table):
     """Which skills a namespace's block has loaded, and by which tool call."""
 
     namespace = TextField()
@@ -235,7 +235,7 @@ class LoadedSkill(_Table):
         primary_key = CompositeKey("namespace", "label", "key")
 
 
-class Prompt(_Table):
+class PromptRow(_Table):
     """The frozen system prompt of a namespace (`with_cached_prompt`)."""
 
     namespace = TextField(primary_key=True)
@@ -246,7 +246,7 @@ class Prompt(_Table):
         table_name = "prompts"
 
 
-class Project(_Table):
+class ProjectRow(_Table):
     """A named unit of work owning sessions."""
 
     id = TextField(primary_key=True)
@@ -258,7 +258,7 @@ class Project(_Table):
         table_name = "projects"
 
 
-class Agent(_Table):
+class AgentRow(_Table):
     """A named model configuration (soul, tools, model)."""
 
     id = TextField(primary_key=True)
@@ -275,7 +275,7 @@ class Agent(_Table):
         table_name = "agents"
 
 
-class StatusChange(_Table):
+class StatusChangeRow(_Table):
     """One entry of a session's status history."""
 
     seq = AutoField()
@@ -288,7 +288,7 @@ class StatusChange(_Table):
         table_name = "status_changes"
 
 
-class PeerLink(_Table):
+class PeerLinkRow(_Table):
     """Which session answers a caller session for an agent."""
 
     caller_session_id = TextField()
@@ -301,7 +301,7 @@ class PeerLink(_Table):
         primary_key = CompositeKey("caller_session_id", "agent_id")
 
 
-class PeerHop(_Table):
+class PeerHopRow(_Table):
     """One delivery of a peer message and its outcome."""
 
     id = TextField(primary_key=True)
@@ -324,19 +324,19 @@ class PeerHop(_Table):
 
 # Every table with a model, in an order that copies parents before children.
 MODELS: tuple[type[Model], ...] = (
-    Project,
-    Agent,
+    ProjectRow,
+    AgentRow,
     SessionRow,
-    SearchScope,
+    SearchScopeRow,
     MessageRow,
-    Compaction,
-    StatusChange,
-    ContextBlock,
-    BlockWrite,
-    SearchEntry,
-    Skill,
-    LoadedSkill,
-    Prompt,
-    PeerLink,
-    PeerHop,
+    CompactionRow,
+    StatusChangeRow,
+    ContextBlockRow,
+    BlockWriteRow,
+    SearchEntryRow,
+    SkillRow,
+    LoadedSkillRow,
+    PromptRow,
+    PeerLinkRow,
+    PeerHopRow,
 )

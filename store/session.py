@@ -45,7 +45,7 @@ from .overlays import apply_compactions
 from .prompts import InMemoryPromptCache, PromptCache, StorePromptCache
 from .providers import StoreContextProvider
 from .providers.protocols import is_branch_aware, is_writable
-from .schema import LoadedSkill
+from .schema import LoadedSkillRow
 from .storage import SessionProvider, StoreSessionProvider
 from .tokens import TokenCounter, estimate_message_tokens, estimate_string_tokens
 
@@ -639,16 +639,16 @@ class Session:
         with store.write():
             if loaded:
                 store.run(
-                    LoadedSkill.insert(
+                    LoadedSkillRow.insert(
                         namespace=self._skill_namespace(), label=label, key=key
                     ).on_conflict_ignore()
                 )
             else:
                 store.run(
-                    LoadedSkill.delete().where(
-                        LoadedSkill.namespace == self._skill_namespace(),
-                        LoadedSkill.label == label,
-                        LoadedSkill.key == key,
+                    LoadedSkillRow.delete().where(
+                        LoadedSkillRow.namespace == self._skill_namespace(),
+                        LoadedSkillRow.label == label,
+                        LoadedSkillRow.key == key,
                     )
                 )
 
@@ -658,8 +658,8 @@ class Session:
         if store is None:
             return set(self._loaded_skills)
         rows = store.rows(
-            LoadedSkill.select(LoadedSkill.label, LoadedSkill.key).where(
-                LoadedSkill.namespace == self._skill_namespace()
+            LoadedSkillRow.select(LoadedSkillRow.label, LoadedSkillRow.key).where(
+                LoadedSkillRow.namespace == self._skill_namespace()
             )
         )
         return {(r[0], r[1]) for r in rows}

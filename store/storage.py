@@ -37,12 +37,12 @@ from .messages import LATEST, Latest, Message, MessageLike, SearchResult, Stored
 from .micro import shrink_to_row_limit
 from .prepared import Prepared
 from .schema import (
-    BlockWrite,
-    Compaction,
-    LoadedSkill,
-    MessageIndex,
+    BlockWriteRow,
+    CompactionRow,
+    LoadedSkillRow,
+    MessageIndexRow,
     MessageRow,
-    SearchScope,
+    SearchScopeRow,
     SessionRow,
 )
 
@@ -258,17 +258,17 @@ _ALL = Prepared(lambda sid: M.select(*_COLUMNS).where(M.session_id == sid).order
 # Every history read asks for the overlays too, so this one is prepared as well.
 _COMPACTIONS = Prepared(
     lambda sid: (
-        Compaction.select(
-            Compaction.id,
-            Compaction.session_id,
-            Compaction.summary,
-            Compaction.from_message_id,
-            Compaction.to_message_id,
-            Compaction.created_at,
+        CompactionRow.select(
+            CompactionRow.id,
+            CompactionRow.session_id,
+            CompactionRow.summary,
+            CompactionRow.from_message_id,
+            CompactionRow.to_message_id,
+            CompactionRow.created_at,
         )
-        .where(Compaction.session_id == sid)
+        .where(CompactionRow.session_id == sid)
         # SQLite's implicit rowid breaks created_at ties in insertion order.
-        .order_by(Compaction.created_at, SQL("rowid"))
+        .order_by(CompactionRow.created_at, SQL("rowid"))
     )
 )
 # A streaming reply rewrites its row on every flush.
@@ -315,13 +315,13 @@ def _insert(*values: Any) -> Any:
     on loopback on the shared 2-core machine each one costs 0.1-0.15 ms.
     """
     session_id = values[1]
-    scope = SearchScope.select(SearchScope.n).where(SearchScope.session_id == session_id)
+    scope = SearchScopeRow.select(SearchScopeRow.n).where(SearchScopeRow.session_id == session_id)
     return M.insert(dict(zip(_INSERT_COLUMNS, values, strict=True))).returning(M.seq, scope)
 
 
 _INSERT = Prepared(_insert, arity=len(_INSERT_COLUMNS))
 # The message's search row, written in the message's transaction (see `message_search`).
-X = MessageIndex
+X = MessageIndexRow
 _INDEX = Prepared(lambda rowid, body: X.insert(rowid=rowid, body=body))
 _REINDEX = Prepared(lambda body, rowid: X.update(body=body).where(X.rowid == rowid))
 _UNINDEX = Prepared(lambda rowid: X.delete().where(X.rowid == rowid))
@@ -607,9 +607,9 @@ class StoreSessionProvider:
                 # A block write made at the message now belongs to its parent, so
                 # the branch keeps the memory it had.
                 self.store.run(
-                    BlockWrite.update(message_id=parent).where(
-                        BlockWrite.session_id == self.session_id,
-                        BlockWrite.message_id == message_id,
+                    BlockWriteRow.update(message_id=parent).where(
+                        BlockWriteRow.session_id == self.session_id,
+                        BlockWriteRow.message_id == message_id,
                     )
                 )
                 if scope is not None:
@@ -623,8 +623,12 @@ class StoreSessionProvider:
             if scope is not None:
                 _UNINDEX_RANGE.run(self.store, *scope_range(scope))
             self.store.run(M.delete().where(M.session_id == self.session_id))
-            self.store.run(Compaction.delete().where(Compaction.session_id == self.session_id))
-            self.store.run(LoadedSkill.delete().where(LoadedSkill.namespace == self.session_id))
+            self.store.run(
+                CompactionRow.delete().where(CompactionRow.session_id == self.session_id)
+            )
+            self.store.run(
+                LoadedSkillRow.delete().where(LoadedSkillRow.namespace == self.session_id)
+            )
             self._touch(iso(now()))
 
     # -- compactions ------------------------------------------------------------
@@ -641,7 +645,7 @@ class StoreSessionProvider:
         )
         with self.store.write():
             self.store.run(
-                Compaction.insert(
+                CompactionRow.insert(
                     id=compaction.id,
                     session_id=self.session_id,
                     summary=summary,

@@ -44,16 +44,16 @@ from .messages import Message
 from .namespaces import index_entry, owned_by
 from .records import insert_session, record_status
 from .schema import (
-    BlockWrite,
-    Compaction,
-    ContextBlock,
-    EntryIndex,
-    LoadedSkill,
-    Project,
-    Prompt,
-    SearchEntry,
+    BlockWriteRow,
+    CompactionRow,
+    ContextBlockRow,
+    EntryIndexRow,
+    LoadedSkillRow,
+    ProjectRow,
+    PromptRow,
+    SearchEntryRow,
     SessionRow,
-    Skill,
+    SkillRow,
 )
 from .storage import StoreSessionProvider, insert_messages
 
@@ -87,12 +87,12 @@ _CONTEXT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
 )
 _TABLES: dict[str, type[Model]] = {
-    "blocks": ContextBlock,
-    "search_entries": SearchEntry,
-    "skills": Skill,
-    "prompts": Prompt,
-    "loaded_skills": LoadedSkill,
-    "block_writes": BlockWrite,
+    "blocks": ContextBlockRow,
+    "search_entries": SearchEntryRow,
+    "skills": SkillRow,
+    "prompts": PromptRow,
+    "loaded_skills": LoadedSkillRow,
+    "block_writes": BlockWriteRow,
 }
 _ORDER = {
     "blocks": ("namespace", "label"),
@@ -161,7 +161,7 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
             context[key] = [dict(zip(columns, row, strict=True)) for row in rows]
         project = None
         if info.project_id:
-            P = Project
+            P = ProjectRow
             rows = store.rows(
                 P.select(P.id, P.name, P.created_at, P.archived_at).where(P.id == info.project_id)
             )
@@ -693,7 +693,7 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
     if c.project is not None:
         p = c.project
         store.run(
-            Project.insert(
+            ProjectRow.insert(
                 id=p["id"], name=p["name"], created_at=p["created_at"], archived_at=p["archived_at"]
             ).on_conflict_ignore()
         )
@@ -723,11 +723,11 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
         if (
             not cid
             or target != c.id
-            or store.rows(Compaction.select(Compaction.id).where(Compaction.id == cid))
+            or store.rows(CompactionRow.select(CompactionRow.id).where(CompactionRow.id == cid))
         ):
             cid = uuid.uuid4().hex  # compaction ids are unique store-wide
         store.run(
-            Compaction.insert(
+            CompactionRow.insert(
                 id=cid,
                 session_id=target,
                 summary=comp["summary"],
@@ -745,10 +745,10 @@ def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -
             table = _TABLES[key]
             values = {table._meta.fields[col]: row[col] for col in columns}
             if key == "search_entries":  # keyed rows with a search index beside them
-                E = SearchEntry
+                E = SearchEntryRow
                 old = E.select(E.rowid).where(E.namespace == row["namespace"], E.key == row["key"])
                 for (rowid,) in store.rows(old):
-                    store.run(EntryIndex.delete().where(EntryIndex.rowid == rowid))
+                    store.run(EntryIndexRow.delete().where(EntryIndexRow.rowid == rowid))
                     store.run(E.delete().where(E.rowid == rowid))
                 rowid = store.run(E.insert(values))
                 index_entry(store, int(rowid), row["namespace"], row["content"])
@@ -773,7 +773,7 @@ def _write_block_writes(
         ns = namespace(item["namespace"])
         written.add((ns, item["label"]))
         store.run(
-            BlockWrite.insert(
+            BlockWriteRow.insert(
                 namespace=ns,
                 label=item["label"],
                 content=item["content"],
@@ -788,7 +788,7 @@ def _write_block_writes(
         ns = namespace(block["namespace"])
         if (ns, block["label"]) not in written:
             store.run(
-                BlockWrite.insert(
+                BlockWriteRow.insert(
                     namespace=ns,
                     label=block["label"],
                     content=block["content"],

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from chatui.config import Config
-from chatui.state import UiState
+from chatui.core.config import Config
+from chatui.core.ui_state import UiState
 from chatui.tui.app import ChatApp
 from store import SessionManager, Store
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from chatui.config import AgentConfig, Config
+from chatui.core.config import AgentConfig, Config
 from chatui.tui.screens.agent_picker import AgentPicker
 from chatui.tui.screens.chat_list import ChatListScreen
 from widgets import MessageTree, MessageView

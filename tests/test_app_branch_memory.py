@@ -10,7 +10,7 @@ from textual.widgets import OptionList, TextArea
 from chatui.tui.screens.memory import BlockScreen
 from chatui.tui.screens.prompt import PromptScreen
 from store import SessionManager
-from store.schema import BlockWrite
+from store.schema import BlockWriteRow
 from widgets import MessageView
 
 from .app_helpers import T0, make_app, populate
@@ -138,7 +138,7 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
     "#1 … · the model · another branch — Alfama first" (the a1 branch's); the hint that
     ctrl+s saves. (docs/branch-memory.svg in the README is this picture.)"""
     with store.write():  # the writes' times are in the list: the same every run
-        store.run(BlockWrite.update(written_at=T0.isoformat()))
+        store.run(BlockWriteRow.update(written_at=T0.isoformat()))
 
     async def inspect(pilot) -> None:
         for _ in range(100):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Collapsible
 
-from chatui.config import Config, parse_config
+from chatui.core.config import Config, parse_config
 from chatui.tui.screens.dialogs import Confirm
 from widgets import MessageView
 

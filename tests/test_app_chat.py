@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from chatui.config import Config
+from chatui.core.config import Config
 from chatui.tui.screens.dialogs import TextPrompt
 from store import StoreContextProvider
 from tests import llm_server as script
@@ -248,8 +248,8 @@ def test_first_frame_does_not_import_litellm(tmp_path):
     code = textwrap.dedent(f"""
         import asyncio, sys
         from chatui.tui.app import ChatApp
-        from chatui.config import Config
-        from chatui.state import UiState
+        from chatui.core.config import Config
+        from chatui.core.ui_state import UiState
         from store import Store
         assert "litellm" not in sys.modules, "importing the app imported litellm"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.state import load_state
+from chatui.core.ui_state import load_state
 from chatui.tui.screens.chat_list import ChatListScreen
 from chatui.tui.screens.help import HelpScreen
 from chatui.tui.screens.main import MainScreen

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from chatui.config import Config
+from chatui.core.config import Config
 from chatui.tui.screens.dialogs import TextPrompt
 from widgets import ChatInput
 

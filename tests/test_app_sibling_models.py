@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.config import Config
+from chatui.core.config import Config
 from chatui.tui.screens.model_picker import ModelPicker
 from widgets import MessageTree, MessageView
 
@@ -75,9 +75,9 @@ async def test_escape_in_the_picker_regenerates_nothing(store, config, llm_serve
 
 
 async def test_the_engine_refuses_a_blank_model(store, config, llm_server):
-    from chatui.engine import ChatEngine
-    from chatui.events import TurnFailed
-    from chatui.wiring import build_manager
+    from chatui.core.engine import ChatEngine
+    from chatui.core.events import TurnFailed
+    from chatui.core.wiring import build_manager
 
     manager = build_manager(store, config)
     engine = ChatEngine(manager, config, flush_interval=0.0)

@@ -127,7 +127,7 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(store, chats):
 
 
 async def test_default_assistant_uses_the_configs_model_not_the_open_chats(store, chats):
-    from chatui.config import AgentConfig, Config
+    from chatui.core.config import AgentConfig, Config
     from chatui.tui.screens.agent_picker import AgentPicker
 
     config = Config(model="openai/gpt-4o-mini", agents=(AgentConfig(name="planner"),))
@@ -159,8 +159,8 @@ def test_a_peer_message_names_the_sending_agent_not_you():
 
 
 def test_the_title_names_the_agent_waited_for_not_its_session_id(store):
-    from chatui.agents import AgentRuntime
-    from chatui.config import Config
+    from chatui.core.agents import AgentRuntime
+    from chatui.core.config import Config
     from store import SessionManager
 
     manager = SessionManager(store)
@@ -172,7 +172,7 @@ def test_the_title_names_the_agent_waited_for_not_its_session_id(store):
 
 
 def test_show_tree_draws_clean_connectors(store, chats):
-    from chatui.porting.tree import outline_lines, path_view
+    from chatui.transfer.tree import outline_lines, path_view
 
     info = SessionManager(store).get("chat-lisbon")
     lines = [

@@ -17,7 +17,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
-from chatui import cli, startup
+from chatui import cli
+from chatui import launch as startup
 from widgets import ContextSidebar, FittingFooter, TokenGauge
 
 from .app_helpers import make_app, populate
@@ -145,7 +146,7 @@ def test_the_console_script_pauses_collection_before_importing_anything():
         "import gc, sys\n"
         "sys.argv = ['chatui', '--version']\n"
         "from chatui import launch\n"
-        "assert 'chatui.cli' not in sys.modules and gc.isenabled()\n"
+        "assert 'chatui.cli.main' not in sys.modules and gc.isenabled()\n"
         "try:\n"
         "    launch.main()\n"
         "finally:\n"
@@ -173,7 +174,7 @@ def test_the_app_is_imported_with_collection_paused(monkeypatch):
 
 STARTED = """
 import asyncio, json, sys
-from chatui.cli import build_parser
+from chatui.cli.main import build_parser
 from store import Store, text_prep
 from tests.app_helpers import make_app
 
@@ -214,18 +215,18 @@ def test_start_up_loads_no_exporter_importer_or_backup_module(started):
     """`chatui` builds its whole parser on every start, the app's too: the commands'
     modules, the memory inspector's and the demo model's replies load when used."""
     later = (
-        "chatui.porting.common",
-        "chatui.porting.exports",
-        "chatui.porting.importing",
-        "chatui.transfers",
-        "chatui.inspection",
+        "chatui.transfer.common",
+        "chatui.transfer.exports",
+        "chatui.transfer.importing",
+        "chatui.transfer.files",
+        "chatui.core.inspection",
         "chatui.llm.demo",
         "store.transfer",
         "store.db_copy",
         "store.db_info",
     )
     loaded = set(started["modules"])
-    assert {"chatui.cli", "chatui.tui.app"} <= loaded
+    assert {"chatui.cli.main", "chatui.tui.app"} <= loaded
     assert [m for m in later if m in loaded] == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import OptionList
 
-from chatui.state import UiState, load_state, save_state
+from chatui.core.ui_state import UiState, load_state, save_state
 from chatui.tui.panes import CHAT_MIN, plan_panes
 from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager

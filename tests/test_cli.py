@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from chatui import paths
-from chatui.cli import EXIT_CODES, main
+from chatui.cli.main import EXIT_CODES, main
+from chatui.core import paths
 from store import SessionManager, Store
 from tests.test_import_chatgpt import EXPECTED_PARENTS, branching_conversation
 from tests.test_import_pi import pi_session, write_jsonl

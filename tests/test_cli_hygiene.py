@@ -8,15 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chatui.cli import build_parser
-from chatui.porting.common import session_id_for
+from chatui.cli.main import build_parser
+from chatui.transfer.common import session_id_for
 from tests.test_import_chatgpt import branching_conversation
 
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 import json, sys
-from chatui.cli import main
+from chatui.cli.main import main
 codes = [
     main(["import", sys.argv[1], "--from", "chatgpt"]),
     main(["list"]), main(["list", "--json"]),

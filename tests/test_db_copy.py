@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from chatui.cli import main
+from chatui.cli.main import main
 from store import (
     PeerRouter,
     SessionManager,
@@ -19,7 +19,7 @@ from store import (
     StoreSkillProvider,
     copy_database,
 )
-from store.schema import MODELS, LoadedSkill
+from store.schema import MODELS, LoadedSkillRow
 
 
 def msg(mid, text, role="user"):
@@ -46,7 +46,7 @@ async def populate(store: Store) -> dict[str, str]:
     await StorePromptCache(store, chat.id).set("You are a planner.")
     with store.write():
         store.run(
-            LoadedSkill.insert(
+            LoadedSkillRow.insert(
                 namespace=chat.id, label="skills", key="howto", tool_call_id="t1", message_id="a1"
             )
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from chatui.cli import main
+from chatui.cli.main import main
 from store import SessionManager, Store
 from store.migrations import MIGRATIONS
 
@@ -61,7 +61,7 @@ async def test_chatui_db_and_the_config_database_open_it(store, store_url, capsy
     assert main(["list", "--json"]) == 0
     assert [c["id"] for c in json.loads(capsys.readouterr().out)] == [chat_id]
     monkeypatch.delenv("CHATUI_DB")
-    from chatui import paths
+    from chatui.core import paths
 
     paths.config_file().parent.mkdir(parents=True, exist_ok=True)
     paths.config_file().write_text(f"database = {json.dumps(store_url)}\n")

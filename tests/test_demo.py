@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatui.config import Config
-from chatui.engine import ChatEngine
-from chatui.events import MemoryChanged, ReplyDelta, ReplyFinished, TurnFailed, UsageRecorded
+from chatui.core.config import Config
+from chatui.core.engine import ChatEngine
+from chatui.core.events import MemoryChanged, ReplyDelta, ReplyFinished, TurnFailed, UsageRecorded
+from chatui.core.wiring import build_manager
 from chatui.llm import demo
-from chatui.wiring import build_manager
 from store.compaction import build_summary_prompt
 from store.messages import Message
 

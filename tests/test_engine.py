@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from chatui.config import Config
-from chatui.engine import ChatEngine, ContextUsage
-from chatui.events import (
+from chatui.core.config import Config
+from chatui.core.engine import ChatEngine, ContextUsage
+from chatui.core.events import (
     MemoryChanged,
     MessageStored,
     Notice,
@@ -20,7 +20,7 @@ from chatui.events import (
     TurnFailed,
     UsageRecorded,
 )
-from chatui.wiring import build_manager
+from chatui.core.wiring import build_manager
 from tests import llm_server as script
 
 
@@ -341,7 +341,7 @@ async def test_context_usage_counts_history_and_prompt(store, llm_server, fake_k
 
 
 async def test_context_window_from_config_override(store, llm_server, fake_key):
-    from chatui.config import ModelOptions
+    from chatui.core.config import ModelOptions
 
     chat = make_chat(
         store, llm_server, models={"openai/test-model": ModelOptions(context_window=50_000)}
@@ -357,7 +357,7 @@ async def test_model_for_prefers_the_session_model(chat):
 
 
 async def test_auto_compaction_when_the_window_fills(store, llm_server, fake_key):
-    from chatui.config import ModelOptions
+    from chatui.core.config import ModelOptions
 
     chat = make_chat(
         store,
@@ -382,7 +382,7 @@ async def test_auto_compaction_when_the_window_fills(store, llm_server, fake_key
 
 
 async def test_failed_auto_compaction_is_a_notice_and_loses_nothing(store, llm_server, fake_key):
-    from chatui.config import ModelOptions
+    from chatui.core.config import ModelOptions
 
     chat = make_chat(
         store,

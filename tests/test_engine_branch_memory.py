@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.events import ReplyFinished
+from chatui.core.events import ReplyFinished
 from tests import llm_server as script
 from tests.test_engine import make_chat, of, run
 

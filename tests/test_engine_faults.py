@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from chatui.events import (
+from chatui.core.events import (
     Compacted,
     MessageStored,
     Notice,

@@ -16,9 +16,9 @@ from tests import llm_server as script
 CHILD = textwrap.dedent("""
     import asyncio, sys
     from store import Store
-    from chatui.config import Config
-    from chatui.engine import ChatEngine
-    from chatui.wiring import build_manager
+    from chatui.core.config import Config
+    from chatui.core.engine import ChatEngine
+    from chatui.core.wiring import build_manager
 
     async def main(db, url):
         config = Config(model="openai/test-model", api_base=url, request_timeout=30)
@@ -84,10 +84,10 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(tmp_path, llm_server, fake_ke
 KILLED_AS_IT_ASKS = textwrap.dedent("""
     import asyncio, os, signal, sys
     from store import Store
-    from chatui.config import Config
-    from chatui.engine import ChatEngine
+    from chatui.core.config import Config
+    from chatui.core.engine import ChatEngine
     from chatui.llm.worker import StreamWorker
-    from chatui.wiring import build_manager
+    from chatui.core.wiring import build_manager
 
     async def main(db, url):
         config = Config(model="openai/test-model", api_base=url, request_timeout=30)

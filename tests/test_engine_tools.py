@@ -8,9 +8,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatui.config import Config
-from chatui.replies import run_tools
-from chatui.wiring import build_manager
+from chatui.core.config import Config
+from chatui.core.replies import run_tools
+from chatui.core.wiring import build_manager
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from chatui.porting.markdown import render_markdown
-from chatui.porting.tree import path_view
+from chatui.transfer.markdown import render_markdown
+from chatui.transfer.tree import path_view
 
 
 def text(mid, role, body):
@@ -106,7 +106,7 @@ async def test_message_ids_only_when_asked(manager):
 
 def test_code_and_tool_calls_are_whole_fenced_blocks():
     """Code-interpreter code is kept whole in a fence (not one line cut at 300)."""
-    from chatui.porting.markdown import fenced
+    from chatui.transfer.markdown import fenced
 
     code = "\n".join(f"print({i})  # " + "x" * 50 for i in range(40))
     block = fenced(code, "python")
@@ -175,7 +175,7 @@ async def test_a_reply_being_written_is_writing_not_interrupted(manager):
 
 
 async def test_export_from_the_app_passes_live_ids(manager, tmp_path):
-    from chatui.transfers import export_chat
+    from chatui.transfer.files import export_chat
 
     info = await replies_in_every_state(manager)
     target = export_chat(manager, info.id, tmp_path / "a.md", "md", None, {"cut": "Cut off mid"})

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatui.config import Config
-from chatui.state import UiState
+from chatui.core.config import Config
+from chatui.core.ui_state import UiState
 from chatui.tui.app import ChatApp
 from chatui.tui.screens.main import MainScreen
 from store import SessionManager, Store

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatui.porting import ImportFormatError, load_documents
+from chatui.transfer import ImportFormatError, load_documents
 from store import SessionManager, Store, import_sessions
 from tests.engine_helpers import sql
 

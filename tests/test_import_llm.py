@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from chatui.porting import ImportFormatError, load_documents
+from chatui.transfer import ImportFormatError, load_documents
 from store import SessionManager, import_sessions
 
 # The tables as llm's migrations leave them (m010 conversations/responses, m013 usage,

@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from chatui.porting import ImportFormatError, load_documents
+from chatui.transfer import ImportFormatError, load_documents
 from store import SessionManager, import_sessions
 
 from .test_import_llm import llm_logs

@@ -14,8 +14,8 @@ import zipfile
 
 import pytest
 
-from chatui.cli import main
-from chatui.transfers import ImportProblem, import_file
+from chatui.cli.main import main
+from chatui.transfer.files import ImportProblem, import_file
 from store import SessionManager, Store, StoreSessionProvider
 from tests.test_import_chatgpt import EXPECTED_PARENTS, branching_conversation
 from tests.test_import_llm_threads import Log, new_layout, text

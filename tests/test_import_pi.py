@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from chatui.porting import ImportFormatError, load_documents
+from chatui.transfer import ImportFormatError, load_documents
 from store import SessionManager, import_sessions
 from tests.engine_helpers import sql
 

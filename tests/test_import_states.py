@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from chatui.porting import load_documents
+from chatui.transfer import load_documents
 from store import Message, StoreSessionProvider, import_sessions
 from tests.test_import_chatgpt import msg, node
 from tests.test_import_pi import write_jsonl

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from chatui.config import Config
+from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
 from chatui.tui.screens.dialogs import Confirm
 from store import SessionManager
@@ -286,7 +286,7 @@ async def test_a_burst_of_deltas_is_one_message_to_the_screen(store, config, llm
     """Deltas of one reply waiting for the screen are coalesced: the one message left
     draws everything streamed so far, so a fast stream does not queue a message per
     word ahead of the frames that show it. Nothing is lost."""
-    from chatui.events import ReplyDelta
+    from chatui.core.events import ReplyDelta
 
     llm_server.text(WORDS, delay=0.05)
     app = make_app(store, config)
@@ -424,7 +424,7 @@ async def test_a_reply_that_comes_at_once_draws_its_first_words_before_the_rest(
     once, its end, the redraws they ask for) wait for the frame that shows those words:
     Textual draws when the screen's queue is empty, and queued behind them, the first
     words waited for the whole reply."""
-    from chatui.events import Notice, ReplyDelta
+    from chatui.core.events import Notice, ReplyDelta
 
     llm_server.script(script.hang(30))  # started, and no word yet: the test brings them
     app = make_app(store, config)

@@ -11,7 +11,7 @@ import asyncio
 import sys
 import time
 
-from chatui.state import UiState
+from chatui.core.ui_state import UiState
 from store import SessionManager, Store, StoreSessionProvider
 
 from .app_helpers import make_app

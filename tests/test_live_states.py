@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from chatui.config import Config
+from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
 from store import SessionManager
 from tests import llm_server as script
@@ -52,7 +52,7 @@ async def test_an_empty_stream_is_stored_as_an_error_and_r_retries(store, config
 
 
 async def test_the_empty_error_names_the_window_when_it_is_known(store, llm_server, fake_key):
-    from chatui.config import ModelOptions
+    from chatui.core.config import ModelOptions
 
     config = Config(
         model="openai/test-model",

@@ -281,7 +281,7 @@ def test_map_error_never_raises_on_odd_exceptions():
 
 
 def test_context_window_from_litellm_config_and_demo():
-    from chatui.config import ModelOptions
+    from chatui.core.config import ModelOptions
 
     assert llm.context_window("gpt-4o-mini") == 128_000
     assert llm.context_window("demo") == llm.DEMO_CONTEXT_WINDOW == 32_768
@@ -326,8 +326,8 @@ def _run(code: str) -> str:
 def test_importing_llm_engine_and_demo_does_not_import_litellm():
     out = _run("""
         import sys
-        import chatui.llm, chatui.llm.env, chatui.llm.errors, chatui.engine, chatui.llm.demo
-        import chatui.convert, chatui.summaries, chatui.replies
+        import chatui.llm, chatui.llm.env, chatui.llm.errors, chatui.core.engine, chatui.llm.demo
+        import chatui.core.convert, chatui.core.summaries, chatui.core.replies
         print(sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))
     """)
     assert out.strip() == "[]"

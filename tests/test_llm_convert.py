@@ -1,11 +1,11 @@
-"""chatui.convert: stored history → OpenAI messages providers accept."""
+"""chatui.core.convert: stored history → OpenAI messages providers accept."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatui.convert import SUMMARY_LABEL, to_openai_messages
+from chatui.core.convert import SUMMARY_LABEL, to_openai_messages
 from store import Message
 
 

@@ -13,8 +13,8 @@ import time
 import psycopg
 import pytest
 
-from chatui.config import Config
-from chatui.state import load_state
+from chatui.core.config import Config
+from chatui.core.ui_state import load_state
 from store import SessionManager, Store, StoreSessionProvider
 from widgets import ChatNotice
 
@@ -170,8 +170,8 @@ async def test_a_password_in_the_url_never_reaches_log_state_or_database(
     url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:hunter2-secret@")
     home = tmp_path / "home"
     monkeypatch.setenv("CHATUI_HOME", str(home))
-    from chatui import paths
-    from chatui.logs import setup_logging
+    from chatui.core import paths
+    from chatui.core.logs import setup_logging
 
     log = setup_logging(home / "chatui.log")
     llm_server.text("Noted.")

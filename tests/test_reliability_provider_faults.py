@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from chatui.config import Config, ModelOptions
+from chatui.core.config import Config, ModelOptions
 from store import SessionManager
 from tests import llm_server as script
 from widgets import ChatInput, ChatNotice, MessageView

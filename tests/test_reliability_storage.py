@@ -14,7 +14,7 @@ import sqlite3
 
 import pytest
 
-from chatui.config import Config
+from chatui.core.config import Config
 from store import SessionManager, Store
 from tests import llm_server as script
 from widgets import ChatInput, ChatNotice

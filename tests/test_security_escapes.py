@@ -19,7 +19,7 @@ from rich.console import Console
 from textual.widgets import Collapsible
 
 from chatui import cli
-from chatui.config import Config
+from chatui.core.config import Config
 from chatui.tui.screens.dialogs import TextPrompt
 from store import SessionManager
 from tests import llm_server as script

@@ -13,7 +13,8 @@ import stat
 
 import pytest
 
-from chatui import cli, paths
+from chatui import cli
+from chatui.core import paths
 from store import Store
 
 from .reliability_helpers import mode, run_app
@@ -100,7 +101,7 @@ def test_commands_create_a_private_database_and_private_exports(
     tmp_path, monkeypatch, umask_022, capsys
 ):
     source = tmp_path / "conversations.json"
-    from chatui.porting import importing
+    from chatui.transfer import importing
     from tests.test_import_chatgpt import branching_conversation
 
     source.write_text(json.dumps([branching_conversation()]))

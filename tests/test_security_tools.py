@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from chatui.config import BlockConfig, Config
-from chatui.wiring import build_manager
+from chatui.core.config import BlockConfig, Config
+from chatui.core.wiring import build_manager
 from store import (
     DirectorySkillProvider,
     ReadOnlyBlockError,

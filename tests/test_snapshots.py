@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from store import StoreContextProvider
-from store.schema import BlockWrite
+from store.schema import BlockWriteRow
 from widgets import ChatInput
 
 from .app_helpers import T0, make_app, populate
@@ -21,7 +21,7 @@ def app(store):
 
     asyncio.run(memory.set("Prefers walking tours. Vegetarian. Travels in October.\n" * 66))
     with store.write():  # the write's time is in the inspector's list: the same every run
-        store.run(BlockWrite.update(written_at=T0.isoformat()))
+        store.run(BlockWriteRow.update(written_at=T0.isoformat()))
     return make_app(store, warm_llm=False)
 
 

@@ -25,7 +25,7 @@ from store import (
     import_sessions,
 )
 from store.migrations import migrate
-from store.schema import BlockWrite
+from store.schema import BlockWriteRow
 
 
 def text(mid, role="user", words=None):
@@ -206,7 +206,7 @@ async def test_purge_removes_the_history(store):
     await tree(s)
     await s.replace_context_block("notes", "gone soon", at="a1")
     manager.purge("chat")
-    assert store.rows(BlockWrite.select()) == []
+    assert store.rows(BlockWriteRow.select()) == []
 
 
 async def test_export_import_round_trips_the_writes(store, tmp_path):

@@ -13,7 +13,7 @@ import asyncio
 import psycopg
 import pytest
 
-from chatui.replies import ReplyWriter
+from chatui.core.replies import ReplyWriter
 from store import Session, SessionManager, Store
 
 from .pg_helpers import SERVER

@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from chatui.events import TurnFailed
-from chatui.jobs import JobEnded, ReplyJobs
+from chatui.core.events import TurnFailed
+from chatui.core.jobs import JobEnded, ReplyJobs
 from store import DatabaseUnavailableError, SessionManager, Store, StoreSessionProvider
 from tests.test_engine import make_chat, run
 

@@ -22,9 +22,9 @@ def test_model_matches_migrated_table(model) -> None:
 
 
 def test_queries_bind_to_their_store_only() -> None:
-    from store.schema import Project
+    from store.schema import ProjectRow
 
     with Store(":memory:") as one, Store(":memory:") as two:
-        one.run(Project.insert(id="p", name="one", created_at="2026-01-01T00:00:00+00:00"))
-        assert one.rows(Project.select(Project.name)) == [("one",)]
-        assert two.rows(Project.select(Project.name)) == []
+        one.run(ProjectRow.insert(id="p", name="one", created_at="2026-01-01T00:00:00+00:00"))
+        assert one.rows(ProjectRow.select(ProjectRow.name)) == [("one",)]
+        assert two.rows(ProjectRow.select(ProjectRow.name)) == []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from chatui.cli import UNREACHABLE, main
+from chatui.cli.main import UNREACHABLE, main
 from store import (
     DatabaseFileError,
     DatabaseUnavailableError,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from chatui.config import Config, ModelOptions
+from chatui.core.config import Config, ModelOptions
 from chatui.llm.windows import WindowBook, ask_server, window_from_error
 from tests import llm_server as script
 

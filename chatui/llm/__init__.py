@@ -45,7 +45,7 @@ from .errors import ErrorKind, LLMError, map_error, redact
 from .windows import table_window
 
 if TYPE_CHECKING:
-    from ..config import ModelOptions
+    from ..core.config import ModelOptions
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .env import DEMO_CONTEXT_WINDOW, is_demo, is_loaded, load_litellm
 
 if TYPE_CHECKING:
-    from ..config import ModelOptions
+    from ..core.config import ModelOptions
 
 __all__ = ["Window", "WindowBook", "WINDOWS", "table_window", "window_from_error"]
 

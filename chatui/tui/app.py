@@ -24,12 +24,13 @@ from textual.theme import BUILTIN_THEMES
 from store import DatabaseFileError, SchemaVersionError, SessionManager, Store, is_url
 from widgets import clean
 
-from .. import llm, paths, startup
-from ..agents import AgentRuntime
-from ..config import Config, ConfigError, load_config
-from ..logs import setup_logging
-from ..state import UiState, load_state, save_state
-from ..workspace import Workspace
+from .. import launch, llm
+from ..core import paths
+from ..core.agents import AgentRuntime
+from ..core.config import Config, ConfigError, load_config
+from ..core.logs import setup_logging
+from ..core.ui_state import UiState, load_state, save_state
+from ..core.workspace import Workspace
 from .screens.main import MainScreen
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
@@ -39,7 +40,7 @@ CHANGE_POLL_SECONDS = 0.3
 """How often the app looks for other processes' writes (they show within a second)."""
 
 GC_BACKSTOP_SECONDS = 5.0
-"""Garbage collection paused for start-up (`startup.pause`) resumes by then at the latest."""
+"""Garbage collection paused for start-up (`launch.pause`) resumes by then at the latest."""
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ class ChatApp(App[int]):
         self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
         # Collection resumes after the first chat's frame; this is the backstop for
         # a start that never gets there (a database error on the first read).
-        self.set_timer(GC_BACKSTOP_SECONDS, startup.resume, name="gc backstop")
+        self.set_timer(GC_BACKSTOP_SECONDS, launch.resume, name="gc backstop")
 
     def _poll_changes(self) -> None:
         try:
@@ -145,7 +146,7 @@ class ChatApp(App[int]):
 
     @on(MainScreen.FirstChatShown)
     def _first_chat_shown(self) -> None:
-        self.call_after_refresh(startup.resume)
+        self.call_after_refresh(launch.resume)
         if self._warm:
             # After the next refresh the whole first screen is on the terminal; LiteLLM's
             # import (seconds of CPU) starts only then, so it never delays that frame.

@@ -19,7 +19,7 @@ from textual.theme import Theme
 
 from themes import THEMES_DIR
 
-from .. import paths
+from ..core import paths
 
 __all__ = [
     "DEFAULT_DARK",

@@ -12,7 +12,7 @@ from ..block_writes import (
     revert_write,
 )
 from ..db import Store
-from ..schema import ContextBlock as B
+from ..schema import ContextBlockRow as B
 
 __all__ = ["StoreContextProvider"]
 

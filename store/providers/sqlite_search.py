@@ -11,14 +11,14 @@ from peewee import SQL, fn
 from ..clock import iso, now
 from ..db import Store, scope_token
 from ..namespaces import index_entry
-from ..schema import EntryIndex, SearchEntry
+from ..schema import EntryIndexRow, SearchEntryRow
 from ..search import parse_query
 from ..text_prep import prepare
 
 __all__ = ["StoreSearchProvider"]
 
 TOP = 10
-E, X = SearchEntry, EntryIndex
+E, X = SearchEntryRow, EntryIndexRow
 
 
 class StoreSearchProvider:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..clock import iso, now
 from ..db import Store
 from ..errors import UnknownSkillError
-from ..schema import Skill
+from ..schema import SkillRow
 
 __all__ = ["StoreSkillProvider", "listing"]
 
@@ -30,9 +30,9 @@ class StoreSkillProvider:
             [
                 (r[0], r[1])
                 for r in self.store.rows(
-                    Skill.select(Skill.key, Skill.description)
-                    .where(Skill.namespace == self.namespace)
-                    .order_by(Skill.key)
+                    SkillRow.select(SkillRow.key, SkillRow.description)
+                    .where(SkillRow.namespace == self.namespace)
+                    .order_by(SkillRow.key)
                 )
             ]
         )
@@ -40,7 +40,9 @@ class StoreSkillProvider:
     async def load(self, key: str) -> str:
         """The whole document; `UnknownSkillError` if there is none."""
         rows = self.store.rows(
-            Skill.select(Skill.content).where(Skill.namespace == self.namespace, Skill.key == key)
+            SkillRow.select(SkillRow.content).where(
+                SkillRow.namespace == self.namespace, SkillRow.key == key
+            )
         )
         if not rows:
             raise UnknownSkillError(f"no skill {key!r}")
@@ -54,14 +56,14 @@ class StoreSkillProvider:
             raise TypeError("skill content must be a string")
         with self.store.write():
             self.store.run(
-                Skill.insert(
+                SkillRow.insert(
                     namespace=self.namespace,
                     key=key,
                     content=content,
                     description=description,
                     updated_at=iso(now()),
                 ).on_conflict(
-                    conflict_target=[Skill.namespace, Skill.key],
-                    preserve=[Skill.content, Skill.description, Skill.updated_at],
+                    conflict_target=[SkillRow.namespace, SkillRow.key],
+                    preserve=[SkillRow.content, SkillRow.description, SkillRow.updated_at],
                 )
             )

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input, Label
 from store import SessionInfo, SessionManager
 from widgets import clean, one_line
 
-from ...jobs import ReplyJobs
+from ...core.jobs import ReplyJobs
 from .dialogs import TextPrompt
 
 __all__ = ["ChatListScreen", "relative_time"]

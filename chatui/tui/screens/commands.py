@@ -21,8 +21,8 @@ from textual.app import SystemCommand
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from ...chat_state import ChatSnapshot, ChatState
-    from ...workspace import Workspace
+    from ...core.chat_state import ChatSnapshot, ChatState
+    from ...core.workspace import Workspace
     from .search import SearchHit
 
 __all__ = ["ChatCommands"]
@@ -300,7 +300,7 @@ class ChatCommands(Screen[None]):
         await main.open_chat(recent[0].id if recent else None)
 
     def export_current(self, fmt: str) -> None:
-        from ...transfers import default_export_path, export_chat  # not on the first screen
+        from ...transfer.files import default_export_path, export_chat  # not on the first screen
         from .dialogs import TextPrompt
 
         main = self
@@ -351,7 +351,7 @@ class ChatCommands(Screen[None]):
 
     @work(exclusive=True, group="import", exit_on_error=False)
     async def run_import(self, path: Path) -> None:
-        from ...transfers import ImportProblem, import_file
+        from ...transfer.files import ImportProblem, import_file
 
         self.notify(f"Importing {path}…")
         try:

@@ -53,10 +53,10 @@ from widgets import (
     one_line,
 )
 
-from ...agents import PeerMarks
-from ...branch_notes import notes_by_shown, stored_notes
-from ...chat_state import ChatSnapshot, ChatState
-from ...events import (
+from ...core.agents import PeerMarks
+from ...core.branch_notes import notes_by_shown, stored_notes
+from ...core.chat_state import ChatSnapshot, ChatState
+from ...core.events import (
     Compacted,
     MemoryChanged,
     MessageStored,
@@ -68,9 +68,9 @@ from ...events import (
     TurnFailed,
     UsageRecorded,
 )
-from ...jobs import JobEnded, JobsFull, TurnKind
-from ...state import UiState
-from ...workspace import ChatsChanged, ModelFactsChanged, Workspace, WorkspaceEvent
+from ...core.jobs import JobEnded, JobsFull, TurnKind
+from ...core.ui_state import UiState
+from ...core.workspace import ChatsChanged, ModelFactsChanged, Workspace, WorkspaceEvent
 from .commands import ChatCommands
 from .main_memory import MemoryMixin
 from .main_notes import BranchNotesMixin

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 from store import AgentInfo, ContextBlock, Session, StoredWrite
 from widgets import TokenGauge
 
-from ...agents import agent_blocks
-from ...config import BlockConfig
+from ...core.agents import agent_blocks
+from ...core.config import BlockConfig
 
 if TYPE_CHECKING:
-    from ...engine import ChatEngine
-    from ...inspection import WriteLine
+    from ...core.engine import ChatEngine
+    from ...core.inspection import WriteLine
 
 __all__ = ["MemoryMixin"]
 
@@ -61,7 +61,7 @@ class MemoryMixin:
 
     async def open_block(self, label: str) -> None:
         """The memory inspector for one block, read fresh from its provider."""
-        from ...inspection import block_details, write_lines  # its screen's: loaded then
+        from ...core.inspection import block_details, write_lines  # its screen's: loaded then
         from .memory import BlockScreen
 
         source = self._memory_source()
@@ -113,7 +113,7 @@ class MemoryMixin:
 
     async def action_show_prompt(self) -> None:
         """The exact system prompt and tools the next request of this chat carries."""
-        from ...inspection import next_request
+        from ...core.inspection import next_request
         from .prompt import PromptScreen
 
         source = self._memory_source()

@@ -2,7 +2,7 @@
 the branch left behind may get a short note by the compaction model (config
 `branch_notes`: off, ask, always), shown collapsed at the branch point.
 
-A mixin of `MainScreen`; the headless part is `chatui.branch_notes`.
+A mixin of `MainScreen`; the headless part is `chatui.core.branch_notes`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from ... import llm
-from ...branch_notes import LeftBranch, left_branch, stored_notes, write_note
+from ...core.branch_notes import LeftBranch, left_branch, stored_notes, write_note
 
 __all__ = ["BranchNotesMixin"]
 

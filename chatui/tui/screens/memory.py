@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 from store import ContextLimitError, ReadOnlyBlockError, StoreError, estimate_string_tokens
 from widgets import clean, format_tokens
 
-from ...inspection import BlockDetails, WriteLine
+from ...core.inspection import BlockDetails, WriteLine
 
 __all__ = ["BlockScreen"]
 

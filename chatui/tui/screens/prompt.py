@@ -11,7 +11,7 @@ from textual.widgets import Collapsible, Label, Static
 
 from widgets import clean, format_tokens
 
-from ...inspection import NextRequest
+from ...core.inspection import NextRequest
 
 __all__ = ["PromptScreen"]
 

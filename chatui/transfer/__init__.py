@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 __all__ = ["IMPORTERS", "ImportFormatError", "Rejected", "load_documents"]
 
 IMPORTERS: dict[str, tuple[str, str]] = {
-    "chatgpt": ("chatui.porting.chatgpt", "load_chatgpt"),
-    "chatui": ("chatui.porting.chatui_json", "load_chatui"),
-    "pi": ("chatui.porting.pi", "load_pi"),
-    "llm": ("chatui.porting.llm_logs", "load_llm"),
+    "chatgpt": ("chatui.transfer.chatgpt", "load_chatgpt"),
+    "chatui": ("chatui.transfer.chatui_json", "load_chatui"),
+    "pi": ("chatui.transfer.pi", "load_pi"),
+    "llm": ("chatui.transfer.llm_logs", "load_llm"),
 }
 """`--from` name → (module, function) turning a file into export documents."""
 

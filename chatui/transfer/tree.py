@@ -1,7 +1,7 @@
 """One chat's tree seen from one branch: the path shown, and what forks off it.
 
 The whole tree is read in one query and walked in memory, so a chat of any
-size costs one round trip. "Active" follows the app (`chatui.chat_state`):
+size costs one round trip. "Active" follows the app (`chatui.core.chat_state`):
 the session's `metadata["active_leaf"]` when it names a message, else the
 latest leaf.
 """

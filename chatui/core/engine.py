@@ -43,7 +43,8 @@ from store import (
     estimate_message_tokens,
 )
 
-from . import llm
+from .. import llm
+from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
 from .context_usage import ContextUsage, measure
 from .convert import to_openai_messages
@@ -60,7 +61,6 @@ from .events import (
     TurnFailed,
     UsageRecorded,
 )
-from .llm.windows import WINDOWS, Window
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 
@@ -83,7 +83,7 @@ class ChatEngine:
     """Runs chat turns for the sessions of one `SessionManager`.
 
     Args:
-        manager: from `chatui.wiring.build_manager(store, config)`.
+        manager: from `chatui.core.wiring.build_manager(store, config)`.
         config: the app's configuration (model, limits, compaction).
         flush_interval: most seconds between writes of a streaming reply.
     """

@@ -35,14 +35,14 @@ from store import (
     Store,
 )
 
-from . import llm
+from .. import llm
+from ..llm.windows import WINDOWS, Window
+from ..llm.worker import StreamWorker, shared_worker
 from .agents import AgentRuntime
 from .config import Config
 from .context_usage import ContextUsage, measure
 from .events import TurnEvent
 from .jobs import JobEvent, ReplyJob, ReplyJobs, TurnKind
-from .llm.windows import WINDOWS, Window
-from .llm.worker import StreamWorker, shared_worker
 
 __all__ = ["ChatsChanged", "ModelFactsChanged", "Workspace", "WorkspaceEvent"]
 

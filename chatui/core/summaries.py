@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from . import llm
+from .. import llm
 from .config import Config, ModelOptions
 
 __all__ = ["SUMMARY_SYSTEM_PROMPT", "Summarize", "make_summarizer", "summary_model"]

@@ -1,9 +1,9 @@
-"""Export and import from inside the app (the command palette), on `chatui.porting`.
+"""Export and import from inside the app (the command palette), on `chatui.transfer`.
 
 The same code paths as `chatui export` / `chatui import`: an export is the
 active branch as Markdown or the whole tree as chatui JSON, written private
 (0600) and whole; an import merges into chats already here and imports the readable
-conversations of a file with a damaged one (`chatui.porting.importing`).
+conversations of a file with a damaged one (`chatui.transfer.importing`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 
 from store import SessionManager, Store, export_session
 
-from . import paths
-from .porting import ImportFormatError
-from .porting.exports import json_text, markdown_page, slug
-from .porting.importing import ImportReport, import_path
+from ..core import paths
+from . import ImportFormatError
+from .exports import json_text, markdown_page, slug
+from .importing import ImportReport, import_path
 
 __all__ = [
     "ImportProblem",

@@ -3,7 +3,7 @@
 Both stream: an export writes one chat at a time (a JSON list is written
 element by element, the same text `json_text` gives for the whole list), so
 `export --all` holds one chat in memory, not every chat. An import goes
-through `chatui.transfers.import_file`, the path the app's palette uses.
+through `chatui.transfer.files.import_file`, the path the app's palette uses.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import IO
 
 from store import SessionManager, Store
 
-from .cli_base import (
+from ..transfer import IMPORTERS
+from ..transfer.text import json_safe, one_line
+from .base import (
     BAD_INPUT,
     OK,
     OUTPUT,
@@ -30,8 +32,6 @@ from .cli_base import (
     _resolve,
     _resolve_message,
 )
-from .porting import IMPORTERS
-from .porting.text import json_safe, one_line
 
 # Exporters and importers load when their command runs: `chatui` with no command
 # (the app) builds this parser on every start.
@@ -42,7 +42,7 @@ __all__ = ["add_transfer_commands", "cmd_export", "cmd_import"]
 def cmd_export(args: argparse.Namespace) -> int:
     from store import document_entries, export_session
 
-    from .porting.exports import json_text
+    from ..transfer.exports import json_text
 
     if bool(args.id) == args.all:
         raise CliError("give one chat id, or --all", USAGE)
@@ -83,7 +83,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> None:
-    from .porting.exports import markdown_page, slug
+    from ..transfer.exports import markdown_page, slug
 
     manager = SessionManager(store)
 
@@ -119,7 +119,7 @@ def _write_json_list(fh: IO[str], store: Store, ids: list[str]) -> None:
     """`json_text(list_of_documents)`, written one document at a time."""
     from store import export_session
 
-    from .porting.exports import json_text
+    from ..transfer.exports import json_text
 
     if not ids:
         fh.write("[]\n")
@@ -132,8 +132,8 @@ def _write_json_list(fh: IO[str], store: Store, ids: list[str]) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .porting.exports import json_text
-    from .transfers import ImportProblem, import_file
+    from ..transfer.exports import json_text
+    from ..transfer.files import ImportProblem, import_file
 
     path = Path(args.file).expanduser()
     with _open(args, create=True) as store:

@@ -24,7 +24,7 @@ from store import (
     redact_urls_in,
 )
 
-from .cli_base import DATABASE, UNREACHABLE, CliError
+from .base import DATABASE, UNREACHABLE, CliError
 
 __all__ = ["add_db_commands"]
 

@@ -1,6 +1,6 @@
 """What a running turn reports to whoever shows it (the app, a test, the CLI).
 
-The engine (`chatui.engine`) yields these from an async generator; it never
+The engine (`chatui.core.engine`) yields these from an async generator; it never
 touches the UI. Every event that names a message names one already stored,
 so whatever shows it can re-read the database and find the same thing.
 """

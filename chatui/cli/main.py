@@ -27,8 +27,9 @@ from store import (
     reply_state,
 )
 
-from . import startup
-from .cli_base import (
+from .. import launch
+from ..transfer.text import one_line
+from .base import (
     DATABASE,
     EPILOG,
     EXIT_CODES,
@@ -43,9 +44,8 @@ from .cli_base import (
     _resolve,
     _resolve_message,
 )
-from .cli_transfer import add_transfer_commands
-from .db_commands import add_db_commands
-from .porting.text import one_line
+from .db import add_db_commands
+from .transfer import add_transfer_commands
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
 
@@ -54,7 +54,7 @@ __all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .porting.exports import json_text  # the commands' modules load when they run
+    from ..transfer.exports import json_text  # the commands' modules load when they run
 
     query = " ".join(args.query)
     with _open(args) as store:
@@ -93,7 +93,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .porting.exports import json_text
+    from ..transfer.exports import json_text
 
     with _open(args) as store:
         manager = SessionManager(store)
@@ -137,9 +137,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .porting.exports import json_text
-    from .porting.markdown import render_markdown, state_note
-    from .porting.tree import outline_lines, path_view
+    from ..transfer.exports import json_text
+    from ..transfer.markdown import render_markdown, state_note
+    from ..transfer.tree import outline_lines, path_view
 
     with _open(args) as store:
         info = _resolve(store, args.id)
@@ -200,7 +200,7 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
 def _configured_db() -> str | None:
     """The database when `--db` is not given: `CHATUI_DB`, else the config's `database`
     (None: the default file)."""
-    from .config import ConfigError, load_config
+    from ..core.config import ConfigError, load_config
 
     if os.environ.get("CHATUI_DB"):
         return os.environ["CHATUI_DB"]
@@ -211,7 +211,7 @@ def _configured_db() -> str | None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    startup.pause()  # until the app's first screen is drawn (it resumes collection)
+    launch.pause()  # until the app's first screen is drawn (it resumes collection)
     try:
         from chatui.tui.app import run  # lazy: textual loads only for the app
     except ModuleNotFoundError as exc:
@@ -333,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.db = _configured_db()
         if args.command is None:
             return _launch(args)
-        startup.resume()  # paused by `chatui.launch` for the app's start only
+        launch.resume()  # paused by `chatui.launch` for the app's start only
         return int(args.run(args))
     except CliError as exc:
         message, code = str(exc), exc.code

@@ -1,7 +1,7 @@
 """What every `chatui` command shares: exit codes, the one-line error, the database, output.
 
-Kept apart from `chatui.cli` so command groups in their own modules
-(`chatui.cli_transfer`) use them without an import cycle.
+Kept apart from `chatui.cli.main` so command groups in their own modules
+(`chatui.cli.transfer`) use them without an import cycle.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import IO, Any
 
 from store import SessionInfo, SessionManager, Store, is_url
 
-from . import paths
-from .porting.text import one_line
+from ..core import paths
+from ..transfer.text import one_line
 
 __all__ = [
     "BAD_INPUT",

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from store import redact_urls_in
 
+from ..llm.errors import redact as _redact_keys
 from . import paths
-from .llm.errors import redact as _redact_keys
 
 __all__ = ["redact", "setup_logging"]
 
