@@ -94,7 +94,7 @@ def run_cli(code: Path, home: Path, *argv: str) -> Run:
         "import resource, sys, tracemalloc\n"
         "if 'export' in sys.argv:\n"  # tracemalloc slows an import threefold: not timed there
         "    tracemalloc.start()\n"
-        "from chatui.cli.main import main\n"
+        "from chatui.cli import main\n"
         "code = main(sys.argv[1:])\n"
         "sys.stdout.flush()\n"
         "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"

@@ -1,5 +1,4 @@
-"""Start-up: the `chatui` command's entry point, and garbage collection held off until
-the first screen is drawn.
+"""Start-up: garbage collection held off until the first screen is drawn.
 
 `chatui.cli` imports the store (peewee and ~40 modules) before it knows whether it
 runs a command or the app. Importing Textual, the store and the widgets, then composing
@@ -16,17 +15,9 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["main", "pause", "paused", "resume"]
+__all__ = ["pause", "paused", "resume"]
 
 _paused = False
-
-
-def main() -> int:
-    """Run `chatui` (the console script)."""
-    pause()
-    from .cli import main as cli_main
-
-    return cli_main()
 
 
 def pause() -> None:

@@ -1,7 +1,7 @@
 """Running the real app in a separate process, and reading what it left on disk.
 
 `app_process(home, steps, *argv)` starts `chatui` (the console entry point, through
-`chatui.cli.main`) in a child process with its own CHATUI_HOME. The only change from a
+`chatui.cli.commands`) in a child process with its own CHATUI_HOME. The only change from a
 user's run is that Textual runs headless and a scripted pilot presses the keys: every
 service (config, store, engine, LiteLLM, logging, state) is the real one.
 

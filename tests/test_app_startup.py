@@ -131,7 +131,7 @@ def test_resume_leaves_a_callers_own_gc_disable_alone():
 
 
 def test_a_command_runs_with_collection_on(capsys):
-    """`chatui.launch` pauses collection before any import; only the app keeps it off."""
+    """`chatui.cli.main` pauses collection before any import; only the app keeps it off."""
     startup.pause()
     try:
         assert cli.main(["list"]) == 0
@@ -145,10 +145,10 @@ def test_the_console_script_pauses_collection_before_importing_anything():
     code = (
         "import gc, sys\n"
         "sys.argv = ['chatui', '--version']\n"
-        "from chatui import launch\n"
-        "assert 'chatui.cli.main' not in sys.modules and gc.isenabled()\n"
+        "from chatui import cli\n"
+        "assert 'chatui.cli.commands' not in sys.modules and gc.isenabled()\n"
         "try:\n"
-        "    launch.main()\n"
+        "    cli.main()\n"
         "finally:\n"
         "    print(gc.isenabled(), 'store' in sys.modules)\n"
     )
@@ -174,7 +174,7 @@ def test_the_app_is_imported_with_collection_paused(monkeypatch):
 
 STARTED = """
 import asyncio, json, sys
-from chatui.cli.main import build_parser
+from chatui.cli.commands import build_parser
 from store import Store, text_prep
 from tests.app_helpers import make_app
 
@@ -226,7 +226,7 @@ def test_start_up_loads_no_exporter_importer_or_backup_module(started):
         "store.db_info",
     )
     loaded = set(started["modules"])
-    assert {"chatui.cli.main", "chatui.tui.app"} <= loaded
+    assert {"chatui.cli.commands", "chatui.tui.app"} <= loaded
     assert [m for m in later if m in loaded] == []
 
 

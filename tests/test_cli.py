@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from chatui.cli.main import EXIT_CODES, main
+from chatui.cli import main
+from chatui.cli.commands import EXIT_CODES
 from chatui.core import paths
 from store import SessionManager, Store
 from tests.test_import_chatgpt import EXPECTED_PARENTS, branching_conversation

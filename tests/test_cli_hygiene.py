@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chatui.cli.main import build_parser
+from chatui.cli.commands import build_parser
 from chatui.transfer.common import session_id_for
 from tests.test_import_chatgpt import branching_conversation
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 import json, sys
-from chatui.cli.main import main
+from chatui.cli import main
 codes = [
     main(["import", sys.argv[1], "--from", "chatgpt"]),
     main(["list"]), main(["list", "--json"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from chatui.cli.main import main
+from chatui.cli import main
 from store import SessionManager, Store, database_info
 from store.migrations import MIGRATIONS
 

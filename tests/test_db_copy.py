@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from chatui.cli.main import main
+from chatui.cli import main
 from store import (
     PeerRouter,
     SessionManager,

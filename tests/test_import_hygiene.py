@@ -28,5 +28,5 @@ def test_store_exports_what_it_declares():
 
 def test_import_store_leaves_the_postgresql_driver_for_later():
     # psycopg costs 0.3-0.8 s at import; a SQLite user never needs it (store.driver).
-    loaded = modules_after("import store, chatui.cli.main")
+    loaded = modules_after("import store, chatui.cli.commands")
     assert "psycopg" not in loaded and "peewee" in loaded

@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from chatui.cli.main import main
+from chatui.cli import main
 from chatui.transfer.files import ImportProblem, import_file
 from store import SessionManager, Store, StoreSessionProvider
 from tests.test_import_chatgpt import EXPECTED_PARENTS, branching_conversation

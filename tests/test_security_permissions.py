@@ -2,7 +2,7 @@
 open), the log, the UI state and exports 0600 — under the usual umask 022.
 
 The app is the real one in its own process (`tests/reliability_helpers.py`), chatting
-with the offline demo model; the commands run through `chatui.cli.main`.
+with the offline demo model; the commands run through `chatui.cli.commands`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ print("done", flush=True)
 """
 
 
-CLI = "import sys; from chatui.cli.main import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from chatui.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def appenders_race(location: str, count: int = 1000) -> None:

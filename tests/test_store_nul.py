@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatui.cli.main import main
+from chatui.cli import main
 from store import (
     SessionManager,
     Store,

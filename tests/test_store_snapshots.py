@@ -16,7 +16,7 @@ import pytest
 
 import store as store_package
 import store.transfer as transfer
-from chatui.cli.main import main
+from chatui.cli import main
 from store import SessionManager, Store, StoreSessionProvider, database_info, export_session
 from store.db_copy import row_counts
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from chatui.cli.main import UNREACHABLE, main
+from chatui.cli import main
+from chatui.cli.commands import UNREACHABLE
 from store import (
     DatabaseFileError,
     DatabaseUnavailableError,

@@ -1,6 +1,6 @@
 """What every `chatui` command shares: exit codes, the one-line error, the database, output.
 
-Kept apart from `chatui.cli.main` so command groups in their own modules
+Kept apart from `chatui.cli.commands` so command groups in their own modules
 (`chatui.cli.transfer`) use them without an import cycle.
 """
 

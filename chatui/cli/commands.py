@@ -47,7 +47,7 @@ from .base import (
 from .db import add_db_commands
 from .transfer import add_transfer_commands
 
-__all__ = ["EXIT_CODES", "CliError", "build_parser", "main"]
+__all__ = ["EXIT_CODES", "CliError", "build_parser", "run"]
 
 
 # -- commands ---------------------------------------------------------------------
@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None) -> int:
     """Run `chatui` with `argv` (default: the process's); return the exit code."""
     parser = build_parser()
     try:
