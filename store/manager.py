@@ -44,7 +44,7 @@ from .projects import ProjectInfo
 from .providers.history import HistorySearchProvider
 from .providers.protocols import ContextProvider
 from .records import (
-    SESSION_COLUMNS,
+    SESSION_FIELDS,
     STATUSES,
     SessionInfo,
     SessionStatus,
@@ -108,8 +108,7 @@ def _metadata_json(metadata: object) -> str:
 
 
 S = SessionRow
-_SESSION_FIELDS = tuple(getattr(S, name) for name in SESSION_COLUMNS.split(", "))
-_GET = Prepared(lambda sid: S.select(*_SESSION_FIELDS).where(S.id == sid))
+_GET = Prepared(lambda sid: S.select(*SESSION_FIELDS).where(S.id == sid))
 
 
 @functools.cache
@@ -137,7 +136,7 @@ def _list_query(
             where.append(S.project_id.is_null() | S.project_id.not_in(shelved))
         if by_agent:
             where.append(S.agent_id == next(given))
-        query = S.select(*_SESSION_FIELDS)
+        query = S.select(*SESSION_FIELDS)
         if where:
             query = query.where(*where)
         # SQLite's implicit rowid breaks timestamp ties in insertion order.
@@ -567,7 +566,7 @@ class SessionManager:
         if exact is not None:
             return [exact]
         rows = self.store.rows(
-            S.select(*_SESSION_FIELDS)
+            S.select(*SESSION_FIELDS)
             .where(fn.substr(S.id, 1, len(id_or_prefix)) == id_or_prefix)
             .order_by(S.id)
             .limit(int(limit))

@@ -23,6 +23,7 @@ __all__ = [
     "STATUSES",
     "StatusChange",
     "SESSION_COLUMNS",
+    "SESSION_FIELDS",
     "insert_session",
     "record_status",
     "session_info",
@@ -61,42 +62,33 @@ class SessionInfo:
 
 
 _FIELDS = tuple(f.name for f in fields(SessionInfo))
-SESSION_COLUMNS = ", ".join(_FIELDS)  # rows come back in field order
+SESSION_FIELDS = tuple(SessionRow._meta.sorted_fields)
+"""The `sessions` columns, in the model's order: every select and insert of a session
+row names them through this (never typed again; a test holds the model and
+`SessionInfo` to the same names)."""
+_NAMES = tuple(f.name for f in SESSION_FIELDS)
+SESSION_COLUMNS = ", ".join(_NAMES)  # for hand-written SQL: rows come back in this order
 _fromiso = datetime.fromisoformat
 _set_attr = object.__setattr__
 
 
 def session_info(r: tuple[Any, ...]) -> SessionInfo:
-    """A `sessions` row (columns in `_FIELDS` order) → `SessionInfo`.
+    """A `sessions` row (columns in `SESSION_FIELDS` order) → `SessionInfo`.
 
     Listing builds many of these, and a frozen dataclass's `__init__` pays
     one `object.__setattr__` per field: that cost more than the query. So the
     instance dict is built in one go; the result is an ordinary `SessionInfo`,
     equal to one made by `__init__` (a test holds the two together).
     """
+    values = dict(zip(_NAMES, r, strict=True))
+    metadata = values["metadata"]
+    values["metadata"] = {} if metadata == "{}" else json.loads(metadata)
+    values["created_at"] = _fromiso(values["created_at"])
+    values["updated_at"] = _fromiso(values["updated_at"])
+    deleted = values["deleted_at"]
+    values["deleted_at"] = _fromiso(deleted) if deleted else None
     info = object.__new__(SessionInfo)
-    _set_attr(
-        info,
-        "__dict__",
-        {
-            "id": r[0],
-            "name": r[1],
-            "parent_session_id": r[2],
-            "model": r[3],
-            "source": r[4],
-            "agent_id": r[5],
-            "project_id": r[6],
-            "status": r[7],
-            "metadata": {} if r[8] == "{}" else json.loads(r[8]),
-            "input_tokens": r[9],
-            "output_tokens": r[10],
-            "cost": r[11],
-            "created_at": _fromiso(r[12]),
-            "updated_at": _fromiso(r[13]),
-            "deleted_at": _fromiso(r[14]) if r[14] else None,
-            "status_detail": r[15],
-        },
-    )
+    _set_attr(info, "__dict__", values)
     return info
 
 
@@ -110,29 +102,11 @@ class StatusChange:
     changed_at: datetime
 
 
-_SESSION_COLUMNS = (
-    SessionRow.id,
-    SessionRow.name,
-    SessionRow.parent_session_id,
-    SessionRow.model,
-    SessionRow.source,
-    SessionRow.agent_id,
-    SessionRow.project_id,
-    SessionRow.status,
-    SessionRow.status_detail,
-    SessionRow.metadata,
-    SessionRow.input_tokens,
-    SessionRow.output_tokens,
-    SessionRow.cost,
-    SessionRow.created_at,
-    SessionRow.updated_at,
-    SessionRow.deleted_at,
-)
 # Prepared: built per call, this insert cost more than the rest of an imported
 # chat's rows together (1.5 ms of peewee rendering against 0.05 ms of SQLite).
 _INSERT_SESSION = Prepared(
-    lambda *values: SessionRow.insert(dict(zip(_SESSION_COLUMNS, values, strict=True))),
-    arity=len(_SESSION_COLUMNS),
+    lambda *values: SessionRow.insert(dict(zip(SESSION_FIELDS, values, strict=True))),
+    arity=len(SESSION_FIELDS),
 )
 
 
@@ -161,25 +135,25 @@ def insert_session(
 
     `metadata` is JSON text; times are `store.clock` text.
     """
-    _INSERT_SESSION.run(
-        store,
-        session_id,
-        name,
-        parent_session_id,
-        model,
-        source,
-        agent_id,
-        project_id,
-        status,
-        status_detail,
-        metadata,
-        input_tokens,
-        output_tokens,
-        cost,
-        created_at,
-        updated_at or created_at,
-        deleted_at,
-    )
+    row = {
+        "id": session_id,
+        "name": name,
+        "parent_session_id": parent_session_id,
+        "model": model,
+        "source": source,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cost": cost,
+        "created_at": created_at,
+        "updated_at": updated_at or created_at,
+        "agent_id": agent_id,
+        "project_id": project_id,
+        "status": status,
+        "metadata": metadata,
+        "deleted_at": deleted_at,
+        "status_detail": status_detail,
+    }
+    _INSERT_SESSION.run(store, *(row[name] for name in _NAMES))
 
 
 # Prepared, as the session row: an import records one status per chat.

@@ -13,7 +13,8 @@ from store import (
     UnknownSessionError,
 )
 from store.providers import StoreContextProvider
-from store.records import _FIELDS, SESSION_COLUMNS, session_info
+from store.records import _FIELDS, SESSION_COLUMNS, SESSION_FIELDS, session_info
+from store.schema import SessionRow
 from tests.engine_helpers import sql
 
 
@@ -177,11 +178,18 @@ def test_session_info_converter_matches_the_dataclass(manager):
     manager.delete(s.id)
     for row in manager.store.query(f"SELECT {SESSION_COLUMNS} FROM sessions"):
         fast = session_info(row)
-        assert tuple(vars(fast)) == _FIELDS  # every field, nothing more
+        assert sorted(vars(fast)) == sorted(_FIELDS)  # every field, nothing more
         assert fast == dataclasses.replace(fast)  # replace() goes through __init__
         assert isinstance(fast, SessionInfo) and hash(fast.id)
         with pytest.raises(dataclasses.FrozenInstanceError):
             fast.name = "x"
+
+
+def test_the_session_columns_are_the_models():
+    """The columns a session row is read and written by come from the peewee model, and
+    `SessionInfo` has a field for each, nothing more (a new column cannot be missed)."""
+    assert SESSION_FIELDS == tuple(SessionRow._meta.sorted_fields)
+    assert sorted(f.name for f in SESSION_FIELDS) == sorted(_FIELDS)
 
 
 def test_projects_own_their_sessions(manager):
