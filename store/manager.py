@@ -334,10 +334,24 @@ class SessionManager:
     def _update(
         self, session_id: str, changes: dict[Any, Any], *, allow_deleted: bool = False
     ) -> SessionInfo:
-        self._require(session_id, allow_deleted=allow_deleted)
+        """One statement: the change, and the row as it is after it (`RETURNING`); a
+        chat's turn writes its row several times, and each used to read it twice."""
         with self.store.write():
-            self.store.run(S.update(changes).where(S.id == session_id))
-        return self._require(session_id, allow_deleted=True)
+            return self._update_in(session_id, changes, allow_deleted=allow_deleted)
+
+    def _update_in(
+        self, session_id: str, changes: dict[Any, Any], *, allow_deleted: bool = False
+    ) -> SessionInfo:
+        """`_update` inside the caller's write. Raises `UnknownSessionError` (nothing
+        changed) for a missing session, or a deleted one unless `allow_deleted`."""
+        query = S.update(changes).where(S.id == session_id)
+        if not allow_deleted:
+            query = query.where(S.deleted_at.is_null())
+        rows = self.store.rows(query.returning(*SESSION_FIELDS))
+        if not rows:
+            self._require(session_id, allow_deleted=allow_deleted)  # says which it is
+            raise UnknownSessionError(f"no session {session_id!r}")
+        return session_info(rows[0])
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
         """Set the session's name (its `label`); blank names are refused."""
@@ -698,12 +712,13 @@ class SessionManager:
             )
         if detail is not None and not isinstance(detail, str):
             raise ValueError("a status detail must be a string")
-        self._require(session_id, allow_deleted=True)
         stamp = iso(now())
         with self.store.write():
-            self.store.run(S.update(status=status, status_detail=detail).where(S.id == session_id))
+            info = self._update_in(
+                session_id, {S.status: status, S.status_detail: detail}, allow_deleted=True
+            )
             self._record_status(session_id, status, detail, stamp)
-        return self._require(session_id, allow_deleted=True)
+        return info
 
     def _record_status(self, session_id: str, status: str, detail: str | None, stamp: str) -> None:
         record_status(self.store, session_id, status, detail, stamp)

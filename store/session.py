@@ -611,10 +611,13 @@ class Session:
         """Reload every block, re-render, persist and return the new prompt."""
         for config in self._configs:
             await self._load(config)
-        self._frozen = render_system_prompt(self.get_context_blocks())
+        prompt = render_system_prompt(self.get_context_blocks())
         cache = self._prompt_store()
-        if cache is not None:
-            await cache.set(self._frozen)
+        # `_frozen` is what this session persisted or read last: an unchanged prompt
+        # (most turns: memory did not change) costs no write.
+        if cache is not None and prompt != self._frozen:
+            await cache.set(prompt)
+        self._frozen = prompt
         return self._frozen
 
     # -- tools ------------------------------------------------------------------
