@@ -111,10 +111,10 @@ async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[fl
     async with app.run_test(size=(160, 45)) as pilot:
         main = app.main
         for _ in range(runs):
-            await main.open_chat(None)
+            await main.pane.open_chat(None)
             await pilot.pause()
             t = time.perf_counter()
-            await main.open_chat(chat_id)
+            await main.pane.open_chat(chat_id)
             await pilot.pause()
             results["open 2,000-message chat"].append((time.perf_counter() - t) * 1000)
         assert main.chat is not None
@@ -122,7 +122,7 @@ async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[fl
         for i in range(runs):
             view = main.chat_view.views[-2]
             t = time.perf_counter()
-            await main.act(view.message_id, "previous" if i % 2 == 0 else "next")
+            await main.pane.act(view.message_id, "previous" if i % 2 == 0 else "next")
             await pilot.pause()
             results["switch branch"].append((time.perf_counter() - t) * 1000)
         del target

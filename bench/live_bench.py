@@ -146,10 +146,10 @@ async def app_first_tokens(server: ServerProcess, runs: int, cancel: bool = Fals
                     await asyncio.sleep(0.0005)
                 samples.append(watch.seen - started)
                 if cancel:  # a slow reply: the first token is all this figure needs
-                    app.workspace.jobs.cancel(main.session_id)
+                    app.workspace.cancel_reply(main.session_id)
                 while main.generating:
                     await pilot.pause(0.01)
-                await main.open_chat(None)
+                await main.pane.open_chat(None)
         store.close()
     return samples
 
@@ -292,11 +292,11 @@ async def keystroke_figure(presses: int = 60) -> None:
                 await pilot.pause(0.05)
             main = app.main
             for sid in ids:
-                await main.open_chat(sid)
-                main.start_turn("send", text="go")
+                await main.pane.open_chat(sid)
+                main.pane.start_turn("send", text="go")
                 await pilot.pause(0.2)
             await pilot.pause(1.0)  # all three streaming; the last one on screen
-            assert len(app.workspace.jobs.live_chats) == 3, app.workspace.jobs.live_chats
+            assert len(app.workspace.live_chats) == 3, app.workspace.live_chats
             main.chat_input.focus()
             for i in range(presses):
                 before = main.chat_input.text
@@ -311,7 +311,7 @@ async def keystroke_figure(presses: int = 60) -> None:
                     await asyncio.sleep(0)
                 drawn.append(frames[-1] - started)
                 await asyncio.sleep(0.02 + (i % 3) * 0.005)
-            await app.workspace.jobs.cancel_all()
+            await app.workspace.cancel_all()
         store.close()
     server.stop()
     print(

@@ -13,7 +13,7 @@ Steps are JSON lists:
     ["say", "tag"]            print `tag` on stdout (the parent waits for it)
     ["files"]                 print {relative path: mode} of every file under CHATUI_HOME
     ["views"]                 print [[header, text], ...] of the messages shown
-    ["call", "name"]          call the main screen's method `name` (a palette command)
+    ["call", "name"]          call the palette command `name` (`MainScreen.commands`)
     ["pause", seconds]        let the app run
     ["hold"]                  wait forever (the parent kills the process)
     ["quit"]                  press ctrl+q
@@ -80,7 +80,7 @@ CHILD = textwrap.dedent("""
                 print(json.dumps([[v.header().plain, v.text]
                                   for v in app.screen.query(MessageView)]), flush=True)
             elif kind == "call":
-                result = getattr(app.main, args[0])()
+                result = getattr(app.main.commands, args[0])()
                 if asyncio.iscoroutine(result):
                     await result
             elif kind == "pause":

@@ -10,6 +10,7 @@ import pytest
 from chatui.core.config import AgentConfig, Config
 from chatui.tui.screens.agent_picker import AgentPicker
 from chatui.tui.screens.chat_list import ChatListScreen
+from store import PeerRouter, SessionManager
 from widgets import MessageTree, MessageView
 
 from .app_helpers import make_app
@@ -59,7 +60,7 @@ async def test_agent_a_asks_agent_b_and_uses_the_answer(store, config, llm_serve
         await pilot.pause()
         await start_chat_with(pilot, 1)  # default, planner, researcher
         main = app.main
-        assert app.runtime.agent(main.draft_agent).name == "planner"
+        assert main.pane.facts.agent.name == "planner"
         await type_and_send(pilot, "When can I visit the Gulbenkian?")
         await idle(pilot)
 
@@ -77,19 +78,19 @@ async def test_agent_a_asks_agent_b_and_uses_the_answer(store, config, llm_serve
 
         planner_chat = main.chat.info
         assert main.snapshot.history[-1].text.startswith("The researcher says")
-        assert app.manager.get(planner_chat.id).status == "idle"
-        hops = app.runtime.router.hops(planner_chat.id)
+        assert SessionManager(app.store).get(planner_chat.id).status == "idle"
+        hops = PeerRouter(SessionManager(app.store), None).hops(planner_chat.id)
         assert len(hops) == 1 and hops[0].state == "replied"
-        target = app.manager.get(hops[0].to_session_id)
-        assert app.runtime.agent(target.agent_id).name == "researcher"
-        delivered = app.manager.get_history(target.id)
+        target = SessionManager(app.store).get(hops[0].to_session_id)
+        assert SessionManager(app.store).get_agent(target.agent_id).name == "researcher"
+        delivered = SessionManager(app.store).get_history(target.id)
         assert delivered[0].from_agent_id == planner_chat.agent_id
         assert delivered[0].delivered_to_session_id == target.id
         assert delivered[-1].text == "10:00 to 18:00, closed Tuesdays."
 
         # the tree marks the hop; g on the tool call opens the researcher's chat there
         asked = hops[0].from_message_id
-        assert main.marks.labels[asked] == "asked researcher"
+        assert main.pane.marks.labels[asked] == "asked researcher"
         tree = main.query_one(MessageTree)
         assert tree.entry_for(asked).hop == "asked researcher"
         view = main.chat_view.view_for(asked)
@@ -137,8 +138,8 @@ async def test_a_failing_peer_gives_the_caller_an_error_and_restores_its_status(
         output = tool_message.tool_results[0]["output"]
         assert output.startswith("Error:")
         assert history[-1].text == "The researcher could not answer, sorry."
-        assert app.manager.get(main.chat.session_id).status == "idle"
-        hop = app.runtime.router.hops(main.chat.session_id)[0]
+        assert SessionManager(app.store).get(main.chat.session_id).status == "idle"
+        hop = PeerRouter(SessionManager(app.store), None).hops(main.chat.session_id)[0]
         assert hop.state == "failed"
 
 
@@ -174,6 +175,6 @@ async def test_agents_are_synced_from_config_and_chosen_without_a_picker_when_no
         assert not isinstance(app.screen, AgentPicker)  # no agents: straight to a chat
     configured = Config(agents=(AgentConfig(name="helper", model="demo", description="Helps"),))
     app = make_app(store, configured)
-    agents = app.runtime.agents()
+    agents = app.workspace.agents()
     assert [(a.name, a.model, a.description) for a in agents] == [("helper", "demo", "Helps")]
     assert json.loads(json.dumps(agents[0].config))["peers"] == []

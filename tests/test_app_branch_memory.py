@@ -83,7 +83,7 @@ async def test_the_inspector_lists_writes_by_origin_and_reverts_one(store, chats
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         app.main.sidebar.display = True
-        await app.main.refresh_sidebar()
+        await app.main.pane.remeasure()
         gauge = app.main.sidebar.gauge("scratchpad")
         gauge.focus()
         await pilot.press("enter")

@@ -7,6 +7,7 @@ from textual.widgets import Collapsible
 
 from chatui.core.config import Config, parse_config
 from chatui.tui.screens.dialogs import Confirm
+from store import SessionManager
 from widgets import MessageView
 
 from .app_helpers import make_app, populate
@@ -69,7 +70,7 @@ async def test_always_notes_the_branch_left_and_shows_it_at_the_branch_point(
         assert view.notes == [("What we tried on ‹2/2› (note by openai/test-model)", NOTE)]
         note = view.query_one(Collapsible)
         assert note.collapsed
-        assert app.manager.get_message_count(chats["lisbon"]) == 7
+        assert SessionManager(app.store).get_message_count(chats["lisbon"]) == 7
         # Back to a2: a1's branch is left now, and gets its own note.
         llm_server.text("Started in Alfama.")
         app.main.chat_view.view_for("a1").focus()
@@ -129,7 +130,7 @@ async def test_off_by_default_and_a_failed_note_loses_nothing(store, chats, llm_
         assert len(llm_server.requests) == 1  # it was asked, and failed
         assert "branch_notes" not in app.main.chat.info.metadata
         assert app.main.chat.active_leaf == "a4"  # the switch itself happened
-        assert app.manager.get_message_count(chats["lisbon"]) == 7
+        assert SessionManager(app.store).get_message_count(chats["lisbon"]) == 7
 
 
 def test_a_bad_branch_notes_setting_is_refused():

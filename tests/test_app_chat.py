@@ -14,7 +14,7 @@ import pytest
 
 from chatui.core.config import Config
 from chatui.tui.screens.dialogs import TextPrompt
-from store import StoreContextProvider
+from store import SessionManager, StoreContextProvider
 from tests import llm_server as script
 from widgets import ChatInput, ChatNotice, ChatView, ContextSidebar, MessageView
 
@@ -98,7 +98,7 @@ async def test_escape_cancels_and_keeps_the_partial_reply(store, config, llm_ser
         assert chat_path(app)[-1].text == "Short answer."
 
 
-async def test_r_regenerates_beside_the_old_reply(store, config, llm_server):
+async def test_ctrl_r_regenerates_beside_the_old_reply(store, config, llm_server):
     llm_server.text("First answer.")
     llm_server.text("Second answer.")
     app = make_app(store, config)
@@ -108,7 +108,7 @@ async def test_r_regenerates_beside_the_old_reply(store, config, llm_server):
         await idle(pilot)
         await pilot.press("up")
         assert isinstance(app.focused, MessageView) and app.focused.message.role == "assistant"
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await idle(pilot)
         history = chat_path(app)
         assert [m.text for m in history] == ["Question", "Second answer."]
@@ -233,7 +233,10 @@ async def test_missing_key_is_explained_in_the_chat_pane(store, monkeypatch):
         assert sum("OPENAI_API_KEY" in n for n in notes) == 2
         # nothing was sent or stored, and the text waits in the input for a retry
         assert app.main.query_one(ChatInput).text == "hi"
-        assert all(app.manager.get_message_count(i.id) == 0 for i in app.manager.list())
+        assert all(
+            SessionManager(app.store).get_message_count(i.id) == 0
+            for i in SessionManager(app.store).list()
+        )
 
 
 async def test_ctrl_q_quits(store, config):

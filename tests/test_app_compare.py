@@ -121,7 +121,7 @@ async def test_v_opens_the_siblings_side_by_side_and_enter_keeps_one(store, chat
         await pilot.pause()
         assert app.screen is app.main
         assert app.main.chat.active_leaf == "r3"
-        assert app.manager.get(chat).metadata["active_leaf"] == "r3"
+        assert SessionManager(app.store).get(chat).metadata["active_leaf"] == "r3"
         assert app.main.snapshot.history[-1].id == "r3"
 
 

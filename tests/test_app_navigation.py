@@ -10,6 +10,7 @@ from chatui.tui.screens.help import HelpScreen
 from chatui.tui.screens.main import MainScreen
 from chatui.tui.screens.model_picker import ModelPicker
 from chatui.tui.screens.search import SearchScreen
+from store import SessionManager
 from widgets import ChatInput, ChatView, ContextSidebar, MessageTree, MessageView
 
 from .app_helpers import make_app, populate
@@ -62,8 +63,8 @@ async def test_left_right_switch_sibling_branches_and_keep_everything(store, cha
         await pilot.pause()
         assert path_ids(app) == ["q1", "a2", "q2b", "a4"]
         # the branch choice is remembered in the session
-        assert app.manager.get(chats["lisbon"]).metadata["active_leaf"] == "a4"
-        assert app.manager.get_message_count(chats["lisbon"]) == 7
+        assert SessionManager(app.store).get(chats["lisbon"]).metadata["active_leaf"] == "a4"
+        assert SessionManager(app.store).get_message_count(chats["lisbon"]) == 7
 
 
 async def test_selecting_a_tree_node_makes_its_branch_active(store, chats):
@@ -90,7 +91,7 @@ async def test_branch_survives_restart(store, chats):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await main_of(app).act("a2", "previous")
+        await main_of(app).pane.actions.act("a2", "previous")
         await pilot.pause()
         assert path_ids(app) == ["q1", "a1"]
     again = make_app(store)
@@ -113,15 +114,15 @@ async def test_chat_list_open_rename_delete_undo_restore(store, chats):
         await pilot.pause()
         await pilot.press(*"Tomato soup", "enter")  # the old name is selected: typing replaces it
         await pilot.pause()
-        assert app.manager.get(chats["soup"]).name == "Tomato soup"
+        assert SessionManager(app.store).get(chats["soup"]).name == "Tomato soup"
         await pilot.press("d")  # delete the highlighted chat (soft)
         await pilot.pause()
-        assert app.manager.get(chats["soup"]) is None
-        assert app.manager.get(chats["soup"], include_deleted=True) is not None
+        assert SessionManager(app.store).get(chats["soup"]) is None
+        assert SessionManager(app.store).get(chats["soup"], include_deleted=True) is not None
         assert [r.name for r in screen.rows] == ["Lisbon trip", "Python help"]
         await pilot.press("u")  # undo
         await pilot.pause()
-        assert app.manager.get(chats["soup"]) is not None
+        assert SessionManager(app.store).get(chats["soup"]) is not None
         await pilot.press("d")
         await pilot.press("t")  # deleted chats
         await pilot.pause()
@@ -130,7 +131,7 @@ async def test_chat_list_open_rename_delete_undo_restore(store, chats):
         await pilot.pause()
         assert not isinstance(app.screen, ChatListScreen)
         assert main_of(app).session_id == chats["soup"]
-        assert app.manager.get(chats["soup"]) is not None
+        assert SessionManager(app.store).get(chats["soup"]) is not None
         assert path_ids(app) == ["s1", "s2"]
 
 
@@ -202,7 +203,7 @@ async def test_new_chat_help_panes_and_model(store, chats):
         assert isinstance(app.screen, ModelPicker)
         await pilot.press(*"openai/gpt-test", "enter")
         await pilot.pause()
-        assert app.manager.get(chats["lisbon"]).model == "openai/gpt-test"
+        assert SessionManager(app.store).get(chats["lisbon"]).model == "openai/gpt-test"
         assert load_state().recent_models[0] == "openai/gpt-test"
 
 
@@ -219,7 +220,7 @@ async def test_fork_and_copy(store, chats):
         await pilot.pause()
         main = main_of(app)
         assert main.session_id != chats["lisbon"]
-        forked = app.manager.get(main.session_id)
+        forked = SessionManager(app.store).get(main.session_id)
         assert forked.parent_session_id == chats["lisbon"]
         texts = [m.text for m in main.snapshot.history]
         assert texts == [
@@ -227,14 +228,16 @@ async def test_fork_and_copy(store, chats):
             "Start in Belém with the tower.",
             "And the museums?",
         ]
-        assert app.manager.get_message_count(chats["lisbon"]) == 7  # the source is untouched
+        assert (
+            SessionManager(app.store).get_message_count(chats["lisbon"]) == 7
+        )  # the source is untouched
 
 
 async def test_copy_cycles_through_code_blocks(store, chats):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await main_of(app).open_chat(chats["python"])
+        await main_of(app).pane.open_chat(chats["python"])
         await pilot.pause()
         await pilot.press("up")
         await pilot.press("c")

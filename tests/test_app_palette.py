@@ -9,6 +9,7 @@ import pytest
 
 from chatui.core.config import Config
 from chatui.tui.screens.dialogs import TextPrompt
+from store import SessionManager
 from widgets import ChatInput
 
 from .app_helpers import make_app, populate
@@ -82,12 +83,12 @@ async def test_import_a_chatgpt_file_opens_the_imported_chat(store, tmp_path):
             if app.main.chat is not None:
                 break
         assert app.main.chat is not None
-        assert app.manager.count() == 1
+        assert SessionManager(app.store).count() == 1
         # importing the same file again adds nothing
         await run_command(pilot, "Import chats")
         await answer(pilot, str(path))
         await pilot.pause(0.5)
-        assert app.manager.count() == 1
+        assert SessionManager(app.store).count() == 1
 
 
 async def test_import_of_a_bad_file_imports_nothing(store, tmp_path):
@@ -99,7 +100,7 @@ async def test_import_of_a_bad_file_imports_nothing(store, tmp_path):
         await run_command(pilot, "Import chats")
         await answer(pilot, str(bad))
         await pilot.pause(0.5)
-        assert app.manager.count() == 0
+        assert SessionManager(app.store).count() == 0
         assert any("Nothing imported" in str(n.message) for n in app._notifications)
 
 
@@ -110,10 +111,10 @@ async def test_rename_and_delete_from_the_palette(store, chats):
         await pilot.pause()
         await run_command(pilot, "Rename chat")
         await answer(pilot, "Portugal")
-        assert app.manager.get(ids["lisbon"]).name == "Portugal"
+        assert SessionManager(app.store).get(ids["lisbon"]).name == "Portugal"
         await run_command(pilot, "Delete chat")
         await pilot.pause()
-        assert app.manager.get(ids["lisbon"]) is None
+        assert SessionManager(app.store).get(ids["lisbon"]) is None
         assert app.main.session_id == ids["soup"]  # the next newest opens
 
 
@@ -160,5 +161,5 @@ async def test_compact_now_summarises_with_the_model(store, long_chat, llm_serve
         prompt = llm_server.messages(-1)[-1]["content"]
         assert "Point 5" in prompt and "Key Points" in prompt
         # originals stay in the database and in search
-        assert app.manager.get_message_count(long_chat) == 30
-        assert app.manager.search("Point 5")
+        assert SessionManager(app.store).get_message_count(long_chat) == 30
+        assert SessionManager(app.store).search("Point 5")

@@ -33,7 +33,7 @@ async def test_shift_r_regenerates_with_the_picked_model_and_marks_the_sibling(
         await pilot.press("up")  # the reply
         assert isinstance(app.focused, MessageView) and app.focused.message_id == first.id
         llm_server.text("Second answer, by another model.")
-        await pilot.press("R")
+        await pilot.press("ctrl+w")
         await pilot.pause()
         picker = app.screen
         assert isinstance(picker, ModelPicker)
@@ -47,7 +47,7 @@ async def test_shift_r_regenerates_with_the_picked_model_and_marks_the_sibling(
         assert reply.metadata["model"] == "openai/other-model"
         # The chat's model did not change; the title still names it.
         assert main.chat.info.model in (None, "openai/test-model")
-        assert main.model == "openai/test-model"
+        assert main.pane.model == "openai/test-model"
         # Marked in the chat (the reply's header) and in the tree (its model differs).
         view = main.chat_view.view_for(reply.id)
         assert "openai/other-model" in str(view.query_one(".message--header").render())
@@ -66,7 +66,7 @@ async def test_escape_in_the_picker_regenerates_nothing(store, config, llm_serve
         await pilot.pause()
         await type_and_send(pilot, "Hello")
         await idle(pilot)
-        await pilot.press("up", "R")
+        await pilot.press("up", "ctrl+w")
         await pilot.pause()
         await pilot.press("escape")
         await idle(pilot)
@@ -76,7 +76,7 @@ async def test_escape_in_the_picker_regenerates_nothing(store, config, llm_serve
 
 async def test_the_engine_refuses_a_blank_model(store, config, llm_server):
     from chatui.core.engine import ChatEngine
-    from chatui.core.events import TurnFailed
+    from chatui.core.events import ReplyFinished, TurnFailed
     from chatui.core.wiring import build_manager
 
     manager = build_manager(store, config)
@@ -84,7 +84,7 @@ async def test_the_engine_refuses_a_blank_model(store, config, llm_server):
     sid = manager.create("x").id
     llm_server.text("hi")
     events = [e async for e in engine.send(sid, "hello")]
-    reply = events[-1].message
+    reply = next(e for e in events if isinstance(e, ReplyFinished)).message
     again = [e async for e in engine.regenerate(sid, reply.id, model="  ")]
     assert isinstance(again[0], TurnFailed) and again[0].kind == "bad_input"
     assert manager.get_message_count(sid) == 2

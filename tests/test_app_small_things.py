@@ -22,7 +22,8 @@ async def test_the_palette_lists_keys_once(store, chats):
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        titles = [c.title for c in app.get_system_commands(app.screen)]
+        titles = [title for title, _, _ in app.main.commands.entries()]
+        titles += [c.title for c in app.get_system_commands(app.screen)]
         assert titles.count("Keys") == 1
 
 
@@ -134,13 +135,13 @@ async def test_default_assistant_uses_the_configs_model_not_the_open_chats(store
     app = make_app(store, config)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert app.main.model == "demo"  # the open chat (Lisbon trip) runs demo
+        assert app.main.pane.model == "demo"  # the open chat (Lisbon trip) runs demo
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert isinstance(app.screen, AgentPicker)
         await pilot.press("enter")  # "Default assistant", first in the list
         await pilot.pause()
-        assert app.main.chat is None and app.main.model == "openai/gpt-4o-mini"
+        assert app.main.chat is None and app.main.pane.model == "openai/gpt-4o-mini"
 
 
 def test_a_peer_message_names_the_sending_agent_not_you():

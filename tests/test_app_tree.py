@@ -132,7 +132,7 @@ async def test_folds_survive_redraws_branch_switches_and_restarts(store, chats):
         await pilot.press("ctrl+t", "home", "down", "enter")
         await pilot.pause()
         assert len(tree.rows) == 40
-        await main.redraw()
+        await main.pane.redraw()
         assert len(tree.rows) == 40
     assert load_state().tree_unfolded == {sid: ["m1"]}
     again = make_app(store, ui_state=load_state())

@@ -66,7 +66,9 @@ async def test_send_stores_user_then_streams_reply_exactly(chat):
 
     kinds = [type(e).__name__ for e in events]
     assert kinds[:2] == ["MessageStored", "ReplyStarted"]
-    assert kinds[-2:] == ["UsageRecorded", "ReplyFinished"]
+    # the next request, measured once at the end (what the sidebar draws and what
+    # auto-compaction decided on)
+    assert kinds[-3:] == ["UsageRecorded", "ReplyFinished", "ContextMeasured"]
     user = events[0].message
     assert user.role == "user" and user.text == "Tell me something"
     started = of(events, ReplyStarted)[0]
@@ -170,6 +172,7 @@ async def test_tool_round_trip_writes_memory_and_sends_the_result_back(chat):
         "ReplyStarted",
         "UsageRecorded",
         "ReplyFinished",
+        "ContextMeasured",
     ]
     first = of(events, ReplyFinished)[0]
     assert first.status == "tool_calls"

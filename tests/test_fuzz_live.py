@@ -116,7 +116,7 @@ async def _play(pilot, action: str) -> None:
     elif action == "new":
         await pilot.press("ctrl+n")
     elif action == "compact":
-        main.compact_now()
+        main.commands.compact_now()
     elif action == "wait":
         await _settle(pilot, 0.4)
     await _settle(pilot)
@@ -193,11 +193,11 @@ async def _scenario(actions: list[str], home: Path) -> None:
                 await _play(pilot, action)
                 assert app._exception is None, action
             for _ in range(500):
-                if not app.workspace.jobs.live_chats and not app.main.workers:
+                if not app.workspace.live_chats and not app.main.workers:
                     break
                 await pilot.pause(0.02)
             await pilot.pause(0.1)
-            await app.main.redraw()
+            await app.main.pane.redraw()
             await pilot.pause()
             _check_screen(app)
             assert app._exception is None

@@ -47,16 +47,16 @@ async def test_deleting_a_chat_replying_in_the_background_stops_it_first(store, 
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await app.main.open_chat(first)
+        await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
-        await wait_for(pilot, lambda: len(app.workspace.jobs.live_messages(first).get(
+        await wait_for(pilot, lambda: len(app.workspace.live_text(first).get(
             stored_reply(store, first).id, "")) > 20)  # fmt: skip
-        await app.main.open_chat(second)  # alpha goes on in the background
+        await app.main.pane.open_chat(second)  # alpha goes on in the background
         screen = await open_row(pilot, first)
         assert first in screen.live
         await pilot.press("d")
-        await wait_for(pilot, lambda: app.manager.get(first) is None)
-        assert not app.workspace.jobs.running(first)  # stopped before the delete
+        await wait_for(pilot, lambda: SessionManager(app.store).get(first) is None)
+        assert not app.workspace.replying(first)  # stopped before the delete
         assert first not in screen.live
         row = screen.rows[0]
         assert row is not None and row.id == second  # the list no longer shows it
@@ -66,7 +66,7 @@ async def test_deleting_a_chat_replying_in_the_background_stops_it_first(store, 
         await assert_nothing_more_is_written(store, first, reply)
         await pilot.press("u")  # undo brings it back with its partial reply
         await pilot.pause()
-        assert app.manager.get(first) is not None
+        assert SessionManager(app.store).get(first) is not None
         assert stored_reply(store, first).metadata["status"] == "cancelled"
 
 
@@ -79,14 +79,14 @@ async def test_deleting_the_chat_on_screen_from_the_list_while_it_replies(
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await app.main.open_chat(first)
+        await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
         await wait_for(pilot, lambda: app.main.generating)
         await pilot.pause(0.3)
         await open_row(pilot, first)
         await pilot.press("d", "escape")
         await wait_for(pilot, lambda: app.main.session_id != first)
-        assert not app.workspace.jobs.live_chats and not app.main.generating
+        assert not app.workspace.live_chats and not app.main.generating
         reply = deleted_reply(store, first)
         assert reply.metadata["status"] == "cancelled" and LONG.startswith(reply.text)
         await assert_nothing_more_is_written(store, first, reply)
@@ -100,13 +100,13 @@ async def test_deleting_from_the_palette_while_replying_keeps_what_arrived(
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await app.main.open_chat(first)
+        await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
         await wait_for(pilot, lambda: app.main.generating)
         await pilot.pause(0.3)
-        await app.main.delete_chat()
+        await app.main.commands.delete_chat()
         await pilot.pause()
-        assert app.main.session_id != first and not app.workspace.jobs.live_chats
+        assert app.main.session_id != first and not app.workspace.live_chats
         reply = deleted_reply(store, first)
         assert reply.metadata["status"] == "cancelled" and reply.text
         await assert_nothing_more_is_written(store, first, reply)
@@ -120,12 +120,12 @@ async def test_deleting_a_chat_that_is_not_replying_stops_nothing(store, config,
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await app.main.open_chat(first)
+        await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
         await wait_for(pilot, lambda: app.main.generating)
         await open_row(pilot, second)
         await pilot.press("d")
-        await wait_for(pilot, lambda: app.manager.get(second) is None)
-        assert app.workspace.jobs.running(first)  # the replying chat was not touched
-        assert await app.workspace.jobs.stop(second) is False
-        await app.workspace.jobs.cancel_all()
+        await wait_for(pilot, lambda: SessionManager(app.store).get(second) is None)
+        assert app.workspace.replying(first)  # the replying chat was not touched
+        assert not app.workspace.replying(second)
+        await app.workspace.cancel_all()

@@ -44,7 +44,7 @@ async def test_an_empty_stream_is_stored_as_an_error_and_r_retries(store, config
         notes = [n.plain for n in app.main.query(ChatNotice)]
         assert any("empty reply" in n and "tokens" in n for n in notes), notes
         assert "error" in app.main.chat_view.views[-1].header().plain
-        await pilot.press("up", "r")
+        await pilot.press("up", "ctrl+r")
         await wait_for(pilot, lambda: len(llm_server.requests) == 2 and not app.main.generating)
         await pilot.pause()
         assert last_reply(app).text == "Here it is."
@@ -120,7 +120,7 @@ async def test_the_chat_list_marks_chats_that_are_replying(store, config, llm_se
         row = screen.query_one("DataTable").get_row_at(index)
         assert "writing…" in [str(c) for c in row]
         await pilot.press("escape")
-        await app.workspace.jobs.cancel_all()
+        await app.workspace.cancel_all()
 
 
 async def test_a_redraw_reads_each_row_once(store, llm_server, fake_key):
@@ -130,13 +130,13 @@ async def test_a_redraw_reads_each_row_once(store, llm_server, fake_key):
     app = make_app(store, config, warm_llm=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await app.main.open_chat(ids["lisbon"])
+        await app.main.pane.open_chat(ids["lisbon"])
         await pilot.pause()
         statements: list[str] = []
         connection = store.connection()
         connection.set_trace_callback(statements.append)
         try:
-            await app.main.redraw()
+            await app.main.pane.redraw()
         finally:
             connection.set_trace_callback(None)
         # Quotes and aliases differ between hand-written SQL and the query builder's.

@@ -212,7 +212,7 @@ async def test_a_worker_killed_mid_reply_ends_the_call_with_an_error_and_restart
                     pass
         assert info.value.kind == "connection"
         assert info.value.partial  # text had arrived: the engine keeps it
-        assert "press r" in info.value.hint.lower()
+        assert "press ctrl+r" in info.value.hint.lower()
         assert text_of(await run(worker, llm_server)) == "after"  # a new process
         assert not worker.broken
     finally:

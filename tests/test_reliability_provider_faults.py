@@ -213,7 +213,7 @@ async def test_connection_refused_then_switch_model(store, llm_server, fake_key)
         await pilot.pause()
         await pilot.press(*"openai/test-model", "enter")
         await pilot.pause()
-        assert app.main.model == "openai/test-model"
+        assert app.main.pane.model == "openai/test-model"
         await still_answers(pilot, llm_server)
         assert llm_server.last["messages"][-1] == {"role": "user", "content": "Again"}
 
@@ -265,7 +265,7 @@ async def test_context_length_compacts_and_retries_once(store, config, llm_serve
         headers = [v.header().plain for v in app.main.query(MessageView)]
         assert any(h.startswith("Summary of") for h in headers), headers
         assert app.main.chat_view.views[-1].text == "Now it fits."  # streamed into view
-        assert app.manager.get_message_count(sid) == 14  # every original kept
+        assert SessionManager(app.store).get_message_count(sid) == 14  # every original kept
         assert len(llm_server.requests) == 3
         await still_answers(pilot, llm_server)
 
@@ -283,5 +283,5 @@ async def test_context_length_twice_fails_readably_after_one_compaction(store, c
         assert_readable(notes(app, "error")[0], "too long")
         assert len(app.main.chat.session.get_compactions()) == 1
         assert len(llm_server.requests) == 3  # no second compaction, no third try
-        assert app.manager.get_message_count(sid) == 14
+        assert SessionManager(app.store).get_message_count(sid) == 14
         await still_answers(pilot, llm_server)

@@ -128,7 +128,7 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
         assert_neutral(app, "ABCDEFG", "w29")
         await type_and_send(pilot, "Think first")
         await idle(pilot)
-        await app.main.redraw()  # a finished stream keeps its drawn body; redraw as on reopen
+        await app.main.pane.redraw()  # a finished stream keeps its drawn body; redraw as on reopen
         expand_everything(app)
         await pilot.pause()
         assert_neutral(app, "Thought through", "thinking")
@@ -188,7 +188,7 @@ async def test_imported_chat_is_neutralised_everywhere_it_shows(
         await pilot.pause(0.3)
         assert_neutral(app)
         assert any(t.startswith("Forked into a new chat: Title ABCDEFG") for t in toasts(app))
-        app.main.rename_chat()  # the rename dialog shows the current name in an input
+        app.main.commands.rename_chat()  # the rename dialog shows the current name in an input
         await pilot.pause()
         assert isinstance(app.screen, TextPrompt)
         assert_neutral(app)
@@ -252,7 +252,7 @@ async def test_names_are_text_not_markup(store, llm_server, fake_key):
             in " ".join(t.split())
             for t in toasts(app)
         ), toasts(app)
-        await app.main.delete_chat()  # "Deleted '<name> ⑂' — restore it …"
+        await app.main.commands.delete_chat()  # "Deleted '<name> ⑂' — restore it …"
         await pilot.pause(0.3)
         assert_neutral(app)
         assert any(t.startswith('Deleted "What does [/]') for t in toasts(app)), toasts(app)

@@ -87,7 +87,9 @@ def test_sidebar_drawer_at_80_columns(app, snap_compare):
 def test_sidebar_gauges(app, snap_compare):
     """You should see the sidebar with the memory gauge at 908/1,100, its bar four-fifths
     full in the warning colour, soul read-only (no bar fill), scratchpad empty at 0/600,
-    and the context line against the demo model's window, "(demo)" saying where it came from."""
+    and the context line — the whole next request: prompt, tools and messages, 1.5k —
+    against the demo model's window, "(demo)" saying where it came from; the model line
+    says "demo (this chat's)"."""
     assert snap_compare(app, terminal_size=(140, 36), run_before=_settle)
 
 
@@ -136,7 +138,8 @@ def test_memory_inspector(app, snap_compare):
 
 def test_prompt_screen(app, snap_compare):
     """You should see the next request's panel: the model (demo), the system prompt's and
-    the tools' token counts in the title, the prompt itself (SOUL, MEMORY with its
+    the tools' token counts in the title, then the messages' and the whole request's
+    (1,509: the sidebar's context figure), the prompt itself (SOUL, MEMORY with its
     budget, SCRATCHPAD banners) and, below, one collapsed line per tool with its count."""
 
     async def prompt(pilot) -> None:

@@ -15,6 +15,7 @@ from widgets import (
     ConversationStats,
     MessageTree,
     MessageView,
+    ReplyStream,
     TokenGauge,
     clean,
     code_blocks,
@@ -203,7 +204,7 @@ async def test_tree_keys_move_and_post_actions():
         tree.focus()
         tree.select_message("q2")
         await pilot.pause()
-        for key in ("r", "e", "f", "c", "g"):
+        for key in ("ctrl+r", "e", "f", "c", "g"):
             await pilot.press(key)
         await pilot.press("left_square_bracket")  # q2 is the first sibling: stays
         assert tree.cursor_message_id == "q2"
@@ -388,17 +389,27 @@ async def test_chat_view_folds_tool_results_and_pages_long_chats():
         assert len(view.views) == 22
 
 
+async def until(pilot, condition, seconds: float = 5.0) -> None:
+    """Until `condition()` holds (the view's drawing task runs between pauses)."""
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("timed out waiting")
+
+
 async def test_message_view_streams_and_sanitises():
     reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
     view = ChatView()
     app = Harness(view)
     async with app.run_test() as pilot:
         await view.show([msg("q", "user", "hi")])
-        streaming = await view.start_reply(reply)
+        stream = ReplyStream()
+        streaming = await view.start_reply(reply, stream=stream)
         for piece in ("Hello ", "\x1b]0;evil\x07world", " **bold**"):
-            await streaming.append(piece)
-        await pilot.pause()
-        assert streaming.text == "Hello world **bold**"
+            stream.write(piece)
+        assert streaming.text == "Hello world **bold**"  # received, drawn or not
+        await until(pilot, lambda: streaming.shown == "Hello world **bold**")
         final = msg("r1", "assistant", "Hello world **bold**", metadata={"status": "complete"})
         await view.finish_reply(final)
         await pilot.pause()
@@ -406,34 +417,29 @@ async def test_message_view_streams_and_sanitises():
         assert not view.view_for("r1").has_class("-writing")
 
 
-async def test_the_first_streamed_text_is_drawn_at_once_the_rest_coalesced():
-    """The first fragment after a quiet spell goes straight to the body (the first token
-    must not wait out the coalescing timer); fragments right after it wait for the next
-    slot and go together."""
+async def test_texts_that_come_together_are_drawn_together():
+    """One queue, one drawing task: texts written before the view next draws are joined
+    and drawn in one update (a fast model sends hundreds a second; each update re-lays
+    the growing block), and nothing is lost or doubled."""
     reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
     view = ChatView()
     app = Harness(view)
     async with app.run_test() as pilot:
-        streaming = await view.start_reply(reply)
-        drawn: list[str] = []
-        original = streaming._draw
-
-        async def draw() -> None:
-            drawn.append("".join(streaming._pending))
-            await original()
-
-        streaming._draw = draw
-        await streaming.append("First")
-        assert drawn == ["First"] and streaming.shown == "First"  # drawn at once
-        await streaming.append(" second")
-        await streaming.append(" third")
-        assert streaming._flush_timer is not None and drawn == ["First"]  # waiting for a slot
-        await pilot.pause(0.2)
-        assert drawn == ["First", " second third"]
-        await pilot.pause(0.1)  # a quiet spell: the next fragment is drawn at once again
-        await streaming.append(" fourth")
-        assert drawn == ["First", " second third", " fourth"]
-        assert streaming.text == streaming.shown == "First second third fourth"
+        stream = ReplyStream()
+        streaming = await view.start_reply(reply, stream=stream)
+        stream.write("First")
+        await until(pilot, lambda: streaming.shown == "First")
+        seen = []
+        stream.write(" second")
+        stream.write(" third")
+        assert streaming.text == "First second third"  # received, drawn or not
+        for _ in range(500):
+            seen.append(streaming.shown)
+            if seen[-1] == "First second third":
+                break
+            await pilot.pause(0.01)
+        assert set(seen) <= {"First", "First second third"}, seen  # never half of them
+        assert seen[-1] == "First second third"
 
 
 async def test_a_plain_reply_streams_into_a_static_and_markdown_takes_over_when_it_comes():
@@ -446,27 +452,47 @@ async def test_a_plain_reply_streams_into_a_static_and_markdown_takes_over_when_
     view = ChatView()
     app = Harness(view)
     async with app.run_test() as pilot:
-        streaming = await view.start_reply(reply)
+        stream = ReplyStream()
+        streaming = await view.start_reply(reply, stream=stream)
         assert not streaming.query(Markdown)  # the placeholder is a Static
-        await streaming.append("Here is a list")
+        stream.write("Here is a list")
+        await until(pilot, lambda: streaming.shown == "Here is a list")
         body = streaming.query_one(".message--body", Static)
         assert str(body.content) == "Here is a list" and not streaming.query(Markdown)
-        await pilot.pause(0.1)
-        await streaming.append(":\n\n- one\n- two")
-        await pilot.pause(0.1)
+        stream.write(":\n\n- one\n- two")
+        await until(
+            pilot,
+            lambda: streaming.query(Markdown) and len(streaming.query(".message--body")) == 1,
+        )
         markdown = streaming.query_one(Markdown)
         assert markdown.source == "Here is a list:\n\n- one\n- two"
         assert len(streaming.query(".message--body")) == 1
-        await pilot.pause(0.1)
-        await streaming.append("\n- three")
-        await pilot.pause(0.1)
+        stream.write("\n- three")
+        await until(pilot, lambda: markdown.source.endswith("- two\n- three"))
         assert streaming.query_one(Markdown) is markdown  # appended to, not remounted
-        assert markdown.source.endswith("- two\n- three")
         final = msg("r1", "assistant", streaming.text, metadata={"status": "complete"})
         await view.finish_reply(final)
         await pilot.pause()
         assert streaming.query_one(Markdown) is markdown  # the drawn body is kept
         assert "writing" not in streaming.header().plain
+
+
+async def test_a_paragraph_break_streaming_does_not_jump_and_is_not_lost():
+    """Trailing blank lines are held back from a plain body (drawn, they jumped the view
+    by two lines) but belong to the text: the next words come after them."""
+    reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
+    view = ChatView()
+    app = Harness(view)
+    async with app.run_test() as pilot:
+        stream = ReplyStream()
+        streaming = await view.start_reply(reply, stream=stream)
+        stream.write("One paragraph.\n\n")
+        await until(pilot, lambda: streaming.shown == "One paragraph.\n\n")
+        body = streaming.query_one(".message--body", Static)
+        assert str(body.content) == "One paragraph."
+        await pilot.pause(0.1)
+        stream.write("Another")
+        await until(pilot, lambda: streaming.shown == "One paragraph.\n\nAnother")
 
 
 async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come():
@@ -481,11 +507,12 @@ async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come()
     view = ChatView()
     app = Harness(view)
     async with app.run_test() as pilot:
-        await view.show([reply], live={"r1": live})
+        stream = ReplyStream()
+        await view.show([reply], live={"r1": live}, streams={"r1": stream})
         await pilot.pause()
         streaming = view.view_for("r1")
-        await streaming.append(" and more")
-        await pilot.pause(0.1)
+        stream.write(" and more")
+        await until(pilot, lambda: streaming.shown == live + " and more")
         body = streaming.query_one(Markdown)
         shown = " ".join(
             str(block._content.plain) for block in body.children if hasattr(block, "_content")
@@ -496,7 +523,7 @@ async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come()
 
 
 async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
-    """The last fragment and the stored reply often arrive together (a fast model); the
+    """The last text and the stored reply often arrive together (a fast model); the
     final draw must not overlap the one still appending (the last words drawn twice)."""
     from textual.widgets import Markdown
 
@@ -505,14 +532,15 @@ async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
     async with app.run_test() as pilot:
         for round_ in range(12):
             reply = msg(f"r{round_}", "assistant", "", metadata={"status": "streaming"})
-            streaming = await view.start_reply(reply)
+            stream = ReplyStream()
+            streaming = await view.start_reply(reply, stream=stream)
             # Markdown from the first word on odd rounds, plain text on even ones.
             words = [f"*w{i}* " if round_ % 2 else f"w{i} " for i in range(round_ + 3)]
             words.append("the end.")
             for word in words:
-                await streaming.append(word)
-            await pilot.pause(0.051 if round_ % 4 > 1 else 0)  # a flush in flight, or not
-            await streaming.append(" on.")
+                stream.write(word)
+            await pilot.pause(0.051 if round_ % 4 > 1 else 0)  # a draw in flight, or not
+            stream.write(" on.")
             final_text = "".join(words) + " on."
             final = msg(f"r{round_}", "assistant", final_text, metadata={"status": "complete"})
             await view.finish_reply(final)
@@ -537,12 +565,33 @@ async def test_message_view_keys_post_actions():
     app = Harness(view)
     async with app.run_test() as pilot:
         view.focus()
-        for key in ("r", "e", "f", "c", "left", "right"):
+        for key in ("ctrl+r", "e", "f", "c", "left", "right"):
             await pilot.press(key)
         await pilot.pause()
         assert app.posted == [
             (a, "q") for a in ("regenerate", "edit", "fork", "copy", "previous", "next")
         ]
+
+
+async def test_typing_on_a_focused_message_runs_no_command_that_spends_tokens():
+    """Issue 20: a sentence typed while a message had focus ran `r` three times (three
+    paid replies). Printable keys that are none of the view's commands go to the input
+    (`Typed`); regenerating takes ctrl."""
+    view = MessageView(msg("a", "assistant", "an answer"))
+    typed: list[str] = []
+
+    class Typing(Harness):
+        def on_message_view_typed(self, event: MessageView.Typed) -> None:
+            typed.append(event.character)
+
+    app = Typing(view)
+    async with app.run_test() as pilot:
+        view.focus()
+        await pilot.press(*"try that", "R", "r")
+        await pilot.pause()
+        assert "regenerate" not in [a for a, _ in app.posted]
+        assert "regenerate_with" not in [a for a, _ in app.posted]
+        assert "".join(typed) == "try thatRr"
 
 
 async def test_incomplete_and_cancelled_replies_are_marked():

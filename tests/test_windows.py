@@ -145,6 +145,6 @@ async def test_a_context_length_error_teaches_the_window(store, llm_server, fake
         await send(pilot, "Hello")
         await wait_for(pilot, lambda: len(llm_server.requests) >= 1 and not app.main.generating)
         await pilot.pause(0.2)
-        window = app.main.workspace.window(MODEL)
-        assert (window.tokens, window.source) == (8192, "error")
+        stats = app.main.sidebar.stats
+        assert (stats.window, stats.window_source) == (8192, "error")
         assert app.main.sidebar.stats.window == 8192

@@ -10,7 +10,7 @@ from .context_sidebar import ContextSidebar, ConversationStats
 from .diff_view import DiffView, word_diff
 from .fitting_footer import FittingFooter
 from .message_tree import MessageTree, preview
-from .message_view import MessageView, code_blocks, status_of
+from .message_view import MessageView, ReplyStream, code_blocks, status_of
 from .sanitize import clean, one_line
 from .token_gauge import TokenGauge, fill_level, format_tokens
 from .tree_layout import TreeEntry, TreeRow, lay_out, status_label
@@ -25,6 +25,7 @@ __all__ = [
     "FittingFooter",
     "MessageTree",
     "MessageView",
+    "ReplyStream",
     "TokenGauge",
     "TreeEntry",
     "TreeRow",

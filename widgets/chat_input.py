@@ -16,8 +16,9 @@ class ChatInput(TextArea):
     """A multi-line input that sends on enter.
 
     Many terminals cannot tell shift+enter from enter; ctrl+j always inserts a
-    newline. The text is not cleared on send: the app clears it once the
-    message is safely stored, so a failed write leaves it there to retry.
+    newline. The text is not cleared on send: the app removes what was sent
+    (`remove_sent`) once the message is safely stored, so a failed write
+    leaves it there to retry, and what was typed meanwhile stays.
     """
 
     DEFAULT_CSS = """
@@ -87,6 +88,15 @@ class ChatInput(TextArea):
     def action_submit(self) -> None:
         if self.text.strip():
             self.post_message(self.Submitted(self, self.text))
+
+    def remove_sent(self, text: str) -> None:
+        """Take `text` (a message now stored) off the start of the box, keeping what was
+        typed after enter. A box that no longer starts with it (edited meanwhile) is
+        left as it is: nothing typed is ever erased."""
+        if not text or not self.text.startswith(text):
+            return
+        lines = text.split("\n")
+        self.delete((0, 0), (len(lines) - 1, len(lines[-1])))
 
     def action_newline(self) -> None:
         start, end = self.selection

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from store import Message
 
-from .message_view import MessageView
+from .message_view import MessageView, ReplyStream
 from .sanitize import clean
 
 __all__ = ["ChatView", "ChatNotice"]
@@ -90,6 +90,7 @@ class ChatView(VerticalScroll, can_focus=False):
         self.notes: Mapping[str, Sequence[tuple[str, str]]] = {}
         """Message id → (title, text) notes of its siblings' branches, shown collapsed."""
         self._live: Mapping[str, str] = {}
+        self._streams: Mapping[str, ReplyStream] = {}
         self._lock = asyncio.Lock()
         """Mounting and removing never interleave (two `show`s at once would mount two
         "earlier" markers: DuplicateIds)."""
@@ -126,6 +127,7 @@ class ChatView(VerticalScroll, can_focus=False):
             sender=self.senders.get(message.from_agent_id or ""),
             notes=self.notes.get(message.id, ()),
             streaming=live is not None,
+            stream=self._streams.get(message.id),
         )
 
     async def show(
@@ -136,6 +138,7 @@ class ChatView(VerticalScroll, can_focus=False):
         covered: Mapping[str, Sequence[Message]] | None = None,
         empty_text: str | None = None,
         live: Mapping[str, str] | None = None,
+        streams: Mapping[str, ReplyStream] | None = None,
     ) -> None:
         """Replace what is shown by `history` (root → leaf).
 
@@ -144,8 +147,10 @@ class ChatView(VerticalScroll, can_focus=False):
             covered: compaction message id → the original messages it stands for.
             empty_text: a note to show when there are no messages.
             live: message id → text so far, of replies being written (drawn streaming).
+            streams: message id → where a live reply's next texts come from.
         """
         async with self._lock:
+            self._streams = streams or {}
             await self._show(history, positions, covered, empty_text, live)
 
     async def _show(
@@ -219,6 +224,29 @@ class ChatView(VerticalScroll, can_focus=False):
             self.run_worker(self.load_earlier(self._first_shown), group="earlier", exclusive=True)
         self.scroll_home(animate=False)
 
+    # -- moving between messages ------------------------------------------------
+
+    def on_message_view_move_requested(self, event: MessageView.MoveRequested) -> None:
+        """Focus the message before or after; earlier pages load at the top. Past the
+        last message the event goes on up (the app puts the focus in its input)."""
+        views = self.views
+        index = views.index(event.view) + event.step
+        if event.step == 0 or index >= len(views):
+            return
+        event.stop()
+        if index >= 0:
+            views[index].focus()
+            views[index].scroll_visible(animate=False)
+        else:
+            self.run_worker(self._focus_earlier(event.view), exclusive=True)
+
+    async def _focus_earlier(self, view: MessageView) -> None:
+        if await self.load_earlier():
+            views = self.views
+            index = views.index(view)
+            if index > 0:
+                views[index - 1].focus()
+
     # -- lookups ----------------------------------------------------------------
 
     @property
@@ -260,14 +288,24 @@ class ChatView(VerticalScroll, can_focus=False):
             await note.remove()
 
     async def add_message(
-        self, message: Message, position: tuple[int, int] = (1, 1), *, streaming: bool = False
+        self,
+        message: Message,
+        position: tuple[int, int] = (1, 1),
+        *,
+        streaming: bool = False,
+        stream: ReplyStream | None = None,
     ) -> MessageView:
         """Show a newly stored message at the end (tool results fold into their reply)."""
         async with self._lock:
-            return await self._add_message(message, position, streaming=streaming)
+            return await self._add_message(message, position, streaming=streaming, stream=stream)
 
     async def _add_message(
-        self, message: Message, position: tuple[int, int], *, streaming: bool
+        self,
+        message: Message,
+        position: tuple[int, int],
+        *,
+        streaming: bool,
+        stream: ReplyStream | None = None,
     ) -> MessageView:
         await self._remove_empty_note()
         views = self.views
@@ -286,6 +324,7 @@ class ChatView(VerticalScroll, can_focus=False):
             message,
             position=position,
             streaming=streaming,
+            stream=stream,
             sender=self.senders.get(message.from_agent_id or ""),
         )
         await self.mount(view)
@@ -293,10 +332,15 @@ class ChatView(VerticalScroll, can_focus=False):
         return view
 
     async def start_reply(
-        self, message: Message, position: tuple[int, int] = (1, 1)
+        self,
+        message: Message,
+        position: tuple[int, int] = (1, 1),
+        *,
+        stream: ReplyStream | None = None,
     ) -> MessageView:
-        """Mount an empty reply that will stream; keeps the view pinned to the bottom."""
-        view = await self.add_message(message, position, streaming=True)
+        """Mount an empty reply that will stream from `stream`; keeps the view pinned to
+        the bottom."""
+        view = await self.add_message(message, position, streaming=True, stream=stream)
         self.anchor()
         return view
 

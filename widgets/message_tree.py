@@ -11,6 +11,7 @@ The layout itself is `tree_layout.lay_out`.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from rich.segment import Segment
 from rich.style import Style
@@ -130,9 +131,10 @@ class MessageTree(ScrollView, can_focus=True):
         Binding("end", "jump(-1)", "Last", show=False),
         Binding("enter", "select", "Show branch", id="tree.select"),
         Binding("space", "toggle_fold", "Fold", id="tree.fold"),
-        Binding("r", "message('regenerate')", "Regenerate", id="tree.regenerate", show=False),
+        # As on a message: keys that spend tokens take ctrl.
+        Binding("ctrl+r", "message('regenerate')", "Regenerate", id="tree.regenerate", show=False),
         Binding(
-            "R",
+            "ctrl+w",
             "message('regenerate_with')",
             "Regenerate with…",
             id="tree.regenerate_with",
@@ -228,17 +230,24 @@ class MessageTree(ScrollView, can_focus=True):
         *,
         chat_model: str | None = None,
         unfolded: Collection[str] | None = None,
-        live: Collection[str] = (),
+        live: Collection[str] | Mapping[str, str] = (),
     ) -> None:
         """Redraw from every message of the chat and the active leaf.
 
         `live`: replies being written now (shown "writing"; others cut off show
-        "interrupted").
+        "interrupted"); a mapping gives their text so far, shown in their rows.
 
         The cursor stays on the message it was on; a new tree puts it on the leaf.
         """
         kept = self.cursor_message_id
         self._messages = {m.id: m for m in messages}
+        if isinstance(live, Mapping):
+            for mid, text in live.items():
+                known = self._messages.get(mid)
+                if known is not None and text:
+                    others = [p for p in known.parts if p.get("type") != "text"]
+                    parts = [*others, {"type": "text", "text": text}]
+                    self._messages[mid] = replace(known, parts=parts)
         self._hops = dict(hops or {})
         self._chat_model = chat_model
         self._leaf = active_leaf

@@ -3,6 +3,11 @@
 Tool calls and their results sit collapsed under the assistant message that
 made them; a compaction summary can be expanded to the messages it covers.
 All text shown here went through `sanitize.clean` first.
+
+A reply being written draws from a `ReplyStream`: whoever hears the reply's
+deltas writes their text there; the view's one drawing task joins what waits
+and draws it (the shape of Textual's `MarkdownStream`). The view keeps no copy
+of the text: what it drew is its body's (a Static's text, the Markdown's source).
 """
 
 from __future__ import annotations
@@ -14,11 +19,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
-from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
 from store import Message, as_text, reply_state_label
@@ -29,7 +34,7 @@ from .tree_layout import status_of
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
     from textual.widgets import Markdown
 
-__all__ = ["MessageView", "code_blocks", "looks_like_markdown", "status_of"]
+__all__ = ["MessageView", "ReplyStream", "code_blocks", "looks_like_markdown", "status_of"]
 
 FLUSH_SECONDS = 0.05
 """Most time streamed text waits before it is drawn."""
@@ -69,6 +74,48 @@ def _call_summary(call: dict[str, Any]) -> str:
     return f"{call.get('tool_name', '?')}({shown})"
 
 
+class ReplyStream:
+    """The text of a reply on its way to its view: one queue, drained by the view's one
+    drawing task.
+
+    `write` each delta's text as it is heard, before or after the view is mounted;
+    the view joins what waits and draws it, at most every `FLUSH_SECONDS` (the
+    first text after a quiet spell at once). It holds only what is not drawn yet.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: list[str] = []
+        self._ready = asyncio.Event()
+        self.closed = False
+        """The reply ended: its view shows the stored message, nothing more is drawn."""
+
+    def write(self, text: str) -> None:
+        if text and not self.closed:
+            self._waiting.append(text)
+            self._ready.set()
+
+    @property
+    def waiting(self) -> str:
+        """What was written and is not drawn yet."""
+        return "".join(self._waiting)
+
+    def take(self) -> str:
+        """What waits, joined; the queue is empty after."""
+        text = "".join(self._waiting)
+        self._waiting.clear()
+        self._ready.clear()
+        return text
+
+    async def ready(self) -> None:
+        """Until something waits (or the stream is closed)."""
+        await self._ready.wait()
+
+    def close(self) -> None:
+        self.closed = True
+        self._waiting.clear()
+        self._ready.set()
+
+
 class MessageView(Vertical, can_focus=True):
     """One message of the active path; focus it to act on it with keys."""
 
@@ -95,10 +142,12 @@ class MessageView(Vertical, can_focus=True):
     MessageView .message--note-text { color: $text-muted; }
     """
 
+    # Keys that spend tokens take ctrl: a sentence typed while a message has focus
+    # must never run them (its other printable keys go to the input: `on_key`).
     BINDINGS = [
-        Binding("r", "act('regenerate')", "Regenerate", id="message.regenerate"),
+        Binding("ctrl+r", "act('regenerate')", "Regenerate", id="message.regenerate"),
         Binding(
-            "R",
+            "ctrl+w",
             "act('regenerate_with')",
             "Regenerate with…",
             id="message.regenerate_with",
@@ -113,7 +162,6 @@ class MessageView(Vertical, can_focus=True):
         Binding("right", "act('next')", "Branch ›", id="message.next"),
         Binding("up,k", "move(-1)", "Previous message", show=False),
         Binding("down,j", "move(1)", "Next message", show=False),
-        Binding("i", "to_input", "Back to input", show=False),
         Binding("enter", "act('originals')", "Originals", id="message.originals", show=False),
     ]
 
@@ -124,6 +172,14 @@ class MessageView(Vertical, can_focus=True):
             super().__init__()
             self.message_id = message_id
             self.action = action
+
+    class Typed(TextualMessage):
+        """A printable key that is no command of a message: typing meant for the input."""
+
+        def __init__(self, view: MessageView, character: str) -> None:
+            super().__init__()
+            self.view = view
+            self.character = character
 
     class MoveRequested(TextualMessage):
         """Move focus to the neighbouring message (`step` -1 or 1), or to the input (0)."""
@@ -141,6 +197,7 @@ class MessageView(Vertical, can_focus=True):
         tool_results: Sequence[Message] = (),
         covered: Sequence[Message] = (),
         streaming: bool = False,
+        stream: ReplyStream | None = None,
         hop: str | None = None,
         sender: str | None = None,
         notes: Sequence[tuple[str, str]] = (),
@@ -160,24 +217,20 @@ class MessageView(Vertical, can_focus=True):
         """The name of the agent that sent this message (None: the user, or unknown)."""
         """Where the message crossed to another chat ("from B"); `g` follows it."""
         self._streaming = streaming
-        self._live = False
-        """Text is being appended (`append`): `_streamed` holds it all."""
-        self._stream: Markdown | None = None
-        """The Markdown body a reply streams into once its text looks like Markdown
-        (until then a Static is updated in place). Draws are serialised by `_appending`
-        (two `Markdown.append`s at once can draw the last block twice)."""
+        self.stream: ReplyStream | None = (stream or ReplyStream()) if streaming else None
+        """Where the reply's text comes from while it is written (None once it ended)."""
+        self.waiting_note = ""
+        """Said in the header while a reply has no text yet (the model is loading)."""
         self._appending = asyncio.Lock()
+        """Draws one at a time (two `Markdown.append`s at once can draw a block twice)."""
         self._seed = ""
         """Text of a Markdown body composed streaming, appended when it is mounted:
         Textual's `Markdown(text)` then `append()` redraws only the last line of a last
         paragraph that spans several (its parse restarts at the text's last line), so
         a streaming body starts empty and every text reaches it by `append`."""
-        self._streamed = ""
-        self._shown = ""
-        self._pending: list[str] = []
-        self._flush_timer: Timer | None = None
-        self._flushed_at = 0.0
-        """When streamed text was last handed to the Markdown stream (monotonic)."""
+        self._tail = ""
+        """Trailing blank lines of a plain body's text, held back from its Static (a
+        paragraph break still streaming would jump the view by two lines)."""
         # Styled when mounted: restyling a view not mounted yet is work done twice
         # (a millisecond or two on the way to a reply's first frame).
         self._update_classes(update=False)
@@ -189,13 +242,24 @@ class MessageView(Vertical, can_focus=True):
     @property
     def text(self) -> str:
         """The text shown (while streaming: everything received so far)."""
-        return self._streamed if self._live else clean(self.message.text)
+        if self.stream is None:
+            return clean(self.message.text)
+        return self.shown + clean(self.stream.waiting)
 
     @property
     def shown(self) -> str:
         """The text drawn in the body (while streaming, `text` less what waits to be
-        drawn)."""
-        return self._shown if self._live else self.text
+        drawn): read from the body itself."""
+        if self.stream is None or not self.is_mounted:
+            return clean(self.message.text)
+        bodies = self.query(".message--body")
+        body = bodies.first() if bodies else None
+        if body is None:
+            return clean(self.message.text)
+        if isinstance(body, Static):
+            content = body.content
+            return (content.plain if isinstance(content, Text) else str(content)) + self._tail
+        return str(getattr(body, "source", "")) + self._seed  # Markdown (one is empty)
 
     def _update_classes(self, *, update: bool = True) -> None:
         status = status_of(self.message, live=self._streaming)
@@ -228,6 +292,8 @@ class MessageView(Vertical, can_focus=True):
         label = reply_state_label(m, status_of(m, live=self._streaming))
         if label:
             text.append(f"  {label}", "italic")
+        if self.waiting_note and self.stream is not None:
+            text.append(f" · {self.waiting_note}", "italic")
         usage = m.token_usage or {}
         if usage.get("output"):
             text.append(f"  {usage.get('input', 0)}→{usage['output']} tok")
@@ -274,6 +340,7 @@ class MessageView(Vertical, can_focus=True):
 
         text = clean(self.message.text)
         if not looks_like_markdown(text):
+            self._tail = text[len(text.rstrip()) :]
             return Static(_plain(text), classes="message--body")
         if self._streaming:
             from textual.widgets import Markdown
@@ -287,6 +354,8 @@ class MessageView(Vertical, can_focus=True):
 
     async def on_mount(self) -> None:
         await self._plant_seed()
+        if self.stream is not None:
+            self.run_worker(self._drain(self.stream), group="stream", exclusive=True)
 
     async def _plant_seed(self) -> None:
         """Append `_seed` to the Markdown body just composed (after mount, recompose)."""
@@ -328,27 +397,26 @@ class MessageView(Vertical, can_focus=True):
         tool_results: Sequence[Message] | None = None,
     ) -> None:
         """Show a newer version of the message (final text, status, tools)."""
-        same_text = self._live and clean(message.text) == self._streamed
+        stream = self.stream
+        same_text = False
+        if stream is not None:
+            async with self._appending:
+                await self._draw(stream)
+                same_text = clean(message.text) == self.shown
+            self.stream = None
+            stream.close()  # the drawing task ends
         self.message = message
         if position is not None:
             self.position = position
         if tool_results is not None:
             self.tool_results = list(tool_results)
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        if self._live:
-            async with self._appending:
-                await self._draw()
-        self._stream = None
-        self._live = False
-        self._pending.clear()
-        self._streamed = self._shown = ""
         self._update_classes()
         reasoning = any(p.get("type") == "reasoning" for p in message.parts)
         if same_text and not message.tool_calls and not reasoning:
             # What streamed is what was stored: keep the drawn body (re-rendering a
             # long reply at once would stall the screen) and refresh the header.
+            self._streaming = False
+            self._update_classes()
             self.refresh_header()
             return
         self._streaming = False
@@ -363,66 +431,85 @@ class MessageView(Vertical, can_focus=True):
     def refresh_header(self) -> None:
         self.query_one(".message--header", Static).update(self.header())
 
-    async def append(self, fragment: str) -> None:
-        """Stream more reply text into the body."""
-        fragment = clean(fragment)
-        if not fragment:
-            return
-        if not self._live:
-            self._live = True
-            self._streaming = True
-            self._streamed = self._shown = clean(self.message.text)
-        self._streamed += fragment
-        self._pending.append(fragment)
-        if self._flush_timer is None:
-            # Coalesce: a fast model sends hundreds of fragments a second; the screen
-            # needs a few dozen updates, and each one re-lays the growing block. The
-            # first fragment after a quiet spell is drawn at once (the first token must
-            # not wait out a timer); the rest wait for the next slot.
+    def note_waiting(self, note: str) -> None:
+        """Say why a reply has no text yet, in its header (until its words come)."""
+        self.waiting_note = note
+        if self.is_mounted:
+            self.refresh_header()
+
+    async def draw_waiting(self) -> None:
+        """Draw what the stream holds now (the first words' frame: not at the next slot)."""
+        if self.stream is not None:
+            async with self._appending:
+                await self._draw(self.stream)
+
+    async def _drain(self, stream: ReplyStream) -> None:
+        """The view's one drawing task: what the stream holds, joined, drawn at most
+        every `FLUSH_SECONDS`; the first text after a quiet spell at once.
+
+        A fast model sends hundreds of fragments a second; the screen needs a few
+        dozen updates, and each one re-lays the growing block. While someone types
+        (a key within `TYPING_SECONDS`) the slot is `TYPING_FLUSH_SECONDS`: a
+        keystroke's frame should not wait for a reply's layout.
+        """
+        drawn_at = float("-inf")
+        while True:
+            await stream.ready()
+            if stream.closed:
+                return
             now = time.monotonic()
             typed_at = getattr(self.screen.focused, "last_key_at", float("-inf"))
             interval = TYPING_FLUSH_SECONDS if now - typed_at < TYPING_SECONDS else FLUSH_SECONDS
-            wait = self._flushed_at + interval - now
-            if wait <= 0:
-                await self._flush()
-            else:
-                self._flush_timer = self.set_timer(wait, self._flush)
+            wait = drawn_at + interval - now
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if stream.closed:
+                return
+            async with self._appending:
+                await self._draw(stream)
+            drawn_at = time.monotonic()
 
-    async def _flush(self) -> None:
-        self._flush_timer = None
-        async with self._appending:
-            if self._live and self._pending:
-                self._flushed_at = time.monotonic()
-                await self._draw()
-
-    async def _draw(self) -> None:
-        """Draw the text waiting in `_pending` (under `_appending`)."""
-        if not self._pending:
+    async def _draw(self, stream: ReplyStream) -> None:
+        """Draw what waits in `stream` (under `_appending`)."""
+        text = clean(stream.take())
+        if not text:
             return
-        text = "".join(self._pending)
-        self._pending.clear()
-        shown = self._shown + text
-        body = self.query_one(".message--body")
-        if self._stream is None and not isinstance(body, Static):
-            self._stream = body  # type: ignore[assignment]  # composed as streaming Markdown
-        if self._stream is not None:
-            await self._stream.append(self._seed + text)
+        if self.waiting_note:
+            self.waiting_note = ""
+            self.refresh_header()
+        bodies = self.query(".message--body")
+        if not bodies:  # the view is being removed (a redraw): nothing to draw into
+            return
+        body = bodies.first()
+        if not isinstance(body, Static):  # a Markdown body: appended to
+            await body.append(self._seed + text)  # type: ignore[attr-defined]
             self._seed = ""
-        elif looks_like_markdown(shown):
+            return
+        shown = self.shown + text
+        if looks_like_markdown(shown):
             # Plain no more: a Markdown body from here on, appended to. Filled by an
             # append, not built with the text (see `_seed`), and swapped in one batch.
             from textual.widgets import Markdown
 
-            self._stream = Markdown(open_links=False, classes="message--body")
+            markdown = Markdown(open_links=False, classes="message--body")
+            self._tail = ""
             with self.app.batch_update():
-                await self.mount(self._stream, after=body)
-                await self._stream.append(shown)
+                await self.mount(markdown, after=body)
+                await markdown.append(shown)
                 await body.remove()
         else:
-            body.update(_plain(shown))  # type: ignore[attr-defined]  # a Static
-        self._shown = shown
+            self._tail = shown[len(shown.rstrip()) :]
+            body.update(_plain(shown))
 
     # -- actions ----------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that is none of this view's commands goes to the input with
+        the focus: someone typing here thought they were in the input."""
+        if event.is_printable and event.character and event.key not in _COMMAND_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Typed(self, event.character))
 
     def action_act(self, action: str) -> None:
         self.post_message(self.ActionRequested(self.message_id, action))
@@ -430,5 +517,11 @@ class MessageView(Vertical, can_focus=True):
     def action_move(self, step: int) -> None:
         self.post_message(self.MoveRequested(self, step))
 
-    def action_to_input(self) -> None:
-        self.post_message(self.MoveRequested(self, 0))
+
+_COMMAND_KEYS = frozenset(
+    key.strip()
+    for binding in MessageView.BINDINGS
+    if isinstance(binding, Binding)
+    for key in binding.key.split(",")
+)
+"""The keys a focused message answers to itself (typed ones go to the input)."""

@@ -101,6 +101,10 @@ class AgentRuntime:
         self.router = PeerRouter(self.manager, self.run_turn)
         self._managers: dict[str | None, SessionManager] = {None: self.manager}
         self._engines: dict[str | None, ChatEngine] = {}
+        self._live: list[AgentInfo] | None = None
+        self._names: dict[str, str] | None = None
+        """The live agents as last read: every turn's tools name them (`reachable`), and
+        they change only when the config is synced (at start) or the picker reads them."""
         self.streamer: Streamer | None = None
         """How engines stream model calls (None: in this process; the app sets its
         model process's)."""
@@ -108,15 +112,33 @@ class AgentRuntime:
     # -- agents -------------------------------------------------------------------
 
     def agents(self) -> list[AgentInfo]:
-        """Live agents, by name."""
-        return self.manager.list_agents()
+        """Live agents, by name (read fresh)."""
+        self._live = self.manager.list_agents()
+        self._names = None
+        return list(self._live)
+
+    def _known(self) -> list[AgentInfo]:
+        return self._live if self._live is not None else self.agents()
 
     def agent(self, agent_id: str | None) -> AgentInfo | None:
-        return self.manager.get_agent(agent_id) if agent_id else None
+        if not agent_id:
+            return None
+        known = next((a for a in self._known() if a.id == agent_id), None)
+        return known or self.manager.get_agent(agent_id)  # archived: not in the live list
+
+    def has_agents(self) -> bool:
+        """Agents exist (so chats may message each other and wait on a peer)."""
+        return bool(self._known())
+
+    def blocks_of(self, agent: AgentInfo | None) -> tuple[BlockConfig, ...]:
+        """The blocks a chat running `agent` has (the config's for no agent)."""
+        return agent_blocks(agent, self.config) if agent else self.config.blocks
 
     def names(self) -> dict[str, str]:
-        """Agent id → name, archived ones included (for labels)."""
-        return {a.id: a.name for a in self.manager.list_agents(include_archived=True)}
+        """Agent id → name, archived ones included (for labels; read with the live list)."""
+        if self._names is None:
+            self._names = {a.id: a.name for a in self.manager.list_agents(include_archived=True)}
+        return dict(self._names)
 
     # -- per-agent services -----------------------------------------------------------
 
@@ -155,8 +177,9 @@ class AgentRuntime:
             engine = ChatEngine(
                 self.manager_for_agent(agent_id),
                 config,
-                extra_tools=self.peer_tools,
+                extra_tools=lambda session_id: self.peer_tools(session_id, agent_id),
                 streamer=self.streamer,
+                agent=agent,
             )
             self._engines[agent_id] = engine
         return engine
@@ -169,7 +192,7 @@ class AgentRuntime:
 
     def reachable(self, agent_id: str | None) -> list[str]:
         """Names of the agents a chat running `agent_id` may message."""
-        live = self.agents()
+        live = self._known()
         if agent_id is None:
             return [a.name for a in live]
         me = self.agent(agent_id)
@@ -178,10 +201,9 @@ class AgentRuntime:
             a.name for a in live if a.id != agent_id and (not allowed or a.name.lower() in allowed)
         ]
 
-    def peer_tools(self, session_id: str) -> dict[str, Tool]:
-        """`message_agent` for a chat that can reach another agent, else nothing."""
-        info = self.manager.get(session_id, include_deleted=True)
-        names = self.reachable(info.agent_id if info else None)
+    def peer_tools(self, session_id: str, agent_id: str | None) -> dict[str, Tool]:
+        """`message_agent` for a chat running `agent_id` that can reach another agent."""
+        names = self.reachable(agent_id)
         if not names:
             return {}
         return {"message_agent": message_agent_tool(self.router, session_id, names)}

@@ -19,6 +19,8 @@ from store import (
     apply_compactions,
 )
 
+from .branch_notes import notes_by_shown, stored_notes
+
 __all__ = ["ChatSnapshot", "ChatState"]
 
 
@@ -40,6 +42,30 @@ class ChatSnapshot:
     @property
     def compactions(self) -> int:
         return sum(1 for m in self.history if m.is_compaction)
+
+    @property
+    def notes(self) -> dict[str, list[tuple[str, str]]]:
+        """Shown message id → (title, text) of the notes on its siblings' branches."""
+        return notes_by_shown(self.history, self.positions, stored_notes(self.info.metadata))
+
+    def grow(self, message: Message) -> bool:
+        """Take in a message stored since this reading (a reply job's), with no read:
+        a newer version of a message replaces it; a message that answers the shown leaf
+        extends the path shown (and the tree, when new). False when it does not follow
+        the shown path (a sibling branch: read the chat again)."""
+        known = next((i for i, m in enumerate(self.tree) if m.id == message.id), None)
+        if known is not None:
+            self.tree[known] = message
+            if any(m.id == message.id for m in self.history):
+                self.history = [message if m.id == message.id else m for m in self.history]
+                return True
+        if message.parent_id != self.active_leaf:
+            return False
+        if known is None:
+            self.tree.append(message)
+        self.history.append(message)
+        self.active_leaf = message.id
+        return True
 
 
 class ChatState:

@@ -32,6 +32,8 @@ from peewee import DatabaseError as PeeweeDatabaseError
 
 from store import (
     LATEST,
+    AgentInfo,
+    ContextBlock,
     Latest,
     Message,
     Session,
@@ -46,10 +48,11 @@ from store import (
 from .. import llm
 from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
-from .context_usage import ContextUsage, measure
+from .context_usage import ContextUsage, Measured, measure
 from .convert import to_openai_messages
 from .events import (
     Compacted,
+    ContextMeasured,
     MemoryChanged,
     MessageStored,
     Notice,
@@ -61,6 +64,7 @@ from .events import (
     TurnFailed,
     UsageRecorded,
 )
+from .facts import choose_model, window_of
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 
@@ -86,6 +90,7 @@ class ChatEngine:
         manager: from `chatui.core.wiring.build_manager(store, config)`.
         config: the app's configuration (model, limits, compaction).
         flush_interval: most seconds between writes of a streaming reply.
+        agent: the agent whose chats this engine runs (None: the config's defaults).
     """
 
     def __init__(
@@ -96,9 +101,11 @@ class ChatEngine:
         flush_interval: float = 0.25,
         extra_tools: Callable[[str], dict[str, Tool]] | None = None,
         streamer: Streamer | None = None,
+        agent: AgentInfo | None = None,
     ) -> None:
         self.manager = manager
         self.config = config
+        self.agent = agent
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
@@ -109,29 +116,54 @@ class ChatEngine:
     # -- facts --------------------------------------------------------------------
 
     def model_for(self, session_id: str) -> str:
-        """The session's model, else the configured default."""
+        """The session's model, by the one rule (`facts.choose_model`)."""
         info = self.manager.get(session_id, include_deleted=True)
-        return (info.model if info is not None and info.model else None) or self.config.model
+        return choose_model(info, self.agent, self.config).model
 
     def options_for(self, model: str) -> ModelOptions:
         return self.config.options_for(model)
 
     def window(self, model: str) -> Window:
-        """The model's window and where the figure came from (`llm.windows`)."""
-        return WINDOWS.known(model, self.options_for(model))
+        """The model's window and where the figure came from (`facts.window_of`)."""
+        return window_of(self.config, model)
+
+    async def tools_for(self, session: Session) -> dict[str, Tool]:
+        """Every tool a request of `session` offers: its memory tools, the manager's
+        (search), and the extra ones (peers). The request and every count of it
+        (`measure`) take the list from here."""
+        tools = dict(await session.tools())
+        tools.update(self.manager.tools())
+        if self.extra_tools is not None:
+            tools.update(self.extra_tools(session.session_id))
+        return tools
+
+    async def measure(
+        self,
+        session: Session,
+        leaf_id: str | None,
+        model: str,
+        *,
+        history: list[Message] | None = None,
+        blocks: list[ContextBlock] | None = None,
+    ) -> Measured:
+        """The next request of the path to `leaf_id` (latest leaf if None), measured by
+        the rule every figure uses (`context_usage.measure`). `history` and `blocks`:
+        what the caller holds already (read from the store otherwise)."""
+        if blocks is None:
+            blocks = await session.load_context(at=leaf_id)
+        if history is None:
+            history = session.get_history(leaf_id)
+        window = self.window(model)
+        tools = await self.tools_for(session)
+        return measure(blocks, tools, history, model, window.tokens, window.source)
 
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
-        """Estimated tokens of the path to `leaf_id` (latest leaf if None) + system prompt.
-
-        The same computation (`context_usage.measure`) feeds the sidebar.
-        """
+        """How full the window is for the path to `leaf_id` (latest leaf if None): the
+        whole next request (prompt, tools, messages), as the sidebar shows it."""
         await llm.ensure_loaded()  # LiteLLM's table is one of the window's sources
         session = self.manager.get_session(session_id)
-        model = self.model_for(session_id)
-        window = self.window(model)
-        return await measure(
-            session, session.get_history(leaf_id), model, window.tokens, window.source
-        )
+        measured = await self.measure(session, leaf_id, self.model_for(session_id))
+        return measured.usage
 
     # -- compaction ---------------------------------------------------------------
 
@@ -171,9 +203,17 @@ class ChatEngine:
     # -- turns ------------------------------------------------------------------------
 
     async def send(
-        self, session_id: str, text: str, *, parent_id: str | None | Latest = LATEST
+        self,
+        session_id: str,
+        text: str,
+        *,
+        parent_id: str | None | Latest = LATEST,
+        model: str | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
-        """Store the user's message under `parent_id`, then stream the reply under it."""
+        """Store the user's message under `parent_id`, then stream the reply under it.
+
+        `model`: the chat's model when the caller resolved it already (`Workspace.facts`).
+        """
         if not isinstance(text, str) or not text.strip():
             yield TurnFailed(
                 session_id,
@@ -182,7 +222,7 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
-        async with aclosing(self._user_turn(session_id, text, parent_id)) as events:
+        async with aclosing(self._user_turn(session_id, text, parent_id, model)) as events:
             async for event in events:
                 yield event
 
@@ -217,7 +257,7 @@ class ChatEngine:
                 yield event
 
     async def edit(
-        self, session_id: str, message_id: str, text: str
+        self, session_id: str, message_id: str, text: str, *, model: str | None = None
     ) -> AsyncGenerator[TurnEvent, None]:
         """A new user message beside `message_id` (same parent) with `text`, then a reply."""
         session = self.manager.get_session(session_id)
@@ -238,7 +278,7 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
-        async with aclosing(self._user_turn(session_id, text, message.parent_id)) as events:
+        async with aclosing(self._user_turn(session_id, text, message.parent_id, model)) as events:
             async for event in events:
                 yield event
 
@@ -286,9 +326,10 @@ class ChatEngine:
         return None
 
     async def _user_turn(
-        self, session_id: str, text: str, parent_id: str | None | Latest
+        self, session_id: str, text: str, parent_id: str | None | Latest, model: str | None
     ) -> AsyncGenerator[TurnEvent, None]:
-        failed = await self._preflight(session_id)
+        model = model or self.model_for(session_id)  # once per turn
+        failed = await self._preflight(session_id, model)
         if failed:
             yield failed
             return
@@ -307,7 +348,9 @@ class ChatEngine:
             )
             return
         yield MessageStored(session_id, user)
-        async with aclosing(self._turn(session_id, user.id, preflight=False)) as events:
+        async with aclosing(
+            self._turn(session_id, user.id, preflight=False, model=model)
+        ) as events:
             async for event in events:
                 yield event
 
@@ -318,6 +361,7 @@ class ChatEngine:
 
         `model`: this turn's model instead of the chat's.
         """
+        model = model or self.model_for(session_id)  # once per turn
         if preflight:
             failed = await self._preflight(session_id, model)
             if failed:
@@ -334,13 +378,6 @@ class ChatEngine:
             except Exception:  # the session may have been purged meanwhile
                 log.debug("could not set %s idle", session_id, exc_info=True)
 
-    async def _tools(self, session: Session) -> dict[str, Tool]:
-        tools = dict(await session.tools())
-        tools.update(self.manager.tools())
-        if self.extra_tools is not None:
-            tools.update(self.extra_tools(session.session_id))
-        return tools
-
     async def _reply_loop(
         self, session_id: str, parent_id: str, model: str | None = None
     ) -> AsyncGenerator[TurnEvent, None]:
@@ -350,7 +387,7 @@ class ChatEngine:
         # Memory per branch: the prompt carries what the branch being answered holds.
         session.set_branch(parent_id)
         system_prompt = await session.refresh_system_prompt()
-        tools = await self._tools(session)
+        tools = await self.tools_for(session)
         schemas = [tool.to_openai() for tool in tools.values()] or None
         parent = parent_id
         compacted = False
@@ -358,18 +395,20 @@ class ChatEngine:
         while True:
             rounds += 1
             writer = ReplyWriter(session, model, self.flush_interval)
+            history = session.get_history(parent)
             # The request leaves first: it carries only what is stored (the question,
             # the frozen prompt), and the reply's empty row, the events and the frames
             # that draw the question are made while it travels.
             stream: llm.ChunkStream | None = self._open(
-                writer, model, options, system_prompt, parent, schemas
+                writer, model, options, system_prompt, history, schemas
             )
             try:
                 started = await writer.start(parent)
-                yield ReplyStarted(session_id, started, model)
+                yield ReplyStarted(session_id, started, model, writer.live)
                 while True:  # one model call; once more after a context-length compaction
                     if stream is None:
-                        stream = self._open(writer, model, options, system_prompt, parent, schemas)
+                        history = session.get_history(parent)  # compacted: summary in place
+                        stream = self._open(writer, model, options, system_prompt, history, schemas)
                     error: llm.LLMError | None = None
                     try:
                         async with aclosing(self._stream(session_id, writer, stream)) as events:
@@ -408,7 +447,11 @@ class ChatEngine:
                     finished = writer.finish("error", error=title, error_kind="empty")
                     yield ReplyFinished(session_id, finished, "error")
                     yield TurnFailed(
-                        session_id, title, detail, "Press r on the reply to try again.", "empty"
+                        session_id,
+                        title,
+                        detail,
+                        "Press ctrl+r on the reply to try again.",
+                        "empty",
                     )
                     return
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
@@ -435,9 +478,21 @@ class ChatEngine:
                 if stream is not None:  # opened, never read: the reply's row was refused
                     await stream.aclose()
             if status == "complete":
-                compaction = await self._auto_compact(session_id, finished.id)
-                if compaction is not None:
-                    yield compaction
+                # The next request, measured once by the rule every figure uses: the
+                # blocks as this branch holds them (no write since the prompt's refresh,
+                # or `MemoryChanged` moved the session's branch here), the tools, the path.
+                measured = await self.measure(
+                    session,
+                    finished.id,
+                    model,
+                    history=[*history, finished],
+                    blocks=session.get_context_blocks(),
+                )
+                yield ContextMeasured(session_id, finished.id, measured)
+                if measured.usage.over(self.config.compact_at):
+                    compaction = await self._compact_quietly(session_id, finished.id)
+                    if compaction is not None:
+                        yield compaction
                 return
             session.set_branch(finished.id)  # the tool calls' writes belong to this reply
             run = await run_tools(session, tools, writer.calls, finished.id)
@@ -458,9 +513,7 @@ class ChatEngine:
     async def _empty_reply(self, session: Session, parent: str, model: str) -> tuple[str, str]:
         """Why a stream ended with nothing: the request's size against the known window."""
         window = self.window(model)
-        usage = await measure(
-            session, session.get_history(parent), model, window.tokens, window.source
-        )
+        usage = (await self.measure(session, parent, model)).usage
         detail = (
             "The model's answer had no text, no reasoning and no tool call, for a request "
             f"of about {usage.tokens:,} tokens"
@@ -482,12 +535,12 @@ class ChatEngine:
         model: str,
         options: ModelOptions,
         system_prompt: str,
-        parent: str,
+        history: list[Message],
         schemas: list[dict[str, Any]] | None,
     ) -> llm.ChunkStream:
-        """Start one model call for the path to `parent` (the model process sends the
-        request at once; an in-process call when first read)."""
-        messages = to_openai_messages(system_prompt, writer.session.get_history(parent))
+        """Start one model call for `history` (the model process sends the request at
+        once; an in-process call when first read)."""
+        messages = to_openai_messages(system_prompt, history)
         writer.requested()
         return self.streamer(
             model,
@@ -540,10 +593,3 @@ class ChatEngine:
             log.warning("compaction of %s failed", session_id, exc_info=True)
             return Notice(session_id, f"Compaction failed: {llm.redact(str(exc))}", "warning")
         return Compacted(session_id, compaction) if compaction is not None else None
-
-    async def _auto_compact(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
-        """Compact when the path fills more than `compact_at` of the window."""
-        usage = await self.context_usage(session_id, leaf_id)
-        if usage.over(self.config.compact_at):
-            return await self._compact_quietly(session_id, leaf_id)
-        return None

@@ -1,25 +1,18 @@
-"""What the model carries, for people to read: a block's details and the next request.
+"""What the model carries, for people to read: a block's details and its writes.
 
-Headless: the memory inspector and the prompt screen draw what these return.
-The next request is built the way `ChatEngine._reply_loop` builds it — the
-session's blocks rendered fresh (a turn refreshes the prompt before calling
-the model) and the session's, the manager's and the engine's extra tools —
-without writing anything (no prompt cache update).
+Headless: the memory inspector draws what these return. (The next request, for
+F2, is measured with every other figure: `context_usage`.)
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from store import (
     ContextBlock,
-    Session,
     StoredWrite,
-    estimate_string_tokens,
     one_line,
-    render_system_prompt,
 )
 
 from .config import BlockConfig
@@ -27,17 +20,8 @@ from .config import BlockConfig
 if TYPE_CHECKING:
     from store import AgentInfo
 
-    from .engine import ChatEngine
 
-__all__ = [
-    "BlockDetails",
-    "NextRequest",
-    "ToolLine",
-    "WriteLine",
-    "block_details",
-    "next_request",
-    "write_lines",
-]
+__all__ = ["BlockDetails", "WriteLine", "block_details", "write_lines"]
 
 
 @dataclass(frozen=True)
@@ -160,46 +144,3 @@ def write_lines(
             )
         )
     return lines
-
-
-@dataclass(frozen=True)
-class ToolLine:
-    name: str
-    description: str
-    tokens: int
-    """Estimated tokens of the tool's schema in the request."""
-    schema: str
-    """The schema as sent (JSON)."""
-
-
-@dataclass(frozen=True)
-class NextRequest:
-    """The system prompt and tools the next turn of a chat will send."""
-
-    model: str
-    system_prompt: str
-    prompt_tokens: int
-    tools: list[ToolLine]
-
-    @property
-    def tool_tokens(self) -> int:
-        return sum(t.tokens for t in self.tools)
-
-
-async def next_request(
-    engine: ChatEngine, session: Session, model: str, at: str | None = None
-) -> NextRequest:
-    """The prompt and tools the engine would send now for `session` (nothing written).
-
-    `at`: the leaf the next turn answers (memory per branch: its blocks).
-    """
-    prompt = render_system_prompt(await session.load_context(at=at))
-    tools = dict(await session.tools())
-    tools.update(engine.manager.tools())
-    if engine.extra_tools is not None:
-        tools.update(engine.extra_tools(session.session_id))
-    lines = []
-    for tool in tools.values():
-        schema = json.dumps(tool.to_openai(), ensure_ascii=False, indent=2)
-        lines.append(ToolLine(tool.name, tool.description, estimate_string_tokens(schema), schema))
-    return NextRequest(model, prompt, estimate_string_tokens(prompt), lines)

@@ -11,11 +11,14 @@ Design notes:
   would race the first for the branch), at most `limit` chats at once.
 - Listeners are called synchronously with each event, on the event loop.
   They must not block: the app's listener posts a Textual message.
-- `live` holds the text of replies being written, as streamed so far, so a
-  view opened mid-reply draws the stream where it is (the store holds it up
-  to the last flush) and then appends only what it has not drawn.
-- The branch a reply is written on becomes the chat's active branch (the
-  `active_leaf` metadata), on screen or not, so returning shows it.
+- `live` holds the text of each reply being written: the engine's writer's
+  own `LiveText`, by reference (never a copy), so a view opened mid-reply
+  reads the stream where it is once, then draws the deltas that follow.
+- The branch a reply is written on becomes the chat's branch, on screen or
+  not, so returning shows it: a turn's messages are the chat's newest, and
+  the newest leaf is the branch a chat opens on unless its `active_leaf`
+  metadata names another; so a turn clears a stored `active_leaf` (one write,
+  only when there is one) instead of writing each new leaf.
 """
 
 from __future__ import annotations
@@ -33,38 +36,22 @@ from peewee import DatabaseError as PeeweeError
 from store import SessionManager, StoreError
 
 from .events import (
+    JobEnded,
+    JobEvent,
+    LiveText,
     MessageStored,
     Notice,
-    ReplyDelta,
     ReplyFinished,
     ReplyStarted,
     TurnEvent,
-    TurnFailed,
+    TurnKind,
 )
 
 __all__ = ["JobEnded", "JobEvent", "JobsFull", "ReplyJob", "ReplyJobs", "TurnKind"]
 
 log = logging.getLogger(__name__)
 
-TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond"]
 STORAGE_ERRORS = (sqlite3.Error, StoreError, OSError, PeeweeError)
-
-
-@dataclass(frozen=True)
-class JobEnded:
-    """A chat's reply job ended: `outcome` says how; `failure` is (text, title) to show."""
-
-    session_id: str
-    outcome: Literal["finished", "cancelled", "failed"]
-    failure: tuple[str, str] | None = None
-    storage: bool = False
-    """The failure was the database refusing a write (the typed text may be unsaved)."""
-    advice: str | None = None
-    """For a storage failure: what to do, in the database engine's terms (a SQLite
-    file's disk and permissions, a PostgreSQL server's connection or disk)."""
-
-
-JobEvent: TypeAlias = TurnEvent | JobEnded
 Listener: TypeAlias = Callable[[JobEvent], None]
 
 
@@ -79,8 +66,11 @@ class ReplyJob:
     session_id: str
     kind: TurnKind
     task: asyncio.Task[None] | None = None
-    live: dict[str, str] = field(default_factory=dict)
-    """Message id → text streamed so far, for replies being written now."""
+    stored_leaf: str | None = None
+    """The `active_leaf` the chat's metadata named when the turn started (cleared by
+    the turn's first message: see the module's notes)."""
+    live: dict[str, LiveText] = field(default_factory=dict)
+    """Message id → its text so far (the writer's own), for replies being written now."""
     notes: list[tuple[str, str]] = field(default_factory=list)
     """Notices of this turn (drawn again when the chat is redrawn)."""
     stored_user: bool = False
@@ -132,14 +122,21 @@ class ReplyJobs:
     def live_messages(self, session_id: str | None) -> dict[str, str]:
         """Message id → text so far, of the chat's replies being written now."""
         job = self.job(session_id)
-        return dict(job.live) if job else {}
+        return {mid: live.text for mid, live in job.live.items()} if job else {}
 
     # -- starting and stopping ----------------------------------------------------
 
     def start(
-        self, session_id: str, kind: TurnKind, events: AsyncGenerator[TurnEvent, None]
+        self,
+        session_id: str,
+        kind: TurnKind,
+        events: AsyncGenerator[TurnEvent, None],
+        *,
+        stored_leaf: str | None = None,
     ) -> ReplyJob:
         """Run `events` (one engine turn) as the chat's job.
+
+        `stored_leaf`: the `active_leaf` in the chat's metadata now, if any.
 
         Raises:
             JobsFull: `limit` chats are replying (the generator is closed unstarted).
@@ -152,7 +149,7 @@ class ReplyJobs:
                 f"{self.limit} chats are writing replies already (max_live_replies = "
                 f"{self.limit}); wait for one, or press escape in its chat"
             )
-        job = ReplyJob(session_id, kind)
+        job = ReplyJob(session_id, kind, stored_leaf=stored_leaf)
         self._jobs[session_id] = job
         job.task = asyncio.get_running_loop().create_task(
             self._run(job, events), name=f"reply:{session_id}"
@@ -228,23 +225,22 @@ class ReplyJobs:
         match event:
             case MessageStored(message=message):
                 job.stored_user = job.stored_user or message.role == "user"
-                self._follow(job.session_id, message.id)
-            case ReplyStarted(message=message):
-                job.live[message.id] = message.text
-                self._follow(job.session_id, message.id)
-            case ReplyDelta(message_id=mid, text=text, kind="text"):
-                if mid in job.live:
-                    job.live[mid] += text
+                self._follow(job)
+            case ReplyStarted(message=message, live=live):
+                job.live[message.id] = live
+                self._follow(job)
             case ReplyFinished(message=message):
                 job.live.pop(message.id, None)
             case Notice(text=text, level=level):
                 job.notes.append((text, level))
-            case TurnFailed():
-                pass
 
-    def _follow(self, session_id: str, message_id: str) -> None:
-        """The reply's branch becomes the chat's active branch (one small write)."""
+    def _follow(self, job: ReplyJob) -> None:
+        """The turn's branch becomes the chat's: its messages are the newest, so a
+        stored `active_leaf` (another branch) is cleared, once."""
+        if job.stored_leaf is None:
+            return
+        job.stored_leaf = None
         try:
-            self.manager.update_metadata(session_id, active_leaf=message_id)
+            self.manager.update_metadata(job.session_id, active_leaf=None)
         except Exception:  # the chat may have been deleted meanwhile: the reply goes on
-            log.debug("could not move %s to %s", session_id, message_id, exc_info=True)
+            log.debug("could not clear %s's active leaf", job.session_id, exc_info=True)

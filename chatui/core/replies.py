@@ -5,6 +5,10 @@ assistant message is stored empty and marked incomplete, then rewritten
 with the text so far at most every `flush_interval` seconds, and once more
 when it ends with its final status. A process killed mid-reply leaves the
 text up to the last flush, still marked incomplete.
+
+The text streamed so far is one `LiveText` (`ReplyWriter.live`): the writer
+stores it, and the reply job hands the same object to a view opened
+mid-reply. Nothing else keeps a copy.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from store import Message, Session, Tool, tool_call_part, tool_result_part
 
-from .events import ReplyStatus
+from .events import LiveText, ReplyStatus
 
 __all__ = ["ReplyWriter", "ToolRun", "new_id", "run_tools"]
 
@@ -38,7 +42,8 @@ class ReplyWriter:
         self.model = model
         self.flush_interval = flush_interval
         self.id = new_id()
-        self.text: list[str] = []
+        self.live = LiveText()
+        """The reply's text so far (shared with whoever draws it, never copied)."""
         self.reasoning: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.usage: dict[str, Any] | None = None
@@ -75,18 +80,18 @@ class ReplyWriter:
 
     def reset(self) -> None:
         """Forget what streamed (before a retry into the same message)."""
-        self.text.clear()
+        self.live.clear()
         self.reasoning.clear()
         self.calls.clear()
         self.usage = None
 
     @property
     def has_content(self) -> bool:
-        return bool(self.text or self.reasoning or self.calls)
+        return bool(self.live or self.reasoning or self.calls)
 
     def add_text(self, text: str) -> None:
         self._arrived()
-        self.text.append(text)
+        self.live.append(text)
         self._dirty = True
 
     def add_reasoning(self, text: str) -> None:
@@ -107,8 +112,8 @@ class ReplyWriter:
         parts: list[dict[str, Any]] = []
         if self.reasoning:
             parts.append({"type": "reasoning", "text": "".join(self.reasoning)})
-        if self.text:
-            parts.append({"type": "text", "text": "".join(self.text)})
+        if self.live:
+            parts.append({"type": "text", "text": self.live.text})
         parts.extend(self.calls)
         return Message(
             id=self.id, role="assistant", parts=parts, metadata=metadata, token_usage=self.usage

@@ -1,50 +1,96 @@
-"""`Workspace`: what every screen needs, with no UI — agents, model facts, usage, replies.
+"""`Workspace`: the one object screens ask — chats, their facts, their replies — with no UI.
 
 The app builds one and hands it to its screens ("attributes down"); screens
 hear about replies and new model facts by subscribing (the app turns them
 into Textual messages: "messages up"). Nothing here imports Textual, so the
 same workspace drives a headless test, a benchmark or the app.
 
-- Model facts: the context window and its source (`llm.windows`), asked of
-  an `api_base` server off the event loop; whether a model lacks a key.
-- One context-usage computation (`context_usage.measure`) for the sidebar
-  and auto-compaction.
-- Template blocks of a new chat, built by the same recipe a stored chat gets
-  (`SessionManager.preview_session`).
-- Reply jobs (`jobs.ReplyJobs`): a turn belongs to its chat.
-- Other processes' writes (`store.ChangeWatcher`): `poll_changes()` reports
-  the chats another process or machine wrote to as `ChatsChanged`.
+A facade: its session manager, agent runtime and reply jobs are its own.
+Screens get decisions, not the parts that make them:
+
+- `facts(session_id)`: a chat's agent, model, window and the size of its next
+  request, resolved by one rule (`chatui.core.facts`) once per turn or redraw;
+  the sidebar, the title, F2 and auto-compaction all read it.
+- Chats: open, create, rename, fork, delete (its reply stopped first), search,
+  export and import.
+- Replies (`jobs.ReplyJobs`): a turn belongs to its chat, not to a screen.
+- Model facts learned later (an `api_base` server's window) are emitted as
+  `ModelFactsChanged`; other processes' writes (`store.ChangeWatcher`) as
+  `ChatsChanged`.
+
+Screens import only this module, `events` and `chat_state` from the headless
+side (an import-linter contract); the types they need come from here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from store import (
     LATEST,
+    AgentInfo,
     ChangeWatcher,
-    ContextBlock,
     Latest,
     Message,
-    Session,
-    SessionManager,
+    ProjectInfo,
+    SearchResult,
+    SessionInfo,
     Store,
 )
 
 from .. import llm
-from ..llm.windows import WINDOWS, Window
+from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
-from .agents import AgentRuntime
+from .agents import AgentRuntime, PeerMarks
+from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
+from .chat_state import ChatState
 from .config import Config
-from .context_usage import ContextUsage, measure
-from .events import TurnEvent
-from .jobs import JobEvent, ReplyJob, ReplyJobs, TurnKind
+from .context_usage import ContextUsage, Measured, NextRequest, ToolLine
+from .events import JobEvent, TurnEvent, TurnKind
+from .facts import ChatFacts, ModelChoice, choose_model, window_of
+from .jobs import JobsFull, ReplyJobs
+from .ui_state import UiState
 
-__all__ = ["ChatsChanged", "ModelFactsChanged", "Workspace", "WorkspaceEvent"]
+if TYPE_CHECKING:
+    from store import ContextBlock, StoredCompaction, StoredWrite
+
+    from ..transfer.importing import ImportReport
+    from .inspection import BlockDetails, WriteLine
+
+__all__ = [
+    "BlockDetails",
+    "ChatFacts",
+    "ChatsChanged",
+    "ContextUsage",
+    "ImportFailed",
+    "JobsFull",
+    "LeftBranch",
+    "Measured",
+    "ModelChoice",
+    "ModelFactsChanged",
+    "NextRequest",
+    "PeerMarks",
+    "ToolLine",
+    "UiState",
+    "Workspace",
+    "WorkspaceEvent",
+    "WriteLine",
+]
+
+
+def __getattr__(name: str) -> object:
+    """The memory inspector's types, loaded with it (not on the first frame's path)."""
+    if name in ("BlockDetails", "WriteLine"):
+        from . import inspection
+
+        return getattr(inspection, name)
+    raise AttributeError(name)
+
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +112,16 @@ class ChatsChanged:
     session_ids: frozenset[str]
 
 
+class ImportFailed(Exception):
+    """Nothing was imported; the message says why, naming the file."""
+
+
 WorkspaceEvent: TypeAlias = JobEvent | ModelFactsChanged | ChatsChanged
 Listener: TypeAlias = Callable[[WorkspaceEvent], None]
 
 
 class Workspace:
-    """Agents, model facts, context usage and the reply jobs of every chat."""
+    """Chats, their facts and their reply jobs, for every screen."""
 
     def __init__(
         self,
@@ -84,22 +134,23 @@ class Workspace:
         self.store = store
         self.config = config
         self.launch_model = launch_model
-        self.runtime = AgentRuntime(store, config)
-        self.manager: SessionManager = self.runtime.manager
-        self.jobs = ReplyJobs(self.manager, config.max_live_replies)
+        """--model: the model of the chat opened at launch and of new chats."""
+        self._runtime = AgentRuntime(store, config)
+        self._manager = self._runtime.manager
+        self._jobs = ReplyJobs(self._manager, config.max_live_replies)
         self.llm_ready = False
         """LiteLLM is loaded (its model table and key checks can be read)."""
         self._listeners: list[Listener] = []
         self._key_checked: set[str] = set()
         self._asking: set[asyncio.Task[None]] = set()
         self._watcher: ChangeWatcher | None = None
-        self.jobs.subscribe(self._emit)
+        self._jobs.subscribe(self._emit)
         self.worker: StreamWorker | None = None
         """The model process replies stream from (`model_process=True`), else None:
         calls run in this process."""
         if model_process:
             self.worker = shared_worker()
-            self.runtime.streamer = self.worker.stream
+            self._runtime.streamer = self.worker.stream
 
     # -- listeners ------------------------------------------------------------------
 
@@ -147,39 +198,74 @@ class Workspace:
         except llm.LLMError:
             log.warning("the model process did not start", exc_info=True)
 
-    # -- models ---------------------------------------------------------------------
+    # -- facts ----------------------------------------------------------------------
 
-    def model_of(self, session_id: str | None, draft: str | None = None) -> str:
-        """A chat's model; for a new chat the draft's, else --model, else the config's."""
-        if session_id is not None:
-            return self.runtime.engine_for(session_id).model_for(session_id)
-        return draft or self.launch_model or self.config.model
+    async def facts(
+        self,
+        session_id: str | None,
+        *,
+        at: str | None = None,
+        info: SessionInfo | None = None,
+        history: Sequence[Message] | None = None,
+        picked: str | None = None,
+        agent_id: str | None = None,
+    ) -> ChatFacts:
+        """A chat's agent, model, window and next request, by one rule (`facts`).
 
-    def window(self, model: str) -> Window:
-        """The model's context window and where it came from; asks its server once."""
+        Args:
+            session_id: the chat (None: the new chat on screen, not stored yet).
+            at: the leaf of the branch shown (None: the latest leaf).
+            info, history: the row and the path as the caller read them already
+                (each is read here otherwise).
+            picked, agent_id: a new chat's model picked for it, and its agent.
+        """
+        if session_id is None:
+            agent = self._runtime.agent(agent_id)
+            model = choose_model(None, agent, self.config, picked=picked, launch=self.launch_model)
+            engine = self._runtime.engine_for_agent(agent_id)
+            session = self._runtime.manager_for_agent(agent_id).preview_session(TEMPLATE_ID)
+            measured = await engine.measure(session, None, model.model, history=[])
+            self._ask_window(model.model)
+            return ChatFacts(None, None, agent, model, measured, self.config.compact_at)
+        if info is None:
+            info = self._manager.get(session_id, include_deleted=True)
+        if info is None:
+            raise LookupError(f"no chat {session_id!r}")
+        agent = self._runtime.agent(info.agent_id)
+        model = choose_model(info, agent, self.config)
+        engine = self._runtime.engine_for_agent(info.agent_id)
+        session = self._runtime.manager_for_agent(info.agent_id).get_session(session_id)
+        measured = await engine.measure(
+            session, at, model.model, history=list(history) if history is not None else None
+        )
+        self._ask_window(model.model)
+        return ChatFacts(session_id, info, agent, model, measured, self.config.compact_at)
+
+    def _ask_window(self, model: str) -> None:
+        """Ask an `api_base` server for the model's window once; its answer comes as
+        `ModelFactsChanged` (the figures drawn meanwhile say where theirs came from)."""
         options = self.config.options_for(model)
         if options.api_base and WINDOWS.should_ask(model, options.api_base):
-            self._ask_server(model, options.api_base)
-        return WINDOWS.known(model, options)
-
-    def _ask_server(self, model: str, api_base: str) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # no loop (a synchronous caller): the next caller asks
-
-        async def ask() -> None:
             try:
-                changed = await asyncio.to_thread(WINDOWS.detect, model, api_base)
-            except Exception:
-                log.debug("asking %s for its window failed", api_base, exc_info=True)
-                return
-            if changed:
-                self._emit(ModelFactsChanged(model))
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no loop (a synchronous caller): the next caller asks
+            task = loop.create_task(self._ask(model, options.api_base), name=f"window:{model}")
+            self._asking.add(task)
+            task.add_done_callback(self._asking.discard)
 
-        task = loop.create_task(ask(), name=f"window:{model}")
-        self._asking.add(task)
-        task.add_done_callback(self._asking.discard)
+    async def _ask(self, model: str, api_base: str) -> None:
+        try:
+            changed = await asyncio.to_thread(WINDOWS.detect, model, api_base)
+        except Exception:
+            log.debug("asking %s for its window failed", api_base, exc_info=True)
+            return
+        if changed:
+            self._emit(ModelFactsChanged(model))
+
+    def window_known(self, model: str) -> int | None:
+        """The model's window as known now (tests and the CLI; screens read `facts`)."""
+        return window_of(self.config, model).tokens
 
     async def settle(self) -> None:
         """Until every question put to a server has its answer (tests, benchmarks)."""
@@ -198,48 +284,233 @@ class Workspace:
         seen: dict[str, str] = {current: "current"}
         for model in recent:
             seen.setdefault(model, "recent")
+        if self.launch_model:
+            seen.setdefault(self.launch_model, "--model")
         seen.setdefault(self.config.model, "config default")
         for model in self.config.models:
             seen.setdefault(model, "configured")
         seen.setdefault("demo", "offline demo, no key needed")
-        for model in self.manager.models_used():
+        for model in self._manager.models_used():
             seen.setdefault(model, "used before")
         return list(seen.items())
 
-    # -- context --------------------------------------------------------------------
+    # -- chats ----------------------------------------------------------------------
 
-    async def template_blocks(self, agent_id: str | None = None) -> list[ContextBlock]:
-        """The blocks a new chat will have (the sidebar before the first send).
+    def open(self, session_id: str) -> ChatState:
+        """The chat's state, on its agent's recipe (its blocks), at its remembered branch."""
+        return ChatState(self._runtime.manager_for(session_id), session_id)
 
-        Built by the agent's manager recipe (`SessionManager.preview_session`), the
-        one a stored chat gets, on a session id nothing is written under.
+    def chat(self, session_id: str, *, include_deleted: bool = False) -> SessionInfo | None:
+        return self._manager.get(session_id, include_deleted=include_deleted)
+
+    def newest_chat(self, preferred: str | None = None) -> SessionInfo | None:
+        """`preferred` if it still exists, else the chat used last (None: none stored)."""
+        info = self._manager.get(preferred) if preferred else None
+        if info is None:
+            recent = self._manager.list(limit=1)
+            info = recent[0] if recent else None
+        return info
+
+    def list_chats(self, *, deleted: bool = False) -> list[SessionInfo]:
+        """Live chats (`deleted`: the deleted ones), most recently used first."""
+        return self._manager.list(deleted_only=True) if deleted else self._manager.list()
+
+    def chat_names(self, session_ids: Collection[str] | None = None) -> dict[str, str]:
+        """Chat id → name (deleted chats included), of `session_ids` or of every chat."""
+        if session_ids is not None:
+            return self._manager.names(session_ids)
+        return {i.id: i.name for i in self._manager.list(include_deleted=True)}
+
+    def message_counts(self) -> dict[str, int]:
+        return self._manager.message_counts()
+
+    def create_chat(self, name: str, *, model: str, agent_id: str | None = None) -> SessionInfo:
+        return self._manager.create(name, model=model, source="chatui", agent_id=agent_id)
+
+    def rename_chat(self, session_id: str, name: str) -> SessionInfo:
+        return self._manager.rename(session_id, name)
+
+    def set_chat_model(self, session_id: str, model: str) -> SessionInfo:
+        return self._manager.set_model(session_id, model)
+
+    async def fork_chat(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
+        return await self._manager.fork(session_id, at_message_id, name)
+
+    async def delete_chat(self, session_id: str) -> SessionInfo:
+        """Soft-delete a chat; a reply it is writing is stopped and stored first."""
+        await self._jobs.stop(session_id)
+        return self._manager.delete(session_id)
+
+    def discard_if_empty(self, session_id: str) -> bool:
+        """Remove a chat made for a first send whose turn stored nothing (no key, say):
+        it holds nothing, and an empty chat must not linger in the list."""
+        if self._manager.get_message_count(session_id):
+            return False
+        self._manager.purge(session_id)
+        return True
+
+    def restore_chat(self, session_id: str) -> SessionInfo:
+        return self._manager.restore(session_id)
+
+    def projects(self, *, include_archived: bool = False) -> list[ProjectInfo]:
+        return self._manager.list_projects(include_archived=include_archived)
+
+    def move_to_project(self, session_id: str, project: str | None) -> ProjectInfo | None:
+        """Put the chat in the project named `project` (created if new; None: in none)."""
+        if project is None:
+            self._manager.move_to_project(session_id, None)
+            return None
+        known = self._manager.list_projects()
+        found = next((p for p in known if p.name.lower() == project.lower()), None)
+        if found is None:
+            found = self._manager.create_project(project)
+        self._manager.move_to_project(session_id, found.id)
+        return found
+
+    def search(self, query: str, limit: int = 50) -> list[SearchResult]:
+        """Every chat's messages, best first (deleted chats left out)."""
+        return self._manager.search(query, limit, include_deleted=False)
+
+    async def compact(self, session_id: str, leaf_id: str | None) -> StoredCompaction | None:
+        """Summarise the middle of the path to `leaf_id` (None: nothing to compact).
+
+        Raises:
+            LLMError: the summary could not be written (nothing is stored).
         """
-        manager = self.runtime.manager_for_agent(agent_id)
-        session = manager.preview_session(TEMPLATE_ID)
-        return await session.load_context()
+        return await self._runtime.engine_for(session_id).compact(session_id, leaf_id)
 
-    async def usage(
-        self,
-        session: Session | None,
-        history: Sequence[Message],
-        model: str,
-        *,
-        template_tokens: int = 0,
-        prompt_tokens: int | None = None,
-    ) -> ContextUsage:
-        """How full the window is: the sidebar's figure, computed as auto-compaction does.
+    def export_chat(self, session_id: str, target: Path, fmt: str, leaf: str | None) -> Path:
+        """Write the chat as Markdown (`md`, the branch through `leaf`) or JSON (the tree).
 
-        `session` None: a new chat, whose prompt is `template_tokens` (its blocks).
-        `prompt_tokens`: the prompt of a stored chat as the branch on screen would
-        send it (None: the session's frozen prompt).
+        Raises:
+            OSError: the file cannot be written (nothing partial is left behind).
         """
-        window = self.window(model)
-        prompt = template_tokens if session is None else prompt_tokens
-        return await measure(
-            session, history, model, window.tokens, window.source, prompt_tokens=prompt
+        from ..transfer.files import export_chat  # not on the first frame's path
+
+        live = self._jobs.live_messages(session_id)
+        return export_chat(self._manager, session_id, target, fmt, leaf, live)
+
+    def export_path(self, name: str, fmt: str) -> Path:
+        from ..transfer.files import default_export_path
+
+        return default_export_path(name, fmt)
+
+    async def import_chats(self, path: Path) -> ImportReport:
+        """Import a ChatGPT, chatui, Pi or llm file, off the event loop.
+
+        Raises:
+            ImportFailed: nothing was imported (the store rolled back).
+        """
+        from ..transfer.files import ImportProblem, import_file
+
+        try:
+            return await asyncio.to_thread(import_file, self.store, path)
+        except ImportProblem as exc:
+            raise ImportFailed(str(exc)) from None
+        except Exception as exc:  # a bug or an I/O failure: the store rolled back
+            log.error("%s", exc, exc_info=exc)
+            raise ImportFailed(str(exc)) from None
+
+    # -- agents and peers -----------------------------------------------------------
+
+    def agents(self) -> list[AgentInfo]:
+        """Live agents, by name (read fresh: the agent picker)."""
+        return self._runtime.agents()
+
+    def agent_names(self) -> dict[str, str]:
+        """Agent id → name, archived ones included (for labels)."""
+        return self._runtime.names()
+
+    def peer_marks(self, session_id: str) -> PeerMarks:
+        """Where this chat's messages crossed to other chats (the tree, `g`); no read in
+        a database that never had an agent (no message can have crossed)."""
+        if not self._runtime.names():
+            return PeerMarks()
+        return self._runtime.peer_marks(session_id)
+
+    def status_line(self, session_id: str) -> str:
+        """ "waiting for <agent>" while the chat waits on a peer, else "" (no read at all
+        without agents: no chat can wait on one)."""
+        if not self._runtime.has_agents():
+            return ""
+        return self._runtime.status_line(session_id)
+
+    # -- memory ---------------------------------------------------------------------
+
+    def block_details(self, block: ContextBlock, facts: ChatFacts) -> BlockDetails:
+        """Who a block of the chat belongs to and whether a person may edit it here."""
+        from .inspection import block_details  # the inspector's: loaded when it opens
+
+        config = next(
+            (b for b in self._runtime.blocks_of(facts.agent) if b.label == block.label), None
         )
+        return block_details(block, config, chat_name=facts.name, agent=facts.agent)
+
+    def write_lines(
+        self, chat: ChatState, writes: list[StoredWrite], leaf: str | None
+    ) -> list[WriteLine]:
+        """A block's writes, newest first, each said from the branch on screen."""
+        from .inspection import write_lines
+
+        on_path = {m.id for m in chat.session.get_raw_history(leaf)} if leaf else set()
+        names = self._manager.names({w.session_id for w in writes if w.session_id})
+        return write_lines(writes, chat_id=chat.session_id, on_path=on_path, names=names)
+
+    def left_branch(self, chat: ChatState, before: str | None) -> LeftBranch | None:
+        """What the shown branch left behind when it moved from leaf `before` (None:
+        nothing worth a note, or branch notes are off)."""
+        if self.config.branch_notes == "off":
+            return None
+        return left_branch(chat.session, before, chat.active_leaf, stored_notes(chat.info.metadata))
+
+    async def write_branch_note(self, session_id: str, left: LeftBranch) -> str | None:
+        """Have the compaction model note what was tried on `left` (stored in the chat).
+
+        Returns None when the note is stored, else why not, to tell the user (nothing
+        is stored then).
+        """
+        model = self._runtime.engine_for(session_id).model_for(session_id)
+        try:
+            await write_note(self._manager, self.config, session_id, model, left)
+        except llm.LLMError as error:
+            return f"{error.title}. {error.hint}"
+        except Exception as exc:  # a note is a nicety: say why, lose nothing
+            log.warning("branch note failed", exc_info=True)
+            return llm.redact(str(exc))
+        return None
 
     # -- replies --------------------------------------------------------------------
+
+    @property
+    def model_loading(self) -> bool:
+        """The model process (or LiteLLM in this process) is still loading: the first
+        reply after launch waits for it (a few seconds on a loaded machine)."""
+        if self.worker is not None and not self.worker.broken:
+            return not self.worker.ready.is_set()
+        return not llm.is_loaded()
+
+    def replying(self, session_id: str | None) -> bool:
+        """The chat is writing a reply now."""
+        return self._jobs.running(session_id)
+
+    @property
+    def live_chats(self) -> set[str]:
+        """Ids of the chats writing a reply now."""
+        return self._jobs.live_chats
+
+    @property
+    def reply_limit(self) -> int:
+        """At most this many chats write replies at once (`max_live_replies`)."""
+        return self._jobs.limit
+
+    def live_text(self, session_id: str | None) -> dict[str, str]:
+        """Message id → its text so far, of the replies the chat is writing now."""
+        return self._jobs.live_messages(session_id)
+
+    def turn_notes(self, session_id: str | None) -> list[tuple[str, str]]:
+        """(text, level) of the notices of the chat's running turn (drawn again on a redraw)."""
+        job = self._jobs.job(session_id)
+        return list(job.notes) if job else []
 
     def start_reply(
         self,
@@ -250,35 +521,69 @@ class Workspace:
         message_id: str | None = None,
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
-    ) -> ReplyJob:
+        facts: ChatFacts | None = None,
+    ) -> None:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
 
         `model`: a regenerate written by another model than the chat's (that reply only).
+        `facts`: the chat's facts as the caller has them (read here otherwise): the
+        turn runs on their agent and model, and reads the chat's row no more.
 
         Raises:
             JobsFull: `max_live_replies` chats are replying already.
             RuntimeError: this chat is replying already.
         """
-        engine = self.runtime.engine_for(session_id)
+        info = facts.info if facts is not None else None
+        if info is None:
+            info = self._manager.get(session_id, include_deleted=True)
+        agent_id = info.agent_id if info is not None else None
+        engine = self._runtime.engine_for_agent(agent_id)
+        chat_model = (
+            facts.model.model
+            if facts is not None and facts.session_id == session_id
+            else choose_model(info, self._runtime.agent(agent_id), self.config).model
+        )
         events: AsyncGenerator[TurnEvent, None]
         if kind == "send":
-            events = engine.send(session_id, text, parent_id=parent_id)
+            events = engine.send(session_id, text, parent_id=parent_id, model=chat_model)
         elif kind == "regenerate":
             assert message_id is not None
-            events = engine.regenerate(session_id, message_id, model=model)
+            events = engine.regenerate(session_id, message_id, model=model or chat_model)
         elif kind == "edit":
             assert message_id is not None
-            events = engine.edit(session_id, message_id, text)
+            events = engine.edit(session_id, message_id, text, model=chat_model)
         else:
             events = engine.respond(session_id)
-        return self.jobs.start(session_id, kind, events)
+        stored_leaf = info.metadata.get("active_leaf") if info is not None else None
+        self._jobs.start(
+            session_id,
+            kind,
+            events,
+            stored_leaf=stored_leaf if isinstance(stored_leaf, str) else None,
+        )
+
+    def cancel_reply(self, session_id: str | None) -> bool:
+        """Stop the chat's reply; what arrived is kept, marked cancelled."""
+        return self._jobs.cancel(session_id)
+
+    async def wait_for_replies(self, session_id: str | None = None) -> None:
+        """Until the chat's reply (every reply when None) has ended."""
+        await self._jobs.wait(session_id)
+
+    async def cancel_all(self) -> int:
+        """Cancel every reply and wait until what arrived is stored."""
+        return await self._jobs.cancel_all()
+
+    def peer_turns_pending(self) -> bool:
+        """Agents are still answering messages other chats sent them."""
+        return bool(self._runtime.router.pending)
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every reply (what arrived is kept, marked cancelled) and wait for peers."""
         self.stop_watching()
-        await self.jobs.cancel_all()
-        if self.runtime.router.pending:  # fire-and-forget peer turns still writing
+        await self._jobs.cancel_all()
+        if self._runtime.router.pending:  # fire-and-forget peer turns still writing
             try:
-                await asyncio.wait_for(self.runtime.router.drain(), timeout=timeout)
+                await asyncio.wait_for(self._runtime.router.drain(), timeout=timeout)
             except TimeoutError:
                 log.warning("quit with peer turns still running; their replies are partial")

@@ -229,7 +229,7 @@ async def stream_completion(
                     "bad_response",
                     f"{model}'s reply stopped before it finished",
                     "The stream ended without saying it was done.",
-                    "The partial reply is kept. Press r to regenerate.",
+                    "The partial reply is kept. Press ctrl+r to regenerate.",
                     partial=streamed,
                 )
             for index in sorted(calls):

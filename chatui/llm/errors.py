@@ -216,19 +216,19 @@ def map_error(
             return err(
                 "timeout",
                 f"{model} stopped answering mid-reply",
-                "The partial reply is kept. Press r to regenerate, or raise "
+                "The partial reply is kept. Press ctrl+r to regenerate, or raise "
                 "request_timeout in the config.",
             )
         if _is_malformed(exc):
             return err(
                 "bad_response",
                 f"{model} sent a reply chatui could not read",
-                "The partial reply is kept. Press r to regenerate.",
+                "The partial reply is kept. Press ctrl+r to regenerate.",
             )
         return err(
             "connection",
             f"The connection to {where} broke mid-reply",
-            "The partial reply is kept. Press r to regenerate.",
+            "The partial reply is kept. Press ctrl+r to regenerate.",
         )
     if "ContextWindowExceededError" in names:
         return err(
@@ -239,6 +239,12 @@ def map_error(
         )
     if name == "AuthenticationError" or status == 401:
         env = key_env_name(model)
+        if re.fullmatch(r"\w+", env) and not os.environ.get(env):  # none sent: missing
+            return err(
+                "auth",
+                f"No API key for {provider_of(model)}: {env} is not set",
+                f"Set {env} in your environment and restart, or {pick}.",
+            )
         if api_base:
             hint = (
                 f"Check the key {api_base} expects (chatui sends {env} from your "
@@ -265,14 +271,14 @@ def map_error(
         return err(
             "rate_limit",
             f"{where} is rate-limiting requests",
-            f"Wait a moment and press r to try again.{after} Or {pick}.",
+            f"Wait a moment and press ctrl+r to try again.{after} Or {pick}.",
             wait,
         )
     if _is_timeout(exc) or status == 408:
         return err(
             "timeout",
             f"{model} did not answer in time",
-            "Press r to try again, or raise request_timeout in the config.",
+            "Press ctrl+r to try again, or raise request_timeout in the config.",
         )
     if name == "APIConnectionError" or names & {
         "ConnectError",
@@ -286,12 +292,12 @@ def map_error(
             return err(
                 "bad_response",
                 f"{model} sent a reply chatui could not read",
-                "Press r to try again.",
+                "Press ctrl+r to try again.",
             )
         return err(
             "connection",
             f"Cannot reach {where}",
-            "Check your network (or that the local server is running) and press r.",
+            "Check your network (or that the local server is running) and press ctrl+r.",
         )
     if name in ("InternalServerError", "ServiceUnavailableError", "BadGatewayError") or (
         isinstance(status, int) and status >= 500
@@ -299,7 +305,7 @@ def map_error(
         return err(
             "server",
             f"{where} had a server error",
-            f"This is on the provider's side. Press r to try again, or {pick}.",
+            f"This is on the provider's side. Press ctrl+r to try again, or {pick}.",
         )
     if name in (
         "BadRequestError",
@@ -314,9 +320,11 @@ def map_error(
         )
     if name in ("APIResponseValidationError", "JSONDecodeError") or _is_malformed(exc):
         return err(
-            "bad_response", f"{model} sent a reply chatui could not read", "Press r to try again."
+            "bad_response",
+            f"{model} sent a reply chatui could not read",
+            "Press ctrl+r to try again.",
         )
     log.debug("unmapped LLM error %s", name)
     return err(
-        "unknown", f"The call to {model} failed ({name})", f"Press r to try again, or {pick}."
+        "unknown", f"The call to {model} failed ({name})", f"Press ctrl+r to try again, or {pick}."
     )

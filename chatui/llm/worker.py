@@ -41,7 +41,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .chunks import Chunk, ChunkStream, TextChunk
+from .chunks import Chunk, ChunkStream
 from .env import DEFAULT_TIMEOUT
 from .errors import LLMError, redact
 from .wire import decode
@@ -120,7 +120,7 @@ class StreamWorker:
                     "unknown",
                     "The model process could not be started",
                     str(exc),
-                    "Check that Python can run from this folder, then press r.",
+                    "Check that Python can run from this folder, then press ctrl+r.",
                 ) from None
             self._process = process
             self.ready.clear()
@@ -186,7 +186,7 @@ class StreamWorker:
                 item = LLMError(
                     "bad_response",
                     "The model process sent a reply chatui could not read",
-                    hint="What arrived is kept. Press r to regenerate.",
+                    hint="What arrived is kept. Press ctrl+r to regenerate.",
                     partial=call.streamed,
                 )
             self._hand_over(call, item)
@@ -220,7 +220,7 @@ class StreamWorker:
             "connection",
             "The model process stopped",
             f"chatui's model process ended unexpectedly (exit code {code}).",
-            "What arrived is kept. Press r to try again (a new process starts).",
+            "What arrived is kept. Press ctrl+r to try again (a new process starts).",
             partial=partial,
         )
 
@@ -236,8 +236,8 @@ class StreamWorker:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 2,
     ) -> ChunkStream:
-        """`stream_completion`, run in the worker. Text that arrived together is
-        yielded as one chunk (the screen draws it at once anyway).
+        """`stream_completion`, run in the worker: its chunks as they come (the view
+        they are drawn in joins what arrives together: one batching, there).
 
         The request is written to the worker before this returns, not on the first
         `anext()`: the caller can store and draw what can wait while the request
@@ -291,7 +291,7 @@ class StreamWorker:
                     "connection",
                     "The model process is not answering",
                     redact(str(exc)),
-                    "Press r to try again (a new process starts).",
+                    "Press ctrl+r to try again (a new process starts).",
                 )
             )
         return call
@@ -304,18 +304,6 @@ class StreamWorker:
             call.ended = True
             with contextlib.suppress(OSError, ValueError):
                 self._send({"op": "cancel", "id": call.number})
-
-    @staticmethod
-    def _gather(call: _Call, first: TextChunk) -> TextChunk:
-        """`first` and the text chunks queued right behind it, as one."""
-        if not call.items or not isinstance(call.items[0], TextChunk):
-            return first
-        parts = [first.text]
-        while call.items and isinstance(call.items[0], TextChunk):
-            parts.append(call.items.popleft().text)  # type: ignore[union-attr]
-        if not call.items:
-            call.ready.clear()
-        return TextChunk("".join(parts))
 
 
 class _Stream:
@@ -351,8 +339,6 @@ class _Stream:
             call.ended = True
             self._worker._end(call)
             raise item
-        if isinstance(item, TextChunk):
-            item = StreamWorker._gather(call, item)
         call.streamed = True
         return item
 

@@ -21,16 +21,16 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
-from store import DatabaseFileError, SchemaVersionError, SessionManager, Store, is_url
+from store import DatabaseFileError, SchemaVersionError, Store, is_url
 from widgets import clean
 
 from .. import launch, llm
 from ..core import paths
-from ..core.agents import AgentRuntime
 from ..core.config import Config, ConfigError, load_config
 from ..core.logs import setup_logging
 from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
+from .chat_pane import ChatPane
 from .screens.main import MainScreen
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
@@ -78,8 +78,6 @@ class ChatApp(App[int]):
         # Replies stream from a model process of their own (`llm.worker`): LiteLLM's
         # per-chunk work never competes with drawing and typing.
         self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
-        self.runtime: AgentRuntime = self.workspace.runtime
-        self.manager: SessionManager = self.workspace.manager
         self._warm = warm_llm
         self._quitting = False
         for custom in load_themes():
@@ -173,12 +171,12 @@ class ChatApp(App[int]):
         gc.collect()
         gc.freeze()
         gc.set_threshold(10_000, 20, 20)
-        await self.main.model_facts_ready()
+        await self.main.pane.model_facts_ready()
 
     # -- UI state the screens report ------------------------------------------------
 
-    @on(MainScreen.ChatOpened)
-    def _chat_opened(self, message: MainScreen.ChatOpened) -> None:
+    @on(ChatPane.ChatOpened)
+    def _chat_opened(self, message: ChatPane.ChatOpened) -> None:
         self.ui_state.last_session_id = message.session_id
         save_state(self.ui_state, self.state_path)
 
@@ -191,8 +189,8 @@ class ChatApp(App[int]):
     def _ui_state_changed(self) -> None:
         save_state(self.ui_state, self.state_path)
 
-    @on(MainScreen.ModelChosen)
-    def _model_chosen(self, message: MainScreen.ModelChosen) -> None:
+    @on(ChatPane.ModelChosen)
+    def _model_chosen(self, message: ChatPane.ModelChosen) -> None:
         self.ui_state.remember_model(message.model)
         save_state(self.ui_state, self.state_path)
 
@@ -220,11 +218,8 @@ class ChatApp(App[int]):
         return variables
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The main screen's commands first (whichever screen called the palette), then
-        Textual's (theme, screenshot, quit)."""
-        for candidate in self.screen_stack:
-            if isinstance(candidate, MainScreen):
-                yield from candidate.system_commands()
+        """Textual's commands (theme, screenshot, quit); the main screen's own come from
+        its `COMMANDS` provider."""
         for command in super().get_system_commands(screen):
             if command.title != "Keys":  # ours (F1) lists every key; one "Keys" only
                 yield command
@@ -233,7 +228,7 @@ class ChatApp(App[int]):
 
     async def action_quit(self) -> None:
         """Quit; with replies being written, ask once, then keep what arrived (cancelled)."""
-        live = self.workspace.jobs.live_chats
+        live = self.workspace.live_chats
         if live and not self._quitting:
             from .screens.dialogs import Confirm
 
@@ -256,7 +251,7 @@ class ChatApp(App[int]):
     async def _quit_now(self) -> None:
         self._quitting = True
         save_state(self.ui_state, self.state_path)
-        if self.workspace.runtime.router.pending:
+        if self.workspace.peer_turns_pending():
             self.notify("Waiting for agents to finish their replies…")
         await self.workspace.shutdown()
         self.exit(0)

@@ -29,11 +29,16 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("f1", "this help"),
     KeyHelp("f2", "the next request: the exact system prompt and tools, with token counts"),
     KeyHelp("ctrl+q", "quit"),
-    KeyHelp("r", "regenerate: a new reply beside the old one (kept)", "message or tree"),
+    KeyHelp("ctrl+r", "regenerate: a new reply beside the old one (kept)", "message or tree"),
     KeyHelp(
-        "R",
+        "ctrl+w",
         "regenerate with another model (picked in a list); the chat keeps its model",
         "message or tree",
+    ),
+    KeyHelp(
+        "other keys",
+        "typing on a focused message types into the input (keys that spend tokens take ctrl)",
+        "message",
     ),
     KeyHelp("e", "edit your message: a new branch, then a new reply", "message or tree"),
     KeyHelp("f", "fork: a new chat holding the path up to this message", "message or tree"),
@@ -49,7 +54,6 @@ KEYS: tuple[KeyHelp, ...] = (
         "g", "a peer message (⇄): open the other agent's chat at that message", "message or tree"
     ),
     KeyHelp("up / down", "previous / next message", "message"),
-    KeyHelp("i", "back to the input", "message"),
     KeyHelp("enter", "on a compaction summary: read the messages it covers", "message"),
     KeyHelp("up / down, k / j", "move the cursor (the chat scrolls to it)", "tree"),
     KeyHelp("left / right, h / l", "parent / child on the branch (right opens a fold)", "tree"),

@@ -11,10 +11,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label
 
-from store import SessionInfo, SessionManager
+from store import SessionInfo
 from widgets import clean, one_line
 
-from ...core.jobs import ReplyJobs
+from ...core.workspace import Workspace
 from .dialogs import TextPrompt
 
 __all__ = ["ChatListScreen", "relative_time"]
@@ -54,19 +54,11 @@ class ChatListScreen(ModalScreen[str | None]):
         Binding("slash", "filter", "Filter", id="chats.filter"),
     ]
 
-    def __init__(
-        self,
-        manager: SessionManager,
-        current: str | None = None,
-        *,
-        jobs: ReplyJobs | None = None,
-    ) -> None:
+    def __init__(self, workspace: Workspace, current: str | None = None) -> None:
         super().__init__()
-        self.manager = manager
+        self.workspace = workspace
         self.current = current
-        self.jobs = jobs
-        """The reply jobs: a chat that is replying is stopped before it is deleted."""
-        self.live = set(jobs.live_chats) if jobs is not None else set()
+        self.live = set(workspace.live_chats)
         """Chats writing a reply now (their status reads "writing…")."""
         self.show_deleted = False
         self.undo_stack: list[str] = []
@@ -98,13 +90,13 @@ class ChatListScreen(ModalScreen[str | None]):
     def _counts(self) -> dict[str, int]:
         """Messages per chat, read once per visit (reloads come with every filter key)."""
         if self._message_counts is None:
-            self._message_counts = self.manager.message_counts()
+            self._message_counts = self.workspace.message_counts()
         return self._message_counts
 
     def _groups(self, rows: list[SessionInfo]) -> list[tuple[str | None, list[SessionInfo]]]:
         """(project name, its chats) by project name, chats outside any project last;
         one unnamed group when there are no projects."""
-        projects = {p.id: p.name for p in self.manager.list_projects(include_archived=True)}
+        projects = {p.id: p.name for p in self.workspace.projects(include_archived=True)}
         if not any(r.project_id for r in rows):
             return [(None, rows)]
         grouped: dict[str | None, list[SessionInfo]] = {}
@@ -131,12 +123,12 @@ class ChatListScreen(ModalScreen[str | None]):
 
     def reload(self, keep: str | None = None) -> None:
         table = self.query_one(DataTable)
-        rows = self.manager.list(deleted_only=True) if self.show_deleted else self.manager.list()
+        rows = self.workspace.list_chats(deleted=self.show_deleted)
         if self.filter_text:
             needle = self.filter_text.lower()
             rows = [r for r in rows if needle in r.name.lower()]
-        names = {i.id: i.name for i in self.manager.list(include_deleted=True)}
-        agents = {a.id: a.name for a in self.manager.list_agents(include_archived=True)}
+        names = self.workspace.chat_names()
+        agents = self.workspace.agent_names()
         counts = self._counts()
         self.rows = []
         table.clear()
@@ -207,7 +199,7 @@ class ChatListScreen(ModalScreen[str | None]):
         if info is None:
             return
         if info.deleted_at is not None:
-            self.manager.restore(info.id)
+            self.workspace.restore_chat(info.id)
             self.notify(f"Restored {info.name!r}")
         self.dismiss(info.id)
 
@@ -222,7 +214,7 @@ class ChatListScreen(ModalScreen[str | None]):
 
         def done(name: str | None) -> None:
             if name and name.strip():
-                self.manager.rename(info.id, name)
+                self.workspace.rename_chat(info.id, name)
                 self.reload(keep=info.id)
 
         self.app.push_screen(TextPrompt("Rename chat", info.name), done)
@@ -231,10 +223,8 @@ class ChatListScreen(ModalScreen[str | None]):
         info = self.selected()
         if info is None or info.deleted_at is not None:
             return
-        if self.jobs is not None and await self.jobs.stop(info.id):
-            # what arrived is stored, marked cancelled, before the chat goes
-            self.live.discard(info.id)
-        self.manager.delete(info.id)
+        await self.workspace.delete_chat(info.id)  # a reply it writes is stored first
+        self.live.discard(info.id)
         self.undo_stack.append(info.id)
         self.notify(
             f"Deleted {info.name!r} — press u to undo (or restore it from the "
@@ -248,7 +238,7 @@ class ChatListScreen(ModalScreen[str | None]):
             self.notify("Nothing to undo")
             return
         session_id = self.undo_stack.pop()
-        info = self.manager.restore(session_id)
+        info = self.workspace.restore_chat(session_id)
         self.notify(f"Restored {info.name!r}")
         self.reload(keep=session_id)
 

@@ -1,75 +1,69 @@
-"""The main screen's commands: its keys (new chat, chats, search, model, panes) and
-the command palette's entries (ctrl+p), which the app asks the screen for.
+"""The main screen's commands: its keys (new chat, chats, search, model) and the
+command palette's entries (ctrl+p), as a provider in the screen's `COMMANDS`.
 
-The base class of `MainScreen`, kept apart so each module stays readable; it
-names (for type checkers only) what it uses of the main screen, so this module
-never imports `main` (no import cycle). Each command works on the open chat
-through the workspace, as the keys do; long work (compaction, imports) runs in
-workers.
+`ChatCommands` is composed by `MainScreen`: each command works on the chat the
+screen's `ChatPane` shows, through the workspace; long work (compaction,
+imports) runs in the screen's workers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from textual import work
-from textual.app import SystemCommand
-from textual.screen import Screen
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from ...core.workspace import ImportFailed
 
 if TYPE_CHECKING:
-    from ...core.chat_state import ChatSnapshot, ChatState
-    from ...core.workspace import Workspace
+    from textual.app import App
+
+    from ..chat_pane import ChatPane
     from .search import SearchHit
 
-__all__ = ["ChatCommands"]
+__all__ = ["ChatCommands", "ChatCommandsProvider", "Host"]
+
+
+class Host(Protocol):
+    """What the commands use of the screen that composes them (`MainScreen`, named here
+    rather than imported: the screen imports this module)."""
+
+    @property
+    def app(self) -> App[Any]: ...
+    @property
+    def pane(self) -> ChatPane: ...
+    async def action_new_chat(self) -> None: ...
+    def show_search_hit(self, message_id: str) -> None: ...
+    def toggle_sidebar(self) -> None: ...
+    def toggle_tree(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
+Entry = tuple[str, str, Callable[[], Any]]
 
-class ChatCommands(Screen[None]):
-    """Keys and palette commands of the main screen (`MainScreen` derives from this)."""
 
-    if TYPE_CHECKING:  # what MainScreen provides
-        workspace: Workspace
-        chat: ChatState | None
-        snapshot: ChatSnapshot | None
-        draft_model: str | None
-        recent_models: list[str]
+class ChatCommands:
+    """The keys and palette commands of one `MainScreen`."""
 
-        @property
-        def model(self) -> str: ...
-        @property
-        def session_id(self) -> str | None: ...
-        @property
-        def generating(self) -> bool: ...
-        async def open_chat(
-            self,
-            session_id: str | None,
-            *,
-            reveal: str | None = None,
-            model: str | None = None,
-            agent_id: str | None = None,
-        ) -> None: ...
-        async def redraw(self) -> None: ...
-        def refresh_info(self) -> None: ...
-        def update_title(self) -> None: ...
-        async def model_facts_ready(self) -> None: ...
-        async def toggle_pane(self, which: str) -> None: ...
-        def focus_tree(self) -> None: ...
-        async def show_search_hit(self, message_id: str) -> None: ...
-        def model_chosen(self, model: str) -> None: ...
+    def __init__(self, screen: Host) -> None:
+        self.screen = screen
+
+    @property
+    def pane(self) -> ChatPane:
+        return self.screen.pane
+
+    def notify(self, message: str, **kwargs: Any) -> None:
+        self.screen.app.notify(message, **kwargs)
 
     # -- keys -----------------------------------------------------------------------
 
-    async def action_new_chat(self) -> None:
+    async def new_chat(self) -> None:
         """A new chat; with agents configured, pick which one runs it first."""
-        if self.app.screen is not self:
-            return
-        agents = self.workspace.runtime.agents()
+        agents = self.pane.workspace.agents()
         if not agents:
             await self.start_new_chat(None)
             return
@@ -77,157 +71,131 @@ class ChatCommands(Screen[None]):
 
         async def chosen(choice: str | None) -> None:
             if choice is not None:
-                # "Default assistant" promises the config's model, not the open chat's.
-                await self.start_new_chat(choice or None, keep_model=False)
+                await self.start_new_chat(choice or None)
 
-        self.app.push_screen(AgentPicker(agents), chosen)
+        self.screen.app.push_screen(AgentPicker(agents), chosen)
 
-    async def start_new_chat(self, agent_id: str | None, *, keep_model: bool = True) -> None:
-        """A new chat running `agent_id`; with no agent, the open chat's model
-        (`keep_model`) or the default one (--model, else the config's)."""
-        if agent_id:
-            model = None  # the agent's own
-        elif keep_model and self.chat is not None:
-            model = self.model
-        else:
-            model = self.workspace.model_of(None)  # --model, else the config's
-        await self.open_chat(None, model=model, agent_id=agent_id)
+    async def start_new_chat(self, agent_id: str | None) -> None:
+        """A new chat running `agent_id`, on the default model (`facts.choose_model`:
+        the agent's, else --model, else the config's; never the last chat's)."""
+        await self.pane.open_chat(None, agent_id=agent_id)
         self.notify("New chat — it is saved when you send the first message.", timeout=3)
 
-    def action_chats(self) -> None:
+    def chats(self) -> None:
         from .chat_list import ChatListScreen  # modal screens load on first use
 
-        manager = self.workspace.manager
+        pane = self.pane
 
         async def chosen(session_id: str | None) -> None:
-            current = self.session_id
+            current = pane.session_id
             if session_id is not None and session_id != current:
-                await self.open_chat(session_id)
-            elif current is not None and manager.get(current) is None:
-                await self.open_chat(None)  # the open chat was deleted in the list
+                await pane.open_chat(session_id)
+            elif current is not None and pane.workspace.chat(current) is None:
+                await pane.open_chat(None)  # the open chat was deleted in the list
             else:
-                await self.redraw()
+                await pane.redraw()
 
-        self.app.push_screen(
-            ChatListScreen(manager, self.session_id, jobs=self.workspace.jobs),
-            chosen,
-        )
+        self.screen.app.push_screen(ChatListScreen(pane.workspace, pane.session_id), chosen)
 
-    def action_search(self) -> None:
+    def search(self) -> None:
         from .search import SearchScreen
 
         async def chosen(hit: SearchHit | None) -> None:
             if hit is not None:
-                await self.open_chat(hit.session_id, reveal=hit.message_id)
-                await self.show_search_hit(hit.message_id)
+                await self.pane.open_chat(hit.session_id, reveal=hit.message_id)
+                self.screen.show_search_hit(hit.message_id)
 
-        self.app.push_screen(SearchScreen(self.workspace.manager), chosen)
+        self.screen.app.push_screen(SearchScreen(self.pane.workspace), chosen)
 
-    def action_choose_model(self) -> None:
+    def choose_model(self) -> None:
         from .model_picker import ModelPicker
+
+        pane = self.pane
 
         async def chosen(model: str | None) -> None:
             if not model:
                 return
-            if self.chat is not None:
-                self.workspace.manager.set_model(self.chat.session_id, model)
-                self.refresh_info()
+            if pane.chat is not None:
+                pane.renamed(pane.workspace.set_chat_model(pane.chat.session_id, model))
             else:
-                self.draft_model = model
-            self.recent_models = [model, *(m for m in self.recent_models if m != model)]
-            self.model_chosen(model)
-            self.update_title()
-            await self.model_facts_ready()
+                pane.draft_model = model
+            pane.model_chosen(model)
+            await pane.model_facts_ready()
             self.notify(f"Model: {model}")
 
-        choices = self.workspace.model_choices(self.model, self.recent_models)
-        self.app.push_screen(ModelPicker(self.model, choices), chosen)
+        choices = pane.workspace.model_choices(pane.model, pane.recent_models)
+        self.screen.app.push_screen(ModelPicker(pane.model, choices), chosen)
 
-    async def action_toggle_sidebar(self) -> None:
-        await self.toggle_pane("sidebar")
-
-    async def action_toggle_tree(self) -> None:
-        await self.toggle_pane("tree")
-
-    def action_focus_tree(self) -> None:
-        if self.app.screen is self:
-            self.focus_tree()
-
-    def action_help(self) -> None:
+    def help(self) -> None:
         from .help import HelpScreen
 
-        if not isinstance(self.app.screen, HelpScreen):
-            self.app.push_screen(HelpScreen())
+        if not isinstance(self.screen.app.screen, HelpScreen):
+            self.screen.app.push_screen(HelpScreen())
 
     # -- the palette ----------------------------------------------------------------
 
-    def system_commands(self) -> Iterable[SystemCommand]:
-        """This screen's entries in the command palette (the app adds its own after)."""
-        main = self
-        yield SystemCommand("New chat", "Start a new chat (ctrl+n)", self.action_new_chat)
-        yield SystemCommand("Chats", "List, open, rename, delete chats (ctrl+s)", self.action_chats)
-        yield SystemCommand("Search", "Search every chat (ctrl+f)", self.action_search)
-        yield SystemCommand(
-            "Model", "Choose the model for this chat (ctrl+l)", self.action_choose_model
-        )
-        if main.chat is not None:
-            yield SystemCommand(
+    def entries(self) -> Iterator[Entry]:
+        """(title, help, callback) of each command the palette offers now."""
+        screen = self.screen
+        yield "New chat", "Start a new chat (ctrl+n)", screen.action_new_chat
+        yield "Chats", "List, open, rename, delete chats (ctrl+s)", self.chats
+        yield "Search", "Search every chat (ctrl+f)", self.search
+        yield "Model", "Choose the model for this chat (ctrl+l)", self.choose_model
+        if self.pane.chat is not None:
+            yield (
                 "Compact now",
                 "Summarise the middle of this chat to free context (the originals stay)",
                 self.compact_now,
             )
-            yield SystemCommand("Rename chat", "Give this chat a new name", self.rename_chat)
-            yield SystemCommand(
+            yield "Rename chat", "Give this chat a new name", self.rename_chat
+            yield (
                 "Export chat as Markdown",
                 "The branch on screen, as a Markdown file (other branches are listed)",
-                lambda: self.export_current("md"),
+                partial(self.export_current, "md"),
             )
-            yield SystemCommand(
+            yield (
                 "Export chat as JSON",
-                "The whole tree, every branch, as "
-                "chatui JSON (import it back with `chatui import`)",
-                lambda: self.export_current("json"),
+                "The whole tree, every branch, as chatui JSON (import it back with "
+                "`chatui import`)",
+                partial(self.export_current, "json"),
             )
-            yield SystemCommand(
+            yield (
                 "Move chat to project",
                 "Group this chat under a project (created if new); an empty name takes it out",
                 self.move_to_project,
             )
-            yield SystemCommand(
+            yield (
                 "Delete chat",
                 "Move this chat to the deleted chats (restore it from the chat list)",
                 self.delete_chat,
             )
-        yield SystemCommand(
+        yield (
             "Import chats",
             "From a ChatGPT export, a chatui export, Pi session files or an llm logs database",
             self.ask_import,
         )
-        yield SystemCommand(
-            "Toggle sidebar",
-            "Show or hide the context sidebar (ctrl+b)",
-            self.action_toggle_sidebar,
-        )
-        yield SystemCommand(
-            "Toggle tree",
-            "Show or hide the message tree (ctrl+t focuses it)",
-            self.action_toggle_tree,
-        )
-        yield SystemCommand("Keys", "Every key chatui answers to (F1)", self.action_help)
+        yield "Toggle sidebar", "Show or hide the context sidebar (ctrl+b)", screen.toggle_sidebar
+        yield "Toggle tree", "Show or hide the message tree (ctrl+t focuses it)", screen.toggle_tree
+        yield "Keys", "Every key chatui answers to (F1)", self.help
 
-    @work(exclusive=True, group="compact", exit_on_error=False)
-    async def compact_now(self) -> None:
-        main = self
-        if main.chat is None:
+    # -- palette commands ----------------------------------------------------------------
+
+    def compact_now(self) -> None:
+        self.screen.app.run_worker(
+            self._compact(), exclusive=True, group="compact", exit_on_error=False
+        )
+
+    async def _compact(self) -> None:
+        pane = self.pane
+        chat = pane.chat
+        if chat is None:
             return
-        if main.generating:
+        if pane.generating:
             self.notify("Wait for the reply to finish first.", severity="warning")
             return
         self.notify("Compacting…")
         try:
-            result = await self.workspace.runtime.engine_for(main.chat.session_id).compact(
-                main.chat.session_id, main.chat.active_leaf
-            )
+            result = await pane.workspace.compact(chat.session_id, chat.active_leaf)
         except Exception as exc:
             log.error("%s", exc, exc_info=exc)
             self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
@@ -239,50 +207,44 @@ class ChatCommands(Screen[None]):
                 "Compacted: the summary stands in for the middle of the chat; expand "
                 "it to see the originals."
             )
-        await main.redraw()
+        await pane.redraw()
 
     def rename_chat(self) -> None:
         from .dialogs import TextPrompt
 
-        main = self
-        if main.chat is None:
+        pane = self.pane
+        chat = pane.chat
+        if chat is None:
             return
-        chat = main.chat
 
         def done(name: str | None) -> None:
             if name and name.strip():
-                self.workspace.manager.rename(chat.session_id, name)
-                main.refresh_info()
+                pane.renamed(pane.workspace.rename_chat(chat.session_id, name))
 
-        self.app.push_screen(TextPrompt("Rename chat", chat.info.name), done)
+        self.screen.app.push_screen(TextPrompt("Rename chat", pane.name), done)
 
     def move_to_project(self) -> None:
         from .dialogs import TextPrompt
 
-        main = self
-        if main.chat is None:
+        pane = self.pane
+        chat, info = pane.chat, pane.facts.info if pane.facts else None
+        if chat is None:
             return
-        chat = main.chat
-        projects = self.workspace.manager.list_projects()
-        current = next((p.name for p in projects if p.id == chat.info.project_id), "")
+        projects = pane.workspace.projects()
+        current = next((p.name for p in projects if info and p.id == info.project_id), "")
         known = ", ".join(p.name for p in projects[:8])
 
         def done(answer: str | None) -> None:
             if answer is None:
                 return
-            name = answer.strip()
-            if not name:
-                self.workspace.manager.move_to_project(chat.session_id, None)
-                self.notify("The chat is in no project now.")
-                return
-            project = next((p for p in projects if p.name.lower() == name.lower()), None)
+            project = pane.workspace.move_to_project(chat.session_id, answer.strip() or None)
             if project is None:
-                project = self.workspace.manager.create_project(name)
-            self.workspace.manager.move_to_project(chat.session_id, project.id)
-            self.notify(f"Moved to project {project.name!r}.")
+                self.notify("The chat is in no project now.")
+            else:
+                self.notify(f"Moved to project {project.name!r}.")
 
         hint = f"projects: {known} · " if known else ""
-        self.app.push_screen(
+        self.screen.app.push_screen(
             TextPrompt(
                 "Move chat to project", current, hint=f"{hint}enter moves · empty = no project"
             ),
@@ -290,36 +252,29 @@ class ChatCommands(Screen[None]):
         )
 
     async def delete_chat(self) -> None:
-        main = self
-        if main.chat is None:
+        pane = self.pane
+        if pane.chat is None:
             return
-        await self.workspace.jobs.stop(main.chat.session_id)  # its partial reply is kept
-        info = self.workspace.manager.delete(main.chat.session_id)
+        info = await pane.workspace.delete_chat(pane.chat.session_id)  # its reply stored first
         self.notify(f"Deleted {info.name!r} — restore it from the chat list (ctrl+s, t).")
-        recent = self.workspace.manager.list(limit=1)
-        await main.open_chat(recent[0].id if recent else None)
+        newest = pane.workspace.newest_chat()
+        await pane.open_chat(newest.id if newest else None)
 
     def export_current(self, fmt: str) -> None:
-        from ...transfer.files import default_export_path, export_chat  # not on the first screen
         from .dialogs import TextPrompt
 
-        main = self
-        if main.chat is None:
+        pane = self.pane
+        chat = pane.chat
+        if chat is None:
             return
-        chat = main.chat
-        suggested = default_export_path(chat.info.name, fmt)
+        suggested = pane.workspace.export_path(pane.name, fmt)
 
         def done(answer: str | None) -> None:
             if not answer or not answer.strip():
                 return
             try:
-                written = export_chat(
-                    self.workspace.manager,
-                    chat.session_id,
-                    Path(answer.strip()),
-                    fmt,
-                    chat.active_leaf,
-                    self.workspace.jobs.live_messages(chat.session_id),
+                written = pane.workspace.export_chat(
+                    chat.session_id, Path(answer.strip()), fmt, chat.active_leaf
                 )
             except OSError as exc:
                 self.notify(
@@ -328,7 +283,7 @@ class ChatCommands(Screen[None]):
                 return
             self.notify(f"Exported to {written}")
 
-        self.app.push_screen(
+        self.screen.app.push_screen(
             TextPrompt(f"Export as {'Markdown' if fmt == 'md' else 'JSON'} to", str(suggested)),
             done,
         )
@@ -338,9 +293,14 @@ class ChatCommands(Screen[None]):
 
         def done(answer: str | None) -> None:
             if answer and answer.strip():
-                self.run_import(Path(answer.strip()))
+                self.screen.app.run_worker(
+                    self._import(Path(answer.strip())),
+                    exclusive=True,
+                    group="import",
+                    exit_on_error=False,
+                )
 
-        self.app.push_screen(
+        self.screen.app.push_screen(
             TextPrompt(
                 "Import chats from (conversations.json, a chatui export, "
                 "a Pi session file or folder, llm's logs.db)",
@@ -349,18 +309,11 @@ class ChatCommands(Screen[None]):
             done,
         )
 
-    @work(exclusive=True, group="import", exit_on_error=False)
-    async def run_import(self, path: Path) -> None:
-        from ...transfer.files import ImportProblem, import_file
-
+    async def _import(self, path: Path) -> None:
         self.notify(f"Importing {path}…")
         try:
-            report = await asyncio.to_thread(import_file, self.workspace.store, path)
-        except ImportProblem as exc:
-            self.notify(f"Nothing imported: {exc}", severity="error", timeout=10)
-            return
-        except Exception as exc:  # a bug or an I/O failure: the store rolled back
-            log.error("%s", exc, exc_info=exc)
+            report = await self.pane.workspace.import_chats(path)
+        except ImportFailed as exc:
             self.notify(f"Nothing imported: {exc}", severity="error", timeout=10)
             return
         rejected = "".join(f"\n{r.reason}" for r in report.rejected[:3])
@@ -371,4 +324,23 @@ class ChatCommands(Screen[None]):
         )
         done = [c for c in report.chats if c.status != "unchanged"]
         if done:
-            await self.open_chat(done[0].session_id)
+            await self.pane.open_chat(done[0].session_id)
+
+
+class ChatCommandsProvider(Provider):
+    """The main screen's entries in the command palette (Textual's own follow)."""
+
+    def _entries(self) -> list[Entry]:
+        commands = getattr(self.screen, "commands", None)
+        return list(commands.entries()) if isinstance(commands, ChatCommands) else []
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in self._entries():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback in self._entries():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -12,6 +12,7 @@ chat and branch; ctrl+r reverts the highlighted one.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -24,13 +25,14 @@ from textual.widgets.option_list import Option
 from store import ContextLimitError, ReadOnlyBlockError, StoreError, estimate_string_tokens
 from widgets import clean, format_tokens
 
-from ...core.inspection import BlockDetails, WriteLine
+if TYPE_CHECKING:
+    from ...core.workspace import BlockDetails, WriteLine
 
 __all__ = ["BlockScreen"]
 
-Saver = Callable[[str, str], Awaitable[object]]
+Saver: TypeAlias = "Callable[[str, str], Awaitable[object]]"
 """save(label, content): write the block; raises what `replace_context_block` raises."""
-Reverter = Callable[[int], Awaitable[tuple[str, list[WriteLine]]]]
+Reverter: TypeAlias = "Callable[[int], Awaitable[tuple[str, list[WriteLine]]]]"
 """revert(seq): undo that write; the block's content on this branch and its writes after."""
 
 

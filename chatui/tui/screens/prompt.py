@@ -1,4 +1,5 @@
-"""The next request, as the model will get it: the system prompt and the tools, counted."""
+"""The next request, as the model will get it: the system prompt and the tools, counted,
+with the whole request's figure the sidebar shows (prompt + tools + messages)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from textual.widgets import Collapsible, Label, Static
 
 from widgets import clean, format_tokens
 
-from ...core.inspection import NextRequest
+from ...core.workspace import ContextUsage, NextRequest
 
 __all__ = ["PromptScreen"]
 
@@ -22,22 +23,26 @@ class PromptScreen(ModalScreen[None]):
     CSS_PATH = "prompt.tcss"
     BINDINGS = [Binding("escape,q,f2", "dismiss", "Close", id="prompt.close")]
 
-    def __init__(self, request: NextRequest) -> None:
+    def __init__(self, request: NextRequest, usage: ContextUsage | None = None) -> None:
         super().__init__()
         self.request = request
+        self.usage = usage
+        """The whole request's size (the sidebar's context figure), when known."""
 
     def compose(self) -> ComposeResult:
         r = self.request
         total = r.prompt_tokens + r.tool_tokens
-        with Vertical(id="prompt"):
-            yield Label(
-                Text(
-                    f"Next request to {r.model} · system prompt {r.prompt_tokens:,} tokens · "
-                    f"{len(r.tools)} tools {r.tool_tokens:,} tokens · {format_tokens(total)} "
-                    "before the messages"
-                ),
-                id="prompt-title",
+        title = (
+            f"Next request to {r.model} · system prompt {r.prompt_tokens:,} tokens · "
+            f"{len(r.tools)} tools {r.tool_tokens:,} tokens · {format_tokens(total)} "
+            "before the messages"
+        )
+        if self.usage is not None:
+            title += (
+                f" · messages {self.usage.messages:,} · whole request {self.usage.tokens:,} tokens"
             )
+        with Vertical(id="prompt"):
+            yield Label(Text(title), id="prompt-title")
             with VerticalScroll(id="prompt-body"):
                 yield Static(Text("SYSTEM PROMPT", style="bold"), classes="prompt--heading")
                 yield Static(Text(clean(r.system_prompt) or "(empty)"), id="prompt-text")

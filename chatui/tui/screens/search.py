@@ -14,8 +14,10 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from store import SearchResult, SessionManager
+from store import SearchResult
 from widgets import clean
+
+from ...core.workspace import Workspace
 
 __all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
 
@@ -62,9 +64,9 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         Binding("down", "focus_results", "Results", show=False, id="search.results"),
     ]
 
-    def __init__(self, manager: SessionManager, query: str = "", *, limit: int = 50) -> None:
+    def __init__(self, workspace: Workspace, query: str = "", *, limit: int = 50) -> None:
         super().__init__()
-        self.manager = manager
+        self.workspace = workspace
         self.initial = query
         self.limit = limit
         self.hits: list[SearchResult] = []
@@ -82,7 +84,7 @@ class SearchScreen(ModalScreen[SearchHit | None]):
             yield OptionList(id="search-results")
 
     def on_mount(self) -> None:
-        self._names = {info.id: info.name for info in self.manager.list()}
+        self._names = {info.id: info.name for info in self.workspace.list_chats()}
         self.query_one("#search-input", Input).focus()
         if self.initial:
             self.run_search(self.initial)
@@ -105,9 +107,7 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         """Search now and show the hits (synchronous: a search takes milliseconds)."""
         results = self.query_one("#search-results", OptionList)
         status = self.query_one("#search-status", Label)
-        self.hits = (
-            self.manager.search(query, self.limit, include_deleted=False) if query.strip() else []
-        )
+        self.hits = self.workspace.search(query, self.limit) if query.strip() else []
         results.clear_options()
         results.add_options([self._option(i, hit) for i, hit in enumerate(self.hits)])
         if not query.strip():

@@ -19,7 +19,7 @@ __all__ = ["TreeScreen"]
 
 KEYS_HINT = (
     "↑↓ jk move · ←→ hl parent/child · [ ] siblings · enter show branch · space fold · "
-    "r e f regenerate/edit/fork · z q esc back"
+    "ctrl+r e f regenerate/edit/fork · z q esc back"
 )
 
 

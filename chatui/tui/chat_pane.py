@@ -1,0 +1,618 @@
+"""`ChatPane`: the chat on screen — its title, its messages streaming in place, the input.
+
+The pane owns the open chat (`ChatState`), the snapshot it draws and the
+chat's facts (`Workspace.facts`), and the stream of that chat on screen: the
+main screen passes it the workspace's events of the chat it shows (`heard`),
+and the pane draws them. It tells the screen what the other panes need in
+messages (`TreeChanged`, `FactsChanged`) or, after a redraw, by awaiting
+`on_shown`; it never draws them.
+
+Design notes:
+- One delta path: a `ReplyDelta`'s text goes straight into its reply's
+  `ReplyStream` when heard; the reply's view joins and draws it (one batching).
+  A view mounted in the middle of a reply starts from the workspace's live
+  text (the engine's own copy), read in the same step its stream is opened,
+  so nothing is drawn twice or lost.
+- When events are drawn is the first-frame policy's (`FirstFrame`, run by the
+  pane's `ChatStream`): a sent question and its reply's first words in one
+  frame, what follows them after that frame. Each release is drawn in one
+  `App.batch_update()`, opened and closed by one coroutine.
+- The snapshot follows a turn without reads (`ChatSnapshot.grow`), and the
+  end of a turn brings the next request's measure (`ContextMeasured`): a short
+  turn reads nothing for the screen beyond what the engine reads itself.
+- Every change to what the pane shows runs under one lock: two redraws never
+  interleave (the `DuplicateIds 'earlier'` crash of two `ChatView.show` at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from rich.text import Text
+from textual import getters, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message as TextualMessage
+from textual.timer import Timer
+from textual.widgets import Static
+
+from store import SessionInfo
+from widgets import ChatInput, ChatView, MessageView, clean, one_line
+
+from ..core.chat_state import ChatSnapshot, ChatState
+from ..core.events import (
+    Compacted,
+    ContextMeasured,
+    JobEnded,
+    JobEvent,
+    MemoryChanged,
+    MessageStored,
+    Notice,
+    ReplyDelta,
+    ReplyFinished,
+    ReplyStarted,
+    TurnEvent,
+    TurnFailed,
+    TurnKind,
+    UsageRecorded,
+)
+from ..core.workspace import ChatFacts, JobsFull, PeerMarks, Workspace
+from .chat_stream import ChatStream
+from .first_frame import Release
+from .message_actions import MessageActions
+
+__all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
+
+log = logging.getLogger(__name__)
+
+NEW_CHAT_NAME = "New chat"
+STORAGE_TITLE = "Could not save to the database"
+BUSY_AFTER = 0.1
+"""Seconds after enter before the title, the input's busy border and the tree follow:
+a fast reply's first words are drawn by then."""
+LOADING_NOTE = "starting the model (the first reply after launch waits for it)"
+WELCOME = (
+    "Type below and press enter to send (ctrl+j for a new line).\n"
+    "ctrl+r regenerates and e edits a focused message — both make branches, nothing is "
+    "lost. ctrl+s lists chats, ctrl+f searches all of them, ctrl+l picks the model, F1 "
+    "shows every key."
+)
+
+
+class ChatPane(Vertical):
+    """The title, the chat view and the input of the chat on screen."""
+
+    class TreeChanged(TextualMessage):
+        """The chat's messages changed during a turn: the tree follows."""
+
+    class FactsChanged(TextualMessage):
+        """The chat's facts changed (a measure, a spend, memory): the sidebar follows."""
+
+        def __init__(self, labels: tuple[str, ...] = ()) -> None:
+            super().__init__()
+            self.labels = labels
+            """Blocks a tool just wrote (their gauges flash)."""
+
+    class ChatOpened(TextualMessage):
+        """The pane shows another chat (None: a new one); the app remembers it."""
+
+        def __init__(self, session_id: str | None) -> None:
+            super().__init__()
+            self.session_id = session_id
+
+    class ModelChosen(TextualMessage):
+        """The user picked a model; the app keeps it among the recent ones."""
+
+        def __init__(self, model: str) -> None:
+            super().__init__()
+            self.model = model
+
+    class _Draw(TextualMessage):
+        """Events the first-frame policy released, drawn as one batch."""
+
+        def __init__(self, release: Release) -> None:
+            super().__init__()
+            self.release = release
+
+    chat_view = getters.query_one("#chat", ChatView)
+    chat_input = getters.query_one("#input", ChatInput)
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        recent_models: list[str],
+        on_shown: Callable[[], Awaitable[None]],
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.workspace = workspace
+        self.on_shown = on_shown
+        """What draws the rest of the screen from this chat (the tree and the sidebar),
+        awaited after each redraw: all three panes show one reading in one frame."""
+        self.recent_models = recent_models
+        """Models picked lately, newest first (offered first in the pickers)."""
+        self.chat: ChatState | None = None
+        """The open chat; None for a new chat not stored yet (created on first send)."""
+        self.snapshot: ChatSnapshot | None = None
+        self.facts: ChatFacts | None = None
+        """The chat's agent, model, window and next request (`Workspace.facts`)."""
+        self.marks = PeerMarks()
+        """Messages of the open chat that crossed to other chats (for `g`)."""
+        self.draft_model: str | None = None
+        """The model picked for a new chat before its first send (ctrl+l)."""
+        self.draft_agent: str | None = None
+        """The agent a new chat will run (chosen in the agent picker)."""
+        self.actions = MessageActions(self)
+        self.stream = ChatStream(
+            draw=self._post_draw,
+            set_timer=lambda delay, callback: self.set_timer(delay, callback),
+        )
+        """The live replies of the chat on screen, and when its events are drawn."""
+        self._sent: str | None = None
+        """The text of the send whose question is not stored yet (taken off the input
+        once it is: what was typed after enter stays)."""
+        self._created: str | None = None
+        """A chat this pane created for a send: removed again if its turn stores nothing."""
+        self._asked_at: float | None = None
+        self._measured = False
+        """The running turn measured the next request (`ContextMeasured`)."""
+        self._draw_lock = asyncio.Lock()
+        self._title = ""
+        self._title_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="chat-title")
+        yield ChatView(id="chat")
+        yield ChatInput(id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys")
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self.chat.session_id if self.chat else None
+
+    @property
+    def generating(self) -> bool:
+        """The chat on screen is writing a reply."""
+        return self.workspace.replying(self.session_id)
+
+    @property
+    def model(self) -> str:
+        """The chat's model, as its facts decided it ("" before the first draw)."""
+        return self.facts.model.model if self.facts is not None else ""
+
+    @property
+    def name(self) -> str:
+        return self.facts.name if self.facts and self.facts.name else NEW_CHAT_NAME
+
+    def model_chosen(self, model: str) -> None:
+        """A model was picked: first among the recent ones, and the app remembers it."""
+        self.recent_models[:] = [model, *(m for m in self.recent_models if m != model)]
+        self.post_message(self.ModelChosen(model))
+
+    def live_text(self) -> dict[str, str]:
+        """Message id → text so far, of the replies the chat on screen is writing."""
+        return self.workspace.live_text(self.session_id)
+
+    # -- opening and drawing ------------------------------------------------------------
+
+    async def open_chat(
+        self,
+        session_id: str | None,
+        *,
+        reveal: str | None = None,
+        model: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch.
+
+        A reply being written in the chat left keeps going (its job belongs to the chat).
+        """
+        async with self._draw_lock:
+            self.stream.reset()
+            if session_id is None:
+                self.chat = None
+                self.draft_agent = agent_id
+                self.draft_model = model
+            else:
+                self.chat = self.workspace.open(session_id)
+                if reveal is not None:
+                    self.chat.select(reveal)
+            self.post_message(self.ChatOpened(session_id))
+            await self._redraw()
+            if reveal is not None:
+                await self.chat_view.reveal(reveal)
+            else:
+                self.chat_input.focus()
+
+    async def redraw(self) -> None:
+        """Re-read the chat and redraw it (a focused message keeps focus)."""
+        async with self._draw_lock:
+            await self._redraw()
+
+    async def _redraw(self) -> None:
+        focused = self.screen.focused
+        focus_id = focused.message_id if isinstance(focused, MessageView) else None
+        workspace = self.workspace
+        if self.chat is None:
+            self.snapshot = None
+            self.marks = PeerMarks()
+            await self._measure()
+            self.stream.opened({})
+            await self.chat_view.show([], empty_text=WELCOME)
+        else:
+            self.snapshot = snap = self.chat.snapshot()
+            self.marks = workspace.peer_marks(snap.info.id)
+            await self._measure()
+            # The live texts and their streams in one step: every delta heard after
+            # this goes to a stream, and none before it is drawn twice.
+            live = self.live_text()
+            streams = self.stream.opened(live)
+            self.chat_view.hops = self.marks.labels
+            self.chat_view.senders = workspace.agent_names()
+            self.chat_view.notes = snap.notes
+            await self.chat_view.show(
+                snap.history,
+                positions=snap.positions,
+                covered=snap.covered,
+                empty_text=WELCOME,
+                live=live,
+                streams=streams,
+            )
+            for text, level in workspace.turn_notes(self.session_id):
+                await self.chat_view.notice(text, level)  # notices of the running turn
+        if focus_id is not None:
+            view = self.chat_view.view_for(focus_id)
+            (view or self.chat_input).focus()
+        self.sync_busy()
+        await self.on_shown()
+        self._key_notice()
+
+    async def _measure(self) -> None:
+        """The chat's facts, from the snapshot drawn (its row and path are not read again)."""
+        snap = self.snapshot
+        if self.chat is None or snap is None:
+            self.facts = await self.workspace.facts(
+                None, picked=self.draft_model, agent_id=self.draft_agent
+            )
+        else:
+            self.facts = await self.workspace.facts(
+                snap.info.id, at=snap.active_leaf, info=snap.info, history=snap.history
+            )
+
+    async def remeasure(self, labels: tuple[str, ...] = ()) -> None:
+        """Measure the chat's facts again (memory changed, a window was learned)."""
+        await self._measure()
+        self.post_message(self.FactsChanged(labels))
+
+    async def changed_elsewhere(self, session_ids: frozenset[str]) -> None:
+        """Another process wrote to these chats: the chat on screen is read again if it
+        is one of them (one replying here is left to its stream: this process writes it);
+        a shared memory namespace ("global") changed: the facts are measured again."""
+        if self.chat is not None and self.session_id in session_ids:
+            if not self.generating:
+                self.chat.follow_growth()
+                await self.redraw()
+        elif any(self.workspace.chat(i, include_deleted=True) is None for i in session_ids):
+            await self.remeasure()
+        self.update_title()
+
+    def renamed(self, info: SessionInfo) -> None:
+        """The chat's row changed (a rename, a model): the title and facts follow."""
+        if self.snapshot is not None:
+            self.snapshot.info = info
+        self.run_worker(self.remeasure(), group="facts", exclusive=True)
+        self.update_title()
+
+    def _key_notice(self) -> None:
+        """Say how to set a key up when the chat's model has none (once per model)."""
+        model = self.model
+        problem = self.workspace.key_problem_once(model)
+        if problem:
+            self.call_after_refresh(
+                self.chat_view.notice,
+                f"{problem}\nPast chats are all here and searchable. To chat now without a "
+                "key, press ctrl+l and pick `demo` (offline).",
+                "warning",
+                title=f"{model} needs an API key",
+            )
+
+    async def model_facts_ready(self) -> None:
+        """LiteLLM is loaded: the window and the key check can be read now."""
+        async with self._draw_lock:
+            await self.remeasure()
+            self._key_notice()
+
+    # -- the title and the busy state ----------------------------------------------------
+
+    def update_title(self) -> None:
+        """Chat name · agent · model, and what it is doing (replying, waiting for a peer)."""
+        facts = self.facts
+        parts = [one_line(self.name, 60)]
+        if facts is not None and facts.agent is not None:
+            parts.append(f"agent {facts.agent.name}")
+        parts.append(self.model)
+        if self.generating:
+            waiting = self.workspace.status_line(self.session_id or "")
+            if waiting:
+                parts.append(waiting)
+            parts.append("replying… (escape cancels)")
+        others = len(self.workspace.live_chats - {self.session_id})
+        if others:
+            parts.append(f"{others} other chat{'s' if others > 1 else ''} replying")
+        title = clean(" · ".join(parts))
+        if title != self._title:  # an update lays the screen out again: only on change
+            self._title = title
+            self.query_one("#chat-title", Static).update(Text(title))
+
+    def sync_busy(self) -> None:
+        """Input, title and the title's timer follow whether the chat on screen replies."""
+        busy = self.generating
+        self.chat_input.set_class(busy, "-busy")
+        if busy and self._title_timer is None:
+            # The title says when the chat waits on a peer agent (set by another task).
+            self._title_timer = self.set_interval(1.0, self.update_title)
+        elif not busy and self._title_timer is not None:
+            self._title_timer.stop()
+            self._title_timer = None
+        self.update_title()
+
+    # -- sending ----------------------------------------------------------------------
+
+    @on(ChatInput.Submitted, "#input")
+    def send_from_input(self, event: ChatInput.Submitted) -> None:
+        event.stop()
+        if self.generating:
+            self.notify("Still replying — press escape to cancel first.", severity="warning")
+            return
+        self.start_turn("send", text=event.text)
+
+    def start_turn(
+        self,
+        kind: TurnKind,
+        *,
+        message_id: str | None = None,
+        text: str = "",
+        model: str | None = None,
+    ) -> None:
+        """Start a reply job in the chat on screen (a new chat is stored first)."""
+        workspace = self.workspace
+        if len(workspace.live_chats) >= workspace.reply_limit:
+            limit = workspace.reply_limit
+            self.notify(
+                f"{limit} chats are writing replies already (max_live_replies = "
+                f"{limit}). Wait for one, or open it and press escape.",
+                severity="warning",
+            )
+            return
+        try:
+            chat = self._ensure_chat(text) if kind == "send" else self.chat
+            assert chat is not None
+            if kind == "send":
+                self._sent = text
+            self._asked_at = time.monotonic()
+            self._measured = False
+            workspace.start_reply(
+                chat.session_id,
+                kind,
+                text=text,
+                message_id=message_id,
+                parent_id=chat.active_leaf if kind == "send" else None,
+                model=model,
+                facts=self.facts,
+            )
+        except JobsFull as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        except Exception as exc:  # the database refused the new chat: say so, keep the text
+            log.error("could not start a reply", exc_info=exc)
+            failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
+            self.run_worker(self._show_failure(failure), group="failure")
+            return
+        # The title and the input's busy border follow a moment later: restyling the
+        # input costs milliseconds that the request and the first frames should not
+        # wait for.
+        self.set_timer(BUSY_AFTER, self.sync_busy)
+
+    def _ensure_chat(self, first_text: str) -> ChatState:
+        name = one_line(first_text, 48) or NEW_CHAT_NAME
+        if self.chat is None:
+            facts = self.facts
+            agent = facts.agent if facts is not None else None
+            info = self.workspace.create_chat(
+                name, model=self.model, agent_id=agent.id if agent else None
+            )
+            self._created = info.id
+            self.chat = self.workspace.open(info.id)
+            self.snapshot = ChatSnapshot(info, [], None, [])
+            if facts is not None:  # what the new chat's facts were, now under its id
+                self.facts = facts.stored(info)
+            self.post_message(self.ChatOpened(info.id))
+        elif self.name == NEW_CHAT_NAME and first_text.strip():
+            self.renamed(self.workspace.rename_chat(self.chat.session_id, name))
+        return self.chat
+
+    # -- the stream of the chat on screen ----------------------------------------------
+
+    def heard(self, event: JobEvent) -> None:
+        """An event of the chat on screen, as the workspace's listener hears it (on the
+        event loop, synchronously): deltas go to their stream now; everything else is
+        drawn when the first-frame policy releases it."""
+        if isinstance(event, MessageStored):
+            self._created = None  # the new chat holds something now: it stays
+            if event.message.role == "user" and self._sent:
+                # Stored: only what was sent leaves the input, at once (its own frame).
+                self.chat_input.remove_sent(self._sent)
+                self._sent = None
+        self.stream.heard(event)
+
+    def _post_draw(self, release: Release) -> None:
+        self.post_message(self._Draw(release))  # drawn in order, each under the lock
+
+    def _first_words_drawn(self) -> None:
+        self.stream.frame_drawn()
+        self.post_message(self.TreeChanged())  # its row shows the words, not "no text yet"
+
+    @on(_Draw)
+    async def _draw(self, message: _Draw) -> None:
+        message.stop()
+        release = message.release
+        async with self._draw_lock:
+            with self.app.batch_update():  # one frame for the batch, closed by this block
+                for event in release.events:
+                    if isinstance(event, JobEnded):
+                        await self._turn_ended(event)
+                    elif event.session_id == self.session_id and self.chat is not None:
+                        await self._show(event)
+        if release.first_words:
+            # Marked for layout now: the words' widget asks for its own only when it
+            # next idles, and a screen with nothing to lay out runs "after refresh"
+            # callbacks at once, before the frame.
+            self.screen.refresh(layout=True)
+            self.call_after_refresh(self._first_words_drawn)
+
+    async def _show(self, event: TurnEvent) -> None:
+        """Draw one event of the chat on screen (under the lock)."""
+        chat, snap = self.chat, self.snapshot
+        assert chat is not None
+        match event:
+            case MessageStored(message=message) | ReplyStarted(message=message):
+                chat.adopt(message.id)  # the job moved the chat's branch already
+                follows = snap is not None and snap.grow(message)
+                if not follows:
+                    await self._redraw()  # a sibling branch (regenerate, edit): read it
+                    view = self.chat_view.view_for(message.id)
+                elif isinstance(event, ReplyStarted):
+                    # Mounted now, empty and marked writing: after a send it is drawn
+                    # in the question's frame, and its first words update its body.
+                    view = self.chat_view.view_for(message.id) or await self.chat_view.start_reply(
+                        message, stream=self.stream.reply(message.id)
+                    )
+                    # The tree's new nodes and the busy title a moment after enter:
+                    # drawn before a fast reply's first words, they made that frame wait.
+                    since = time.monotonic() - (self._asked_at or time.monotonic())
+                    self.set_timer(max(BUSY_AFTER - since, 0.01), self._follow_reply)
+                else:
+                    view = await self.chat_view.add_message(message)
+                if isinstance(event, ReplyStarted) and view is not None:
+                    if self.workspace.model_loading:
+                        view.note_waiting(LOADING_NOTE)
+                    if not follows:
+                        view.focus(scroll_visible=False)
+            case ReplyDelta(message_id=mid):  # its first words: in this frame
+                view = self.chat_view.view_for(mid)
+                if view is not None:
+                    await view.draw_waiting()
+            case ReplyFinished(message=message):
+                self.stream.ended(message.id)
+                if snap is not None:
+                    snap.grow(message)
+                await self.chat_view.finish_reply(message)
+            case MemoryChanged(labels=labels):
+                await self.remeasure(labels)
+            case ContextMeasured(leaf_id=leaf, measured=measured):
+                if self.facts is not None and leaf == chat.active_leaf:
+                    self._measured = True
+                    self.facts = self.facts.remeasured(measured)
+                    self.post_message(self.FactsChanged())
+            case UsageRecorded(input_tokens=i, output_tokens=o, cost=cost):
+                if self.facts is not None:
+                    self.facts = self.facts.spent(i, o, cost)
+                    if snap is not None and self.facts.info is not None:
+                        snap.info = self.facts.info  # what later measures start from
+                    self.post_message(self.FactsChanged())
+            case Compacted():
+                # The redraw draws the running turn's notices again, and the live reply
+                # (a context-length retry compacts mid-turn) streaming into its new view.
+                await self._redraw()
+            case Notice(text=text, level=level):
+                await self.chat_view.notice(text, level)
+            case TurnFailed(title=title, detail=detail, hint=hint):
+                body = "\n".join(p for p in (detail, hint) if p)
+                await self.chat_view.notice(body, "error", title=title)
+
+    def _follow_reply(self) -> None:
+        self.sync_busy()
+        self.post_message(self.TreeChanged())
+
+    async def _turn_ended(self, event: JobEnded) -> None:
+        """Show the stored end state: a cancelled or failed turn is re-read from the store."""
+        if event.session_id != self.session_id:
+            return
+        self._sent = None
+        created, self._created = self._created, None
+        if created is not None and self.workspace.discard_if_empty(created):
+            # A new chat whose turn stored nothing (no key, say): it never existed; the
+            # typed text is still in the input, the error stays on screen.
+            self.chat, self.snapshot = None, None
+            self.post_message(self.ChatOpened(None))
+            await self._measure()
+            await self.on_shown()
+        elif event.outcome != "finished":
+            await self._redraw()
+        else:
+            self.marks = self.workspace.peer_marks(event.session_id)  # messages that crossed
+            self.post_message(self.TreeChanged())  # once per turn: the final labels
+            if not self._measured:  # a turn that ended without measuring (tool rounds)
+                await self.remeasure()
+        self.sync_busy()
+        await self._show_failure(event)
+
+    async def _show_failure(self, event: JobEnded) -> None:
+        if event.failure is not None:  # after the redraw, which would wipe it
+            text, title = event.failure
+            if event.storage:
+                kept = (
+                    "Nothing you typed is lost: it is still in the input box."
+                    if self.chat_input.text
+                    else "Your message is saved; the reply may be cut short."
+                )
+                # The store says what failed in its engine's terms (a lost PostgreSQL
+                # connection is no full disk).
+                advice = event.advice or (
+                    "Fix the problem (free disk space, check the file's permissions) and "
+                    "press enter again."
+                )
+                text = f"{text}\n{kept} {advice}"
+            await self.chat_view.notice(text, "error", title=title)
+
+    def cancel(self) -> bool:
+        """Cancel the reply of the chat on screen (only that one)."""
+        if not self.workspace.cancel_reply(self.session_id):
+            return False
+        self.notify("Reply cancelled — what arrived is kept, marked cancelled.")
+        return True
+
+    # -- messages and focus -------------------------------------------------------------
+
+    @on(MessageView.ActionRequested)
+    async def _message_action(self, event: MessageView.ActionRequested) -> None:
+        event.stop()
+        moved_to = await self.actions.act(event.message_id, event.action)
+        if moved_to is not None:  # another branch: focus follows to the sibling
+            await self.chat_view.reveal(moved_to)
+
+    @on(MessageView.Typed)
+    def _typed(self, event: MessageView.Typed) -> None:
+        """Typing on a focused message: the key and the focus go to the input."""
+        event.stop()
+        self.chat_input.focus()
+        self.chat_input.insert(event.character)
+
+    @on(MessageView.MoveRequested)
+    def _move_past_the_messages(self, event: MessageView.MoveRequested) -> None:
+        """Down from the last message (the chat view moves between the others)."""
+        event.stop()
+        self.chat_input.focus()
+
+    @on(ChatInput.LeaveUp, "#input")
+    def _input_up(self, event: ChatInput.LeaveUp) -> None:
+        event.stop()
+        views = self.chat_view.views
+        if views:
+            views[-1].focus()
+            views[-1].scroll_visible(animate=False)

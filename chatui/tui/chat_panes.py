@@ -1,0 +1,136 @@
+"""The tree and the sidebar as the main screen composes them: `MessageTree` and
+`ContextSidebar` that know how to draw the open chat (`ChatPane`'s snapshot and facts).
+
+Data in, messages out, as their widgets: `ChatTree` draws the chat's tree with
+its remembered folds and opens itself full screen (`z`), whose choice comes
+back as the tree's own messages; `ChatSidebar` draws the chat's facts — the
+blocks the next request renders, and its whole size against the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from widgets import ContextSidebar, ConversationStats, MessageTree
+
+if TYPE_CHECKING:
+    from ..core.chat_state import ChatSnapshot
+    from ..core.workspace import ChatFacts, UiState
+
+__all__ = ["ChatSidebar", "ChatTree"]
+
+CHANGED_FLASH = 1.5
+"""Seconds a gauge stays marked after a tool wrote its block."""
+
+
+class ChatTree(MessageTree):
+    """The open chat's message tree (every branch), with the chat's remembered folds."""
+
+    def __init__(self, ui_state: UiState, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ui_state = ui_state
+        self._snapshot: ChatSnapshot | None = None
+        self._marks: dict[str, str] = {}
+        self._model: str | None = None
+
+    def show_chat(
+        self,
+        snapshot: ChatSnapshot | None,
+        marks: Mapping[str, str],
+        model: str,
+        live: Mapping[str, str],
+    ) -> None:
+        """Draw `snapshot`'s tree: `marks` label the messages that crossed to other chats;
+        `live` are the replies being written, with their text so far."""
+        self._snapshot, self._marks, self._model = snapshot, dict(marks), model
+        if snapshot is None:
+            self.show([], None)
+            return
+        self.show(
+            snapshot.tree,
+            snapshot.active_leaf,
+            marks,
+            chat_model=model,
+            unfolded=self.ui_state.tree_unfolded.get(snapshot.info.id, ()),
+            live=live,
+        )
+
+    def on_message_tree_folds_changed(self, event: MessageTree.FoldsChanged) -> None:
+        """Folds are remembered per chat (the app saves UI state when told)."""
+        if self._snapshot is not None:
+            self.ui_state.remember_unfolded(self._snapshot.info.id, event.unfolded)
+
+    def on_message_tree_zoom_requested(self, event: MessageTree.ZoomRequested) -> None:
+        """The tree full screen; enter there shows a branch, the message keys act as
+        here: its choice comes back as this tree's own messages."""
+        event.stop()
+        from .screens.tree import TreeScreen
+
+        snap = self._snapshot
+        if snap is None:
+            return
+        session_id = snap.info.id
+
+        def remember(keys: frozenset[str]) -> None:
+            self.ui_state.remember_unfolded(session_id, keys)
+            self.post_message(self.FoldsChanged(keys))
+
+        def done(result: tuple[str, str] | None) -> None:
+            if self._snapshot is None or self._snapshot.info.id != session_id:
+                return  # another chat is shown by now
+            self.show_chat(self._snapshot, self._marks, self._model or "", {})
+            if result is None:
+                return
+            action, message_id = result
+            if action == "select":
+                self.post_message(self.BranchSelected(message_id))
+            else:
+                self.post_message(self.ActionRequested(message_id, action))
+
+        screen = TreeScreen(
+            snap.tree,
+            snap.active_leaf,
+            self._marks,
+            chat_model=self._model,
+            unfolded=self.ui_state.tree_unfolded.get(session_id, ()),
+            cursor=self.cursor_message_id,
+            title=snap.info.name,
+            remember_folds=remember,
+        )
+        self.app.push_screen(screen, done)
+
+
+class ChatSidebar(ContextSidebar):
+    """The open chat's memory gauges and its next request's size, from its facts."""
+
+    async def show_facts(
+        self, facts: ChatFacts | None, snapshot: ChatSnapshot | None, *, blocks: bool = True
+    ) -> None:
+        """Draw the chat's facts (even hidden: shown, it is up to date at once)."""
+        if facts is None:
+            return
+        if blocks:
+            await self.show_blocks(facts.blocks)
+        usage, info = facts.usage, facts.info
+        self.show_stats(
+            ConversationStats(
+                tokens=usage.tokens,
+                window=usage.window,
+                window_source=usage.source,
+                model=f"{facts.model.model} ({facts.model.why})",
+                input_tokens=info.input_tokens if info else 0,
+                output_tokens=info.output_tokens if info else 0,
+                cost=info.cost if info else 0.0,
+                compactions=snapshot.compactions if snapshot else 0,
+                compact_at=facts.compact_at,
+            )
+        )
+
+    def flash(self, labels: tuple[str, ...]) -> None:
+        """Mark the gauges of blocks a tool just wrote, for a moment."""
+        for label in labels:
+            gauge = self.gauge(label)
+            if gauge is not None:
+                gauge.add_class("-changed")
+                self.set_timer(CHANGED_FLASH, lambda g=gauge: g.remove_class("-changed"))

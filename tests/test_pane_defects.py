@@ -1,0 +1,233 @@
+"""Issue 20's defects in the chat pane, each as a new user hit it: keys through Pilot,
+the model the scripted server on 127.0.0.1 (or the offline demo)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatui.core.config import Config, ModelOptions
+from chatui.llm.errors import map_error
+from chatui.tui.screens.chat_list import ChatListScreen
+from store import SessionManager
+from widgets import ChatNotice, MessageView, TokenGauge
+
+from .app_helpers import make_app
+from .test_live_states import populate_async
+
+SIZE = (140, 40)
+
+
+async def until(pilot, condition, seconds: float = 20.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.fixture
+def config(llm_server, fake_key):
+    return Config(model="openai/test-model", api_base=llm_server.base_url, max_retries=0)
+
+
+async def ready(pilot) -> None:
+    await until(pilot, lambda: pilot.app.llm_ready, 60)
+
+
+# -- 2: typed text erased after enter ---------------------------------------------------
+
+
+async def test_what_is_typed_after_enter_stays_in_the_input(store, config, llm_server):
+    """`send-keys "first message" Enter "second typed fast"`: the input was cleared when
+    the question was stored, wiping what was typed since. Only what was sent goes."""
+    llm_server.text("An answer, slowly.", delay=0.1)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"first message", "enter", *"second typed fast")
+        await until(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await until(pilot, lambda: not app.main.generating)
+        assert app.main.chat_view.views[0].text == "first message"
+        assert app.main.chat_input.text == "second typed fast"
+
+
+# -- 3: the sidebar after a resize, and at launch -----------------------------------------
+
+
+async def test_a_new_chat_at_80_columns_then_widened_shows_its_gauges(store, config):
+    app = make_app(store, config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        assert not app.main.sidebar.display  # a drawer at 80 columns
+        await pilot.press("ctrl+n")
+        await pilot.pause(0.2)
+        await pilot.resize_terminal(200, 50)
+        await until(pilot, lambda: app.main.sidebar.display)
+        gauges = [g for g in app.main.sidebar.query(TokenGauge) if g.id != "conversation-gauge"]
+        assert [g.label for g in gauges] == ["soul", "memory", "scratchpad"]
+        assert app.main.sidebar.stats.tokens > 0  # the soul and the tools, at least
+
+
+async def test_switching_chats_at_80_columns_then_widening_shows_the_chat_on_screen(store):
+    ids = await populate_async(store)
+    manager = SessionManager(store)
+    manager.set_model(ids["soup"], "openai/soup-model")
+    manager.add_usage(ids["soup"], 1200, 300, 0.5)
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.main.sidebar.stats.model)
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await pilot.press("down", "enter")  # Soup recipes
+        await until(pilot, lambda: app.main.session_id == ids["soup"])
+        await pilot.resize_terminal(200, 50)
+        await until(pilot, lambda: app.main.sidebar.display)
+        stats = app.main.sidebar.stats
+        assert stats.model.startswith("openai/soup-model")
+        assert (stats.input_tokens, stats.output_tokens) == (1200, 300)
+
+
+async def test_the_context_figure_has_its_window_at_launch(store, config, llm_server):
+    """Right after launch the figure said `context 901 tok` with no window until a later
+    event: a window the config names is known at once."""
+    config = Config(
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        models={"openai/test-model": ModelOptions(context_window=8192)},
+    )
+    app = make_app(store, config, warm_llm=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        gauge = app.main.sidebar.query_one("#conversation-gauge", TokenGauge)
+        assert "of 8.2k (config)" in gauge.figure
+
+
+# -- 5: typing while a message has focus ---------------------------------------------------
+
+
+async def test_a_sentence_typed_on_a_focused_message_goes_to_the_input(store, config, llm_server):
+    """After `up`, typing a sentence fired `r` three times: three paid replies. Now the
+    keys reach the input and nothing is regenerated."""
+    llm_server.text("First answer.")
+    llm_server.text("Should never be asked for.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"Question", "enter")
+        await until(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await until(pilot, lambda: not app.main.generating)
+        await pilot.press("up")
+        assert isinstance(app.focused, MessageView)
+        await pilot.press(*"really run the rest right now")
+        await pilot.pause(0.3)
+        assert app.main.chat_input.has_focus
+        assert app.main.chat_input.text == "really run the rest right now"
+        assert len(llm_server.requests) == 1  # no regenerate, paid or not
+        assert len(app.main.chat_view.views) == 2
+
+
+# -- 6: the tree row of a reply being written ---------------------------------------------
+
+
+async def test_the_tree_row_of_a_first_reply_shows_its_words_while_they_stream(
+    store, config, llm_server
+):
+    llm_server.text("Alpha beta gamma delta epsilon zeta eta theta", delay=0.3)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"Greek letters?", "enter")
+        await until(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await until(pilot, lambda: app.main.chat_view.views[-1].shown.startswith("Alpha"))
+        tree = app.main.tree
+        await until(pilot, lambda: any("Alpha" in tree.row_text(i) for i in range(len(tree.rows))))
+        assert app.main.generating  # while it is still being written
+        assert not any("no text yet" in tree.row_text(i) for i in range(len(tree.rows)))
+        await app.workspace.cancel_all()
+
+
+# -- 7: a new chat's model -------------------------------------------------------------------
+
+
+async def test_a_new_chat_takes_the_configured_model_not_the_last_chats(store, config):
+    """The config's `model` was ignored for new chats (they inherited the chat on screen's
+    model). The configured default wins, and the sidebar says where the model came from."""
+    manager = SessionManager(store)
+    manager.create("Elsewhere", model="openai/another-model")
+    app = make_app(store, config, warm_llm=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.sidebar.stats.model.startswith("openai/another"))
+        assert app.main.sidebar.stats.model == "openai/another-model (this chat's)"
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.main.chat is None)
+        await pilot.pause(0.2)
+        assert app.main.pane.model == "openai/test-model"
+        assert app.main.sidebar.stats.model == "openai/test-model (config default)"
+
+
+# -- 8: a missing key -----------------------------------------------------------------------
+
+
+async def test_a_missing_key_stores_no_empty_chat_and_keeps_the_text(store, monkeypatch):
+    """The README says nothing is stored when the key is missing; an empty chat was left
+    `active` in `chatui list`."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    app = make_app(store, Config(model="openai/gpt-4o-mini", max_retries=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"Hello?", "enter")
+        await until(pilot, lambda: app.main.query(ChatNotice) and not app.main.generating)
+        await pilot.pause(0.3)
+        notices = [n.plain for n in app.main.query(ChatNotice)]
+        assert any("No API key for openai/gpt-4o-mini" in n for n in notices), notices
+        assert app.main.chat is None  # still the new chat
+        assert app.main.chat_input.text == "Hello?"
+    assert SessionManager(store).list(include_deleted=True) == []
+
+
+def test_a_401_with_no_key_set_says_the_key_is_missing_not_rejected(monkeypatch):
+    """With a global `api_base` and an Anthropic model the error said the key was
+    "rejected" when none was set."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    class AuthenticationError(Exception):
+        status_code = 401
+
+    error = map_error(
+        AuthenticationError("401 Unauthorized"),
+        "anthropic/claude-3-5-haiku",
+        api_base="http://127.0.0.1:9/v1",
+    )
+    assert error.kind == "auth"
+    assert "ANTHROPIC_API_KEY is not set" in error.title and "rejected" not in error.title
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
+    rejected = map_error(
+        AuthenticationError("401 Unauthorized"),
+        "anthropic/claude-3-5-haiku",
+        api_base="http://127.0.0.1:9/v1",
+    )
+    assert "rejected" in rejected.title
+
+
+# -- 12: the first reply after launch ---------------------------------------------------------
+
+
+async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_server):
+    """The first reply after launch took 6-10 s on a loaded machine with only "writing…
+    (no text yet)": while the model process is still loading, the reply says so."""
+    llm_server.text("Here at last.", delay=0.2)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        worker = app.workspace.worker
+        assert worker is not None
+        worker.ready.clear()  # as right after launch: LiteLLM still loading there
+        try:
+            await pilot.press(*"Hi", "enter")
+            await until(pilot, lambda: len(app.main.chat_view.views) == 2)
+            header = app.main.chat_view.views[-1].header().plain
+            assert "starting the model" in header
+        finally:
+            worker.ready.set()
+        await until(pilot, lambda: app.main.chat_view.views[-1].shown == "Here at last.")
+        assert "starting the model" not in app.main.chat_view.views[-1].header().plain
