@@ -1,16 +1,18 @@
 """A fuzzer for live chats: random key sequences against a model that streams slowly.
 
 Hypothesis draws sequences of user actions — send, switch chat, search, the chat
-list, r, e, f, ←/→, escape, ctrl+n, compaction — and a Pilot plays them on the
-real app while replies stream from the scripted server on 127.0.0.1. After every
-sequence:
+list, ctrl+r, e, f, ←/→, escape, ctrl+n, compaction, the full-screen tree (`z`),
+terminal resizes (80×24 to 200×50), and a sentence typed while a message has the
+focus — and a Pilot plays them on the real app while replies stream from the
+scripted server on 127.0.0.1. After every sequence:
 
 - the app never raised;
 - every stored message is reachable (each parent is in its chat's tree, and the
   tree the screen draws holds every stored message);
 - each finished reply's stored text is exactly what the server streamed (a
   cancelled one a prefix of it);
-- every status the chat pane shows matches the database.
+- every status the chat pane shows matches the database;
+- a sentence typed on a focused message reached the input and asked for no reply.
 
 `derandomize=True`: the same examples every run, so a failure replays.
 """
@@ -51,8 +53,14 @@ ACTIONS = (
     "escape",
     "new",
     "compact",
+    "zoom",
+    "resize",
+    "type_on_message",
     "wait",
 )
+SIZES = ((80, 24), (200, 50), (120, 36), (100, 30))
+SENTENCE = "really, run it right"
+"""Typed on a focused message: `r` used to regenerate; now every key reaches the input."""
 
 
 async def _settle(pilot, seconds: float = 0.05) -> None:
@@ -100,8 +108,28 @@ async def _play(pilot, action: str) -> None:
         await pilot.press("escape")
     elif action in ("regenerate", "fork", "left", "right"):
         if await _focus_last_message(pilot):
-            key = {"regenerate": "r", "fork": "f", "left": "left", "right": "right"}[action]
-            await pilot.press(key)
+            key = {"regenerate": "ctrl+r", "fork": "f", "left": "left", "right": "right"}
+            await pilot.press(key[action])
+    elif action == "zoom":
+        await pilot.press("ctrl+t")
+        await _settle(pilot)
+        if main.focused is main.tree:
+            await pilot.press("z")
+            await _settle(pilot, 0.2)
+            await pilot.press("up", "down", "escape")
+    elif action == "resize":
+        width, height = SIZES[len(main.chat_view.views) % len(SIZES)]
+        await pilot.resize_terminal(width, height)
+        await _settle(pilot, 0.1)
+    elif action == "type_on_message":
+        if await _focus_last_message(pilot) and not main.generating:
+            asked = len(app.fuzz_server.requests)  # type: ignore[attr-defined]
+            main.chat_input.clear()
+            await pilot.press(*SENTENCE)
+            await _settle(pilot, 0.2)
+            assert main.chat_input.text == SENTENCE
+            assert len(app.fuzz_server.requests) == asked  # type: ignore[attr-defined]
+            main.chat_input.clear()
     elif action == "edit":
         views = main.chat_view.views
         users = [v for v in views if v.message.role == "user"]
@@ -184,6 +212,7 @@ async def _scenario(actions: list[str], home: Path) -> None:
             )
         config = Config(model="openai/test-model", api_base=server.base_url, max_retries=0)
         app = ChatApp(store, config, ui_state=UiState())
+        app.fuzz_server = server  # type: ignore[attr-defined]  # what `type_on_message` counts
         async with app.run_test(size=SIZE) as pilot:
             for _ in range(3000):
                 if app.llm_ready:
