@@ -296,8 +296,11 @@ class Workspace:
 
     # -- chats ----------------------------------------------------------------------
 
-    def open(self, session_id: str) -> ChatState:
-        """The chat's state, on its agent's recipe (its blocks), at its remembered branch."""
+    def open(self, session_id: str, info: SessionInfo | None = None) -> ChatState:
+        """The chat's state, on its agent's recipe (its blocks), at its remembered branch
+        (`info`: its row as the caller read it, not read again)."""
+        if info is not None:
+            return ChatState(self._runtime.manager_for_agent(info.agent_id), session_id)
         return ChatState(self._runtime.manager_for(session_id), session_id)
 
     def chat(self, session_id: str, *, include_deleted: bool = False) -> SessionInfo | None:

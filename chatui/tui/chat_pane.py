@@ -401,7 +401,10 @@ class ChatPane(Vertical):
                 kind,
                 text=text,
                 message_id=message_id,
-                parent_id=chat.active_leaf if kind == "send" else None,
+                # A send answers the branch on screen (the snapshot's: no read).
+                parent_id=(self.snapshot.active_leaf if self.snapshot else chat.active_leaf)
+                if kind == "send"
+                else None,
                 model=model,
                 facts=self.facts,
             )
@@ -427,7 +430,7 @@ class ChatPane(Vertical):
                 name, model=self.model, agent_id=agent.id if agent else None
             )
             self._created = info.id
-            self.chat = self.workspace.open(info.id)
+            self.chat = self.workspace.open(info.id, info)
             self.snapshot = ChatSnapshot(info, [], None, [])
             if facts is not None:  # what the new chat's facts were, now under its id
                 self.facts = facts.stored(info)
