@@ -17,7 +17,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from store import Message, Session, Tool, tool_call_part, tool_result_part
@@ -52,6 +52,8 @@ class ReplyWriter:
         self.started = False
         self.finished = False
         self._requested_at: float | None = None
+        self._stored: Message | None = None
+        """The reply as `start` stored it (its row's time and parent)."""
         self.first_token: float | None = None
         """Seconds from the request to the first text, reasoning or tool call."""
 
@@ -64,6 +66,7 @@ class ReplyWriter:
             metadata={"model": self.model, "status": "streaming", "incomplete": True},
         )
         stored = await self.session.append_message(message, parent_id)
+        self._stored = stored
         self.started = True
         self._last_flush = time.monotonic()
         if self._requested_at is None:
@@ -146,12 +149,14 @@ class ReplyWriter:
         if error:
             metadata["error"] = error
             metadata["error_kind"] = error_kind or "unknown"
-        self.session.update_message(self._message(metadata))
+        final = self._message(metadata)
+        self.session.update_message(final)
         self._dirty = False
         self.finished = True
-        stored = self.session.get_message(self.id)
-        assert stored is not None
-        return stored
+        # As a read would give it back (no read: one statement less per turn): the row
+        # keeps the time and the parent `start` stored.
+        assert self._stored is not None
+        return replace(final, created_at=self._stored.created_at, parent_id=self._stored.parent_id)
 
     def cancel(self) -> None:
         """Store what streamed, marked cancelled, unless the reply already ended."""
