@@ -85,6 +85,9 @@ async def test_a_short_demo_turn_reads_the_chat_row_at_most_twice(store, monkeyp
     reads = session_row_reads(statements)
     assert len(reads) <= 2, reads
     assert len(data) <= 25, "\n".join(data)
+    # Six transactions: the question, the chat's status (active, idle), the reply's row,
+    # its final form, its spend. (Each is a BEGIN and a COMMIT more.)
+    assert len(statements) - len(data) <= 12, [s for s in statements if CONTROL.match(s)]
     # The turn's writes: the question, the reply's row and its final form, the chat's
     # status (active, idle) and spend; nothing is written twice for the screen.
     writes = [s for s in data if s.startswith(("INSERT INTO messages ", "UPDATE messages "))]

@@ -31,16 +31,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from rich.text import Text
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.timer import Timer
-from textual.widgets import Static
 
 from store import SessionInfo
-from widgets import ChatInput, ChatView, MessageView, clean, one_line
+from widgets import ChatInput, ChatView, MessageView, one_line
 
 from ..core.chat_state import ChatSnapshot, ChatState
 from ..core.events import (
@@ -60,6 +58,7 @@ from ..core.events import (
     UsageRecorded,
 )
 from ..core.workspace import ChatFacts, JobsFull, PeerMarks, Workspace
+from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
 from .message_actions import MessageActions
@@ -161,11 +160,10 @@ class ChatPane(Vertical):
         self._measured = False
         """The running turn measured the next request (`ContextMeasured`)."""
         self._draw_lock = asyncio.Lock()
-        self._title = ""
         self._title_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="chat-title")
+        yield ChatTitle(id="chat-title")
         yield ChatView(id="chat")
         yield ChatInput(id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys")
 
@@ -289,18 +287,6 @@ class ChatPane(Vertical):
         await self._measure()
         self.post_message(self.FactsChanged(labels))
 
-    async def changed_elsewhere(self, session_ids: frozenset[str]) -> None:
-        """Another process wrote to these chats: the chat on screen is read again if it
-        is one of them (one replying here is left to its stream: this process writes it);
-        a shared memory namespace ("global") changed: the facts are measured again."""
-        if self.chat is not None and self.session_id in session_ids:
-            if not self.generating:
-                self.chat.follow_growth()
-                await self.redraw()
-        elif any(self.workspace.chat(i, include_deleted=True) is None for i in session_ids):
-            await self.remeasure()
-        self.update_title()
-
     def renamed(self, info: SessionInfo) -> None:
         """The chat's row changed (a rename, a model): the title and facts follow."""
         if self.snapshot is not None:
@@ -344,10 +330,7 @@ class ChatPane(Vertical):
         others = len(self.workspace.live_chats - {self.session_id})
         if others:
             parts.append(f"{others} other chat{'s' if others > 1 else ''} replying")
-        title = clean(" · ".join(parts))
-        if title != self._title:  # an update lays the screen out again: only on change
-            self._title = title
-            self.query_one("#chat-title", Static).update(Text(title))
+        self.query_one(ChatTitle).say(parts)
 
     def sync_busy(self) -> None:
         """Input, title and the title's timer follow whether the chat on screen replies."""

@@ -1,5 +1,6 @@
 """The tree and the sidebar as the main screen composes them: `MessageTree` and
-`ContextSidebar` that know how to draw the open chat (`ChatPane`'s snapshot and facts).
+`ContextSidebar` that know how to draw the open chat (`ChatPane`'s snapshot and facts);
+and the chat pane's title line.
 
 Data in, messages out, as their widgets: `ChatTree` draws the chat's tree with
 its remembered folds and opens itself full screen (`z`), whose choice comes
@@ -12,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from widgets import ContextSidebar, ConversationStats, MessageTree
+from rich.text import Text
+from textual.widgets import Static
+
+from widgets import ContextSidebar, ConversationStats, MessageTree, clean
 
 if TYPE_CHECKING:
     from ..core.chat_state import ChatSnapshot
     from ..core.workspace import ChatFacts, UiState
 
-__all__ = ["ChatSidebar", "ChatTree"]
+__all__ = ["ChatSidebar", "ChatTitle", "ChatTree"]
 
 CHANGED_FLASH = 1.5
 """Seconds a gauge stays marked after a tool wrote its block."""
@@ -134,3 +138,17 @@ class ChatSidebar(ContextSidebar):
             if gauge is not None:
                 gauge.add_class("-changed")
                 self.set_timer(CHANGED_FLASH, lambda g=gauge: g.remove_class("-changed"))
+
+
+class ChatTitle(Static):
+    """The chat pane's title line: the chat, its agent and model, what it is doing."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self._said = ""
+
+    def say(self, parts: list[str]) -> None:
+        title = clean(" · ".join(parts))
+        if title != self._said:  # an update lays the screen out again: only on change
+            self._said = title
+            self.update(Text(title))

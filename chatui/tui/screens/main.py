@@ -204,7 +204,18 @@ class MainScreen(Screen[None]):
             if event.model == pane.model:
                 await pane.remeasure()
         elif isinstance(event, ChatsChanged):
-            await pane.changed_elsewhere(event.session_ids)
+            # Another process wrote: the chat on screen is read again if it is one of
+            # them (one replying here is left to its stream: this process writes it); a
+            # shared memory namespace ("global") changed: its facts are measured again.
+            if pane.chat is not None and pane.session_id in event.session_ids:
+                if not pane.generating:
+                    pane.chat.follow_growth()
+                    await pane.redraw()
+            elif any(
+                self.workspace.chat(i, include_deleted=True) is None for i in event.session_ids
+            ):
+                await pane.remeasure()
+            pane.update_title()
         elif isinstance(event, JobEnded):  # another chat's reply ended
             pane.update_title()
             info = self.workspace.chat(event.session_id)
