@@ -122,7 +122,7 @@ async def in_app_timings(db: Path, chat_id: str, runs: int) -> dict[str, list[fl
         for i in range(runs):
             view = main.chat_view.views[-2]
             t = time.perf_counter()
-            await main.pane.act(view.message_id, "previous" if i % 2 == 0 else "next")
+            await main.pane.actions.act(view.message_id, "previous" if i % 2 == 0 else "next")
             await pilot.pause()
             results["switch branch"].append((time.perf_counter() - t) * 1000)
         del target
