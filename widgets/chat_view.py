@@ -8,7 +8,7 @@ asks for one), so opening a 2,000-message chat costs the same as a short one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from rich.text import Text
@@ -89,6 +89,8 @@ class ChatView(VerticalScroll, can_focus=False):
         """Agent id → name: a message another agent sent is labelled with its name."""
         self.notes: Mapping[str, Sequence[tuple[str, str]]] = {}
         """Message id → (title, text) notes of its siblings' branches, shown collapsed."""
+        self.type_into: Callable[[str], None] | None = None
+        """Where typing on a focused message goes (`MessageView.type_into`)."""
         self._live: Mapping[str, str] = {}
         self._streams: Mapping[str, ReplyStream] = {}
         self._lock = asyncio.Lock()
@@ -128,7 +130,7 @@ class ChatView(VerticalScroll, can_focus=False):
             notes=self.notes.get(message.id, ()),
             streaming=live is not None,
             stream=self._streams.get(message.id),
-        )
+        ).typing_to(self.type_into)
 
     async def show(
         self,
@@ -326,7 +328,7 @@ class ChatView(VerticalScroll, can_focus=False):
             streaming=streaming,
             stream=stream,
             sender=self.senders.get(message.from_agent_id or ""),
-        )
+        ).typing_to(self.type_into)
         await self.mount(view)
         self.scroll_end(animate=False)
         return view

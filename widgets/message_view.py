@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -221,6 +221,10 @@ class MessageView(Vertical, can_focus=True):
         """Where the reply's text comes from while it is written (None once it ended)."""
         self.waiting_note = ""
         """Said in the header while a reply has no text yet (the model is loading)."""
+        self.type_into: Callable[[str], None] | None = None
+        """Where typing on this message goes (the app's input), at once: keys typed fast
+        must land in order. None: a `Typed` message says what was typed."""
+        self._typing = False
         self._appending = asyncio.Lock()
         """Draws one at a time (two `Markdown.append`s at once can draw a block twice)."""
         self._seed = ""
@@ -505,11 +509,27 @@ class MessageView(Vertical, can_focus=True):
 
     def on_key(self, event: events.Key) -> None:
         """A printable key that is none of this view's commands goes to the input with
-        the focus: someone typing here thought they were in the input."""
-        if event.is_printable and event.character and event.key not in _COMMAND_KEYS:
+        the focus: someone typing here thought they were in the input. Once typing has
+        begun, every printable key is typing (a fast typist's next keys reach this view
+        before the focus has moved)."""
+        if not (event.is_printable and event.character):
+            return
+        if self._typing or event.key not in _COMMAND_KEYS:
             event.stop()
             event.prevent_default()
-            self.post_message(self.Typed(self, event.character))
+            self._typing = True
+            if self.type_into is not None:
+                self.type_into(event.character)
+            else:
+                self.post_message(self.Typed(self, event.character))
+
+    def on_blur(self) -> None:
+        self._typing = False
+
+    def typing_to(self, target: Callable[[str], None] | None) -> MessageView:
+        """Send typing to `target` (see `type_into`); returns the view."""
+        self.type_into = target
+        return self
 
     def action_act(self, action: str) -> None:
         self.post_message(self.ActionRequested(self.message_id, action))

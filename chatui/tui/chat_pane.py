@@ -582,12 +582,15 @@ class ChatPane(Vertical):
         if moved_to is not None:  # another branch: focus follows to the sibling
             await self.chat_view.reveal(moved_to)
 
-    @on(MessageView.Typed)
-    def _typed(self, event: MessageView.Typed) -> None:
-        """Typing on a focused message: the key and the focus go to the input."""
-        event.stop()
-        self.chat_input.focus()
-        self.chat_input.insert(event.character)
+    def on_mount(self) -> None:
+        self.chat_view.type_into = self._type_into
+
+    def _type_into(self, character: str) -> None:
+        """Typing on a focused message: the key goes to the input at once (in order with
+        the keys that follow), and the focus with it."""
+        self.chat_input.insert(character)
+        if self.screen.focused is not self.chat_input:
+            self.screen.set_focus(self.chat_input)
 
     @on(MessageView.MoveRequested)
     def _move_past_the_messages(self, event: MessageView.MoveRequested) -> None:
