@@ -107,3 +107,23 @@ def test_agents_offline_the_demo_model_asks_another_agent(terminal, tmp_path):
     # The researcher's own chat holds the delivered question, labelled with its sender.
     term.send("C-s")
     term.wait_for("researcher ←")
+
+
+def test_typing_fast_after_enter_and_on_a_focused_message_loses_nothing(terminal):
+    """Issue 20, as a new user hit it: `send-keys "first message" Enter "second typed
+    fast"` lost the second text (the input was cleared when the question was stored),
+    and after `up` a typed sentence ran the message keys (`r` regenerated, `e` edited).
+    In a real terminal, keys come faster than Pilot's."""
+    term = terminal(80, 24, "--model", "demo")
+    term.wait_for("Message · enter sends")
+    term.send("first message", "Enter", "second typed fast")
+    term.wait_for("summarise", timeout=40)  # the demo's reply
+    lines = term.wait_for("second typed fast")
+    assert not any("first message" in line and "│" in line for line in lines)  # sent: gone
+    term.send("C-a", "C-k")  # clear the box (the input's own keys)
+    term.send("Up")
+    term.wait_for("Regenerate")  # the focused message's keys in the footer
+    term.send("really eat every regenerated carrot")
+    lines = term.wait_for("really eat every regenerated carrot")
+    assert not any("‹2/2›" in line for line in lines)  # nothing was regenerated
+    assert not any("Edit message" in line for line in lines)  # nor an editor opened
