@@ -101,3 +101,12 @@ def make_app(store: Store, config: Config | None = None, **kwargs) -> ChatApp:
     """An app on `store`, starting from a fresh UI state (unless one is given)."""
     kwargs.setdefault("ui_state", UiState())
     return ChatApp(store, config or Config(), **kwargs)
+
+
+async def wait_until(pilot, condition, seconds: float = 20.0) -> None:
+    """Until `condition()` holds, letting the app run between looks (never a fixed wait)."""
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("timed out waiting")

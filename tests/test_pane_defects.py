@@ -11,18 +11,10 @@ from chatui.tui.screens.chat_list import ChatListScreen
 from store import SessionManager
 from widgets import ChatNotice, MessageView, TokenGauge
 
-from .app_helpers import make_app
+from .app_helpers import make_app, wait_until
 from .test_live_states import populate_async
 
 SIZE = (140, 40)
-
-
-async def until(pilot, condition, seconds: float = 20.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("timed out waiting")
 
 
 @pytest.fixture
@@ -31,7 +23,7 @@ def config(llm_server, fake_key):
 
 
 async def ready(pilot) -> None:
-    await until(pilot, lambda: pilot.app.llm_ready, 60)
+    await wait_until(pilot, lambda: pilot.app.llm_ready, 60)
 
 
 # -- 2: typed text erased after enter ---------------------------------------------------
@@ -45,8 +37,8 @@ async def test_what_is_typed_after_enter_stays_in_the_input(store, config, llm_s
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press(*"first message", "enter", *"second typed fast")
-        await until(pilot, lambda: len(app.main.chat_view.views) == 2)
-        await until(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await wait_until(pilot, lambda: not app.main.generating)
         assert app.main.chat_view.views[0].text == "first message"
         assert app.main.chat_input.text == "second typed fast"
 
@@ -62,7 +54,7 @@ async def test_a_new_chat_at_80_columns_then_widened_shows_its_gauges(store, con
         await pilot.press("ctrl+n")
         await pilot.pause(0.2)
         await pilot.resize_terminal(200, 50)
-        await until(pilot, lambda: app.main.sidebar.display)
+        await wait_until(pilot, lambda: app.main.sidebar.display)
         gauges = [g for g in app.main.sidebar.query(TokenGauge) if g.id != "conversation-gauge"]
         assert [g.label for g in gauges] == ["soul", "memory", "scratchpad"]
         assert app.main.sidebar.stats.tokens > 0  # the soul and the tools, at least
@@ -75,13 +67,13 @@ async def test_switching_chats_at_80_columns_then_widening_shows_the_chat_on_scr
     manager.add_usage(ids["soup"], 1200, 300, 0.5)
     app = make_app(store, Config(model="demo"), warm_llm=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.main.sidebar.stats.model)
+        await wait_until(pilot, lambda: app.main.sidebar.stats.model)
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
         await pilot.press("down", "enter")  # Soup recipes
-        await until(pilot, lambda: app.main.session_id == ids["soup"])
+        await wait_until(pilot, lambda: app.main.session_id == ids["soup"])
         await pilot.resize_terminal(200, 50)
-        await until(pilot, lambda: app.main.sidebar.display)
+        await wait_until(pilot, lambda: app.main.sidebar.display)
         stats = app.main.sidebar.stats
         assert stats.model.startswith("openai/soup-model")
         assert (stats.input_tokens, stats.output_tokens) == (1200, 300)
@@ -114,8 +106,8 @@ async def test_a_sentence_typed_on_a_focused_message_goes_to_the_input(store, co
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press(*"Question", "enter")
-        await until(pilot, lambda: len(app.main.chat_view.views) == 2)
-        await until(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await wait_until(pilot, lambda: not app.main.generating)
         await pilot.press("up")
         assert isinstance(app.focused, MessageView)
         await pilot.press(*"really run the rest right now")
@@ -137,10 +129,12 @@ async def test_the_tree_row_of_a_first_reply_shows_its_words_while_they_stream(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press(*"Greek letters?", "enter")
-        await until(pilot, lambda: len(app.main.chat_view.views) == 2)
-        await until(pilot, lambda: app.main.chat_view.views[-1].shown.startswith("Alpha"))
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await wait_until(pilot, lambda: app.main.chat_view.views[-1].shown.startswith("Alpha"))
         tree = app.main.tree
-        await until(pilot, lambda: any("Alpha" in tree.row_text(i) for i in range(len(tree.rows))))
+        await wait_until(
+            pilot, lambda: any("Alpha" in tree.row_text(i) for i in range(len(tree.rows)))
+        )
         assert app.main.generating  # while it is still being written
         assert not any("no text yet" in tree.row_text(i) for i in range(len(tree.rows)))
         await app.workspace.cancel_all()
@@ -156,10 +150,10 @@ async def test_a_new_chat_takes_the_configured_model_not_the_last_chats(store, c
     manager.create("Elsewhere", model="openai/another-model")
     app = make_app(store, config, warm_llm=False)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.sidebar.stats.model.startswith("openai/another"))
+        await wait_until(pilot, lambda: app.main.sidebar.stats.model.startswith("openai/another"))
         assert app.main.sidebar.stats.model == "openai/another-model (this chat's)"
         await pilot.press("ctrl+n")
-        await until(pilot, lambda: app.main.chat is None)
+        await wait_until(pilot, lambda: app.main.chat is None)
         await pilot.pause(0.2)
         assert app.main.pane.model == "openai/test-model"
         assert app.main.sidebar.stats.model == "openai/test-model (config default)"
@@ -176,7 +170,7 @@ async def test_a_missing_key_stores_no_empty_chat_and_keeps_the_text(store, monk
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press(*"Hello?", "enter")
-        await until(pilot, lambda: app.main.query(ChatNotice) and not app.main.generating)
+        await wait_until(pilot, lambda: app.main.query(ChatNotice) and not app.main.generating)
         await pilot.pause(0.3)
         notices = [n.plain for n in app.main.query(ChatNotice)]
         assert any("No API key for openai/gpt-4o-mini" in n for n in notices), notices
@@ -224,10 +218,10 @@ async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_
         worker.ready.clear()  # as right after launch: LiteLLM still loading there
         try:
             await pilot.press(*"Hi", "enter")
-            await until(pilot, lambda: len(app.main.chat_view.views) == 2)
+            await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2)
             header = app.main.chat_view.views[-1].header().plain
             assert "starting the model" in header
         finally:
             worker.ready.set()
-        await until(pilot, lambda: app.main.chat_view.views[-1].shown == "Here at last.")
+        await wait_until(pilot, lambda: app.main.chat_view.views[-1].shown == "Here at last.")
         assert "starting the model" not in app.main.chat_view.views[-1].header().plain

@@ -22,18 +22,10 @@ from chatui.core.events import ContextMeasured
 from chatui.tui.screens.prompt import PromptScreen
 from store import SessionManager
 
-from .app_helpers import make_app
+from .app_helpers import make_app, wait_until
 
 SIZE = (140, 40)
 CONTROL = re.compile(r"^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b", re.IGNORECASE)
-
-
-async def until(pilot, condition, seconds: float = 20.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("timed out waiting")
 
 
 def trace(store) -> tuple[list[str], callable]:
@@ -63,8 +55,8 @@ async def a_demo_turn(pilot, text: str) -> None:
     app = pilot.app
     before = len(app.main.chat_view.views)
     await pilot.press(*text, "enter")
-    await until(pilot, lambda: len(app.main.chat_view.views) == before + 2)
-    await until(pilot, lambda: not app.main.generating)
+    await wait_until(pilot, lambda: len(app.main.chat_view.views) == before + 2)
+    await wait_until(pilot, lambda: not app.main.generating)
     await pilot.pause(0.3)  # the end of the turn drawn: tree, sidebar, title
 
 
@@ -116,18 +108,18 @@ async def test_the_sidebar_f2_and_auto_compaction_count_one_request(store, llm_s
     measured: list[ContextMeasured] = []
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.llm_ready, 60)
+        await wait_until(pilot, lambda: app.llm_ready, 60)
         unsubscribe = app.workspace.subscribe(
             lambda e: measured.append(e) if isinstance(e, ContextMeasured) else None
         )
         await pilot.press(*"remember that I like tea", "enter")
-        await until(pilot, lambda: measured and not app.main.generating)
+        await wait_until(pilot, lambda: measured and not app.main.generating)
         await pilot.pause(0.3)
         unsubscribe()
         compaction = measured[-1].measured.usage  # what auto-compaction decided on
         sidebar = app.main.sidebar.stats
         await pilot.press("f2")
-        await until(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
         prompt = app.screen
         assert prompt.usage is not None
         parts = (compaction.prompt, compaction.tools, compaction.messages)

@@ -24,6 +24,8 @@ from widgets import (
     one_line,
 )
 
+from .app_helpers import wait_until
+
 T0 = datetime(2024, 10, 3, 12, 0, tzinfo=UTC)
 
 
@@ -389,15 +391,6 @@ async def test_chat_view_folds_tool_results_and_pages_long_chats():
         assert len(view.views) == 22
 
 
-async def until(pilot, condition, seconds: float = 5.0) -> None:
-    """Until `condition()` holds (the view's drawing task runs between pauses)."""
-    for _ in range(int(seconds / 0.01)):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError("timed out waiting")
-
-
 async def test_message_view_streams_and_sanitises():
     reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
     view = ChatView()
@@ -409,7 +402,7 @@ async def test_message_view_streams_and_sanitises():
         for piece in ("Hello ", "\x1b]0;evil\x07world", " **bold**"):
             stream.write(piece)
         assert streaming.text == "Hello world **bold**"  # received, drawn or not
-        await until(pilot, lambda: streaming.shown == "Hello world **bold**")
+        await wait_until(pilot, lambda: streaming.shown == "Hello world **bold**")
         final = msg("r1", "assistant", "Hello world **bold**", metadata={"status": "complete"})
         await view.finish_reply(final)
         await pilot.pause()
@@ -428,7 +421,7 @@ async def test_texts_that_come_together_are_drawn_together():
         stream = ReplyStream()
         streaming = await view.start_reply(reply, stream=stream)
         stream.write("First")
-        await until(pilot, lambda: streaming.shown == "First")
+        await wait_until(pilot, lambda: streaming.shown == "First")
         seen = []
         stream.write(" second")
         stream.write(" third")
@@ -456,11 +449,11 @@ async def test_a_plain_reply_streams_into_a_static_and_markdown_takes_over_when_
         streaming = await view.start_reply(reply, stream=stream)
         assert not streaming.query(Markdown)  # the placeholder is a Static
         stream.write("Here is a list")
-        await until(pilot, lambda: streaming.shown == "Here is a list")
+        await wait_until(pilot, lambda: streaming.shown == "Here is a list")
         body = streaming.query_one(".message--body", Static)
         assert str(body.content) == "Here is a list" and not streaming.query(Markdown)
         stream.write(":\n\n- one\n- two")
-        await until(
+        await wait_until(
             pilot,
             lambda: streaming.query(Markdown) and len(streaming.query(".message--body")) == 1,
         )
@@ -468,7 +461,7 @@ async def test_a_plain_reply_streams_into_a_static_and_markdown_takes_over_when_
         assert markdown.source == "Here is a list:\n\n- one\n- two"
         assert len(streaming.query(".message--body")) == 1
         stream.write("\n- three")
-        await until(pilot, lambda: markdown.source.endswith("- two\n- three"))
+        await wait_until(pilot, lambda: markdown.source.endswith("- two\n- three"))
         assert streaming.query_one(Markdown) is markdown  # appended to, not remounted
         final = msg("r1", "assistant", streaming.text, metadata={"status": "complete"})
         await view.finish_reply(final)
@@ -487,12 +480,12 @@ async def test_a_paragraph_break_streaming_does_not_jump_and_is_not_lost():
         stream = ReplyStream()
         streaming = await view.start_reply(reply, stream=stream)
         stream.write("One paragraph.\n\n")
-        await until(pilot, lambda: streaming.shown == "One paragraph.\n\n")
+        await wait_until(pilot, lambda: streaming.shown == "One paragraph.\n\n")
         body = streaming.query_one(".message--body", Static)
         assert str(body.content) == "One paragraph."
         await pilot.pause(0.1)
         stream.write("Another")
-        await until(pilot, lambda: streaming.shown == "One paragraph.\n\nAnother")
+        await wait_until(pilot, lambda: streaming.shown == "One paragraph.\n\nAnother")
 
 
 async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come():
@@ -512,7 +505,7 @@ async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come()
         await pilot.pause()
         streaming = view.view_for("r1")
         stream.write(" and more")
-        await until(pilot, lambda: streaming.shown == live + " and more")
+        await wait_until(pilot, lambda: streaming.shown == live + " and more")
         body = streaming.query_one(Markdown)
         shown = " ".join(
             str(block._content.plain) for block in body.children if hasattr(block, "_content")
