@@ -41,7 +41,7 @@ from .env import (
     provider_of,
     warm_up,
 )
-from .errors import ErrorKind, LLMError, map_error, redact
+from .errors import ErrorKind, LLMError, map_error, redact, redact_known
 from .windows import table_window
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ __all__ = [
     "litellm_model",
     "map_error",
     "redact",
+    "redact_known",
     "stream_completion",
     "warm_up",
 ]
