@@ -3,7 +3,9 @@ message parts, checked before anything is written. Runs on both engines."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 
 import pytest
@@ -13,9 +15,15 @@ from store import (
     Attachments,
     Message,
     SessionManager,
+    Store,
+    TransferError,
     UnknownAttachmentError,
     attachment_kind,
+    document_entries,
+    documents_from_entries,
+    export_session,
     guess_mime,
+    import_sessions,
     text_part,
 )
 from store.schema import AttachmentRow, MessageRow
@@ -182,3 +190,79 @@ async def test_prune_keeps_what_a_message_names(store):
     manager.purge(dropped.id)
     assert attachments.prune() == 1
     assert attachments.stored([shared["hash"], only["hash"]]) == {shared["hash"]}
+
+
+# -- export and import keep the content (both engines) ----------------------------
+
+
+async def _chat_with_attachments(store) -> tuple[str, list[dict]]:
+    manager = SessionManager(store)
+    attachments = Attachments(store)
+    chat = manager.create("with files")
+    session = manager.get_session(chat.id)
+    image = attachments.put("photo.png", "image/png", PNG)
+    notes = attachments.put("notes.txt", "text/plain", "naïve ☕ notes\n".encode())
+    await session.append_message(Message("q1", "user", [text_part("see"), image, notes]))
+    await session.append_message(Message("a1", "assistant", [text_part("seen")]), "q1")
+    await session.append_message(Message("q2", "user", [image]), "a1")  # the same image again
+    return chat.id, [image, notes]
+
+
+def _as_json(doc) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False)
+
+
+async def test_export_import_export_is_exact_with_attachments(store, tmp_path):
+    sid, (image, notes) = await _chat_with_attachments(store)
+    doc = json.loads(json.dumps(export_session(store, sid)))  # through real JSON
+    assert [a["hash"] for a in doc["attachments"]] == sorted([image["hash"], notes["hash"]])
+    assert base64.b64decode(doc["attachments"][0]["data"]) in (PNG, "naïve ☕ notes\n".encode())
+    # Back into the same engine, after the chat and its content are gone.
+    SessionManager(store).purge(sid)
+    assert Attachments(store).prune() == 2
+    [outcome] = import_sessions(store, doc)
+    assert outcome.imported
+    assert _as_json(export_session(store, sid)) == _as_json(doc)
+    assert Attachments(store).content(image) == PNG
+    # JSONL carries the same, content before the messages that name it.
+    entries = [json.loads(json.dumps(e)) for e in document_entries(doc)]
+    kinds = [e["type"] for e in entries]
+    assert kinds[:3] == ["session", "attachment", "attachment"] and kinds.count("attachment") == 2
+    [again] = documents_from_entries(entries)
+    with Store(tmp_path / "other.db") as other:  # and into a fresh SQLite file
+        [copied] = import_sessions(other, again)
+        assert copied.imported and _as_json(export_session(other, sid)) == _as_json(doc)
+        assert Attachments(other).totals() == (2, len(PNG) + notes["size"])
+        assert Attachments(other).content(notes) == "naïve ☕ notes\n".encode()
+
+
+async def test_importing_content_already_stored_writes_no_second_copy(store):
+    sid, _ = await _chat_with_attachments(store)
+    doc = export_session(store, sid)
+    [copy] = import_sessions(store, doc, new_ids=True)
+    assert copy.imported and Attachments(store).totals()[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d["attachments"][0].update(data="not base64!"), "not base64"),
+        (
+            lambda d: d["attachments"][0].update(data=base64.b64encode(b"tampered").decode()),
+            "does not match its hash",
+        ),
+        (lambda d: d["attachments"][0].update(size=1), "'size' is 1"),
+        (lambda d: d.pop("attachments"), "neither in the file nor in this database"),
+        (lambda d: d["messages"][0]["parts"][1].update(hash="xyz"), "64 lowercase hex"),
+        (lambda d: d.update(attachments={"a": 1}), "must be a list"),
+    ],
+)
+async def test_a_damaged_attachment_in_a_file_imports_nothing(store, tmp_path, change, expected):
+    sid, _ = await _chat_with_attachments(store)
+    doc = json.loads(json.dumps(export_session(store, sid)))
+    change(doc)
+    with Store(tmp_path / "fresh.db") as fresh:
+        with pytest.raises(TransferError, match=expected):
+            import_sessions(fresh, doc)
+        assert fresh.query("SELECT count(*) FROM sessions")[0][0] == 0
+        assert Attachments(fresh).totals() == (0, 0)
