@@ -211,7 +211,9 @@ def test_a_401_with_no_key_set_says_the_key_is_missing_not_rejected(monkeypatch)
 async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_server):
     """The first reply after launch took 6-10 s on a loaded machine with only "writing…
     (no text yet)": while the model process is still loading, the reply says so."""
-    llm_server.text("Here at last.", delay=0.2)
+    # The first word after a second: the question's frame waits half a second at most
+    # for it, so the reply is on screen, still without text, well before it.
+    llm_server.text("Here at last.", delay=1.0)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
