@@ -18,6 +18,7 @@ from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
 from .errors import (
+    AttachmentError,
     ContextError,
     ContextLimitError,
     DatabaseFileError,
@@ -32,6 +33,7 @@ from .errors import (
     SearchSyntaxError,
     StoreError,
     UnknownAgentError,
+    UnknownAttachmentError,
     UnknownBlockError,
     UnknownMessageError,
     UnknownParentError,
@@ -47,6 +49,7 @@ from .messages import (
     Role,
     SearchResult,
     StoredCompaction,
+    attachment_part,
     text_part,
     tool_call_part,
     tool_result_part,
@@ -80,6 +83,16 @@ from .tools import Tool
 from .urls import is_url, redact_url, redact_urls_in
 
 if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
+    from .attachments import (
+        DEFAULT_MAX_ATTACHMENT_BYTES,
+        AttachmentInfo,
+        AttachmentKind,
+        Attachments,
+        attachment_kind,
+        data_url,
+        format_size,
+        guess_mime,
+    )
     from .db_copy import CopyError, CopyReport, copy_database
     from .db_info import DatabaseInfo, database_info
     from .transfer import (
@@ -96,6 +109,18 @@ if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
     )
 
 __all__ = [
+    # attachments (store.attachments)
+    "DEFAULT_MAX_ATTACHMENT_BYTES",
+    "AttachmentError",
+    "AttachmentInfo",
+    "AttachmentKind",
+    "Attachments",
+    "UnknownAttachmentError",
+    "attachment_kind",
+    "attachment_part",
+    "data_url",
+    "format_size",
+    "guess_mime",
     # memory per branch (store.block_writes)
     "BranchSite",
     "StoredWrite",
@@ -191,10 +216,23 @@ __all__ = [
     "message_agent_tool",
 ]
 
-# Backup, restore, copy and `db info` load on first use (`from store import
+# Attachments, backup, restore, copy and `db info` load on first use (`from store import
 # export_session` works as before): an app that opens a store and reads chats
 # never needs them, and their modules and dataclasses cost its every start ~5 ms.
 _LAZY = {
+    **{
+        name: "attachments"
+        for name in (
+            "DEFAULT_MAX_ATTACHMENT_BYTES",
+            "AttachmentInfo",
+            "AttachmentKind",
+            "Attachments",
+            "attachment_kind",
+            "data_url",
+            "format_size",
+            "guess_mime",
+        )
+    },
     "CopyError": "db_copy",
     "CopyReport": "db_copy",
     "copy_database": "db_copy",

@@ -27,6 +27,8 @@ __all__ = [
     "UnknownBlockError",
     "DuplicateBlockError",
     "UnknownSkillError",
+    "AttachmentError",
+    "UnknownAttachmentError",
 ]
 
 
@@ -131,3 +133,15 @@ class UnknownSkillError(ContextError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown skill"
+
+
+class AttachmentError(StoreError, ValueError):
+    """A file or content cannot be attached (missing, unreadable, too large, not the
+    type it claims); the message names it and says why. Nothing was stored."""
+
+
+class UnknownAttachmentError(StoreError, KeyError):
+    """No attachment content with that hash in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown attachment"

@@ -725,6 +725,19 @@ def m011_one_tokenisation(db: Database) -> None:
     _reindex_search(db)
 
 
+@migration
+def m015_attachments(db: Database) -> None:
+    # Issue 21: files and images attached to messages. Content is stored once,
+    # under its sha256; a message's `attachment` part names the hash, so a
+    # branch, a regenerated reply or a fork copies a reference, never bytes.
+    # (m011-m014 are reserved for other work; the list order is what applies.)
+    text, size, blob = (_T, "BIGINT", "BYTEA") if is_postgres(db) else ("TEXT", "INTEGER", "BLOB")
+    db.execute_sql(
+        f"CREATE TABLE attachments (hash {text} PRIMARY KEY, size {size} NOT NULL, "
+        f"content {blob} NOT NULL, created_at {text} NOT NULL)"
+    )
+
+
 def applied_migrations(db: Database, *, create: bool = True) -> list[str]:
     """Names of the migrations the database records, oldest first (creating the record
     table unless `create` is False: a read-only transaction may not)."""

@@ -61,6 +61,7 @@ BOTH_ENGINES = {
     "test_import_states",
     "test_manager",
     "test_store_agents",
+    "test_store_attachments",
     "test_store_bad_input",
     "test_store_branch_memory",
     "test_store_compaction",

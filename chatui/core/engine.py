@@ -22,6 +22,7 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Callable
@@ -43,6 +44,7 @@ from store import (
     Tool,
     create_compact_function,
     estimate_message_tokens,
+    estimate_string_tokens,
 )
 
 from .. import llm
@@ -396,6 +398,21 @@ class ChatEngine:
             rounds += 1
             writer = ReplyWriter(session, model, self.flush_interval)
             history = session.get_history(parent)
+            too_long = self._refused_before(model, options, parent, system_prompt, schemas, history)
+            if too_long is not None and not compacted:
+                # Sent as it is, it would fail as the last one did: compact first.
+                compacted = True
+                done = await self._compact_quietly(session_id, parent)
+                if done is not None:
+                    yield done
+                if isinstance(done, Compacted):
+                    history = session.get_history(parent)
+                    too_long = self._refused_before(
+                        model, options, parent, system_prompt, schemas, history
+                    )
+            if too_long is not None:
+                yield self._too_long(session_id, model, options, too_long)
+                return
             # The request leaves first: it carries only what is stored (the question,
             # the frozen prompt), and the reply's empty row, the events and the frames
             # that draw the question are made while it travels.
@@ -424,6 +441,12 @@ class ChatEngine:
                         WINDOWS.learn_from_error(
                             model, options.api_base, f"{error.title} {error.detail}"
                         )
+                        WINDOWS.note_refusal(
+                            model,
+                            options.api_base,
+                            parent,
+                            _estimate(system_prompt, schemas, history),
+                        )
                     if error.kind == "context_length" and not compacted and not writer.has_content:
                         compacted = True
                         yield Notice(
@@ -440,7 +463,10 @@ class ChatEngine:
                             continue
                     finished = writer.finish("error", error=error.title, error_kind=error.kind)
                     yield ReplyFinished(session_id, finished, "error")
-                    yield TurnFailed(session_id, error.title, error.detail, error.hint, error.kind)
+                    hint = error.hint
+                    if error.kind == "context_length":
+                        hint = self._overflow_hint(model, options)
+                    yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
                     title, detail = await self._empty_reply(session, parent, model)
@@ -455,6 +481,8 @@ class ChatEngine:
                     )
                     return
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
+                if not writer.calls and writer.finish_reason == "length":
+                    status = "truncated"  # cut off by the output limit: kept, continuable
                 finished = writer.finish(status)
                 if writer.usage is not None:
                     self.manager.add_usage(
@@ -477,7 +505,7 @@ class ChatEngine:
             finally:
                 if stream is not None:  # opened, never read: the reply's row was refused
                     await stream.aclose()
-            if status == "complete":
+            if status in ("complete", "truncated"):
                 # The next request, measured once by the rule every figure uses: the
                 # blocks as this branch holds them (no write since the prompt's refresh,
                 # or `MemoryChanged` moved the session's branch here), the tools, the path.
@@ -509,6 +537,49 @@ class ChatEngine:
                     "warning",
                 )
                 return
+
+    @staticmethod
+    def _refused_before(
+        model: str,
+        options: ModelOptions,
+        parent: str,
+        system_prompt: str,
+        schemas: list[dict[str, Any]] | None,
+        history: list[Message],
+    ) -> int | None:
+        """The request's estimate when the server already refused it, as long, as too
+        long (None: send it): `r` on a reply that overflowed does not fail again."""
+        refused = WINDOWS.refused_at(model, options.api_base, parent)
+        if refused is None:
+            return None
+        estimate = _estimate(system_prompt, schemas, history)
+        return estimate if estimate >= refused else None
+
+    def _too_long(
+        self, session_id: str, model: str, options: ModelOptions, estimate: int
+    ) -> TurnFailed:
+        window = self.window(model)
+        detail = f"This request is about {estimate:,} tokens"
+        if window.tokens:
+            detail += f"; {model} takes {window.tokens:,} ({window.source})"
+        return TurnFailed(
+            session_id,
+            f"The conversation is too long for {model}",
+            detail + ". The server refused one as long already, so it was not sent again.",
+            self._overflow_hint(model, options),
+            "context_length",
+        )
+
+    @staticmethod
+    def _overflow_hint(model: str, options: ModelOptions) -> str:
+        """Exactly what to do when a request is longer than the model's window."""
+        hint = "Compact the chat (ctrl+p, Compact now), or start a new chat (ctrl+n)"
+        if options.api_base:
+            return (
+                f"{hint}. If the server at {options.api_base} runs with a larger window, "
+                f'set context_window under [models."{model}"] in the config.'
+            )
+        return f"{hint}, or pick a model with a larger window with ctrl+l."
 
     async def _empty_reply(self, session: Session, parent: str, model: str) -> tuple[str, str]:
         """Why a stream ended with nothing: the request's size against the known window."""
@@ -565,6 +636,8 @@ class ChatEngine:
                     yield ReplyDelta(session_id, writer.id, chunk.text, "reasoning")
                 elif isinstance(chunk, llm.ToolCallChunk):
                     writer.add_call(chunk.id, chunk.name, chunk.arguments_json)
+                elif isinstance(chunk, llm.FinishChunk):
+                    writer.finish_reason = chunk.reason
                 elif isinstance(chunk, llm.UsageChunk):
                     writer.usage = {
                         "input": chunk.input_tokens,
@@ -593,3 +666,11 @@ class ChatEngine:
             log.warning("compaction of %s failed", session_id, exc_info=True)
             return Notice(session_id, f"Compaction failed: {llm.redact(str(exc))}", "warning")
         return Compacted(session_id, compaction) if compaction is not None else None
+
+
+def _estimate(
+    system_prompt: str, schemas: list[dict[str, Any]] | None, history: list[Message]
+) -> int:
+    """The request's size by the estimate (its prompt, tools and messages)."""
+    tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
+    return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)

@@ -534,7 +534,8 @@ class Workspace:
     ) -> None:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
 
-        `model`: a regenerate written by another model than the chat's (that reply only).
+        `model`: a send or regenerate written by another model than the chat's (that
+        turn only; `chatui ask --model` on an existing chat).
         `facts`: the chat's facts as the caller has them (read here otherwise): the
         turn runs on their agent and model, and reads the chat's row no more.
 
@@ -554,7 +555,7 @@ class Workspace:
         )
         events: AsyncGenerator[TurnEvent, None]
         if kind == "send":
-            events = engine.send(session_id, text, parent_id=parent_id, model=chat_model)
+            events = engine.send(session_id, text, parent_id=parent_id, model=model or chat_model)
         elif kind == "regenerate":
             assert message_id is not None
             events = engine.regenerate(session_id, message_id, model=model or chat_model)
