@@ -16,6 +16,9 @@ Design notes:
   and a tool call's writes belong to the reply that made it, so a
   regenerated reply starts from the memory its branch had.
 - Old branches are never touched: regenerate and edit append siblings.
+- A chat's parameters (`params` in its metadata: temperature, max tokens, ...)
+  go with each of its requests; the caller passes them with the model when it
+  has the chat's row already.
 - LiteLLM is imported lazily by `chatui.llm`; importing this module is cheap.
 """
 
@@ -45,6 +48,7 @@ from store import (
     create_compact_function,
     estimate_message_tokens,
     estimate_string_tokens,
+    reply_state,
 )
 
 from .. import llm
@@ -67,6 +71,7 @@ from .events import (
     UsageRecorded,
 )
 from .facts import choose_model, window_of
+from .params import params_of
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 
@@ -76,10 +81,24 @@ log = logging.getLogger(__name__)
 
 Streamer: TypeAlias = Callable[..., llm.ChunkStream]
 """`llm.stream_completion`'s signature: (model, messages, *, tools, api_base, timeout,
-max_retries) → chunks."""
+max_retries, params) → chunks."""
+
+Params: TypeAlias = dict[str, Any]
 
 STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
+
+CONTINUE_PROMPT = (
+    "Your reply above was cut off. Continue it exactly where it stopped, mid-word if "
+    "need be: do not repeat anything, do not comment, just go on."
+)
+"""Asked after a truncated or stopped reply (OpenAI-compatible APIs cannot resume an
+assistant message themselves): what comes back is appended to that reply."""
+
+TRUNCATED_NOTE = (
+    "The reply stopped at the model's output limit (it is kept, marked truncated). "
+    "ctrl+g on it continues from where it stopped."
+)
 
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
@@ -121,6 +140,11 @@ class ChatEngine:
         """The session's model, by the one rule (`facts.choose_model`)."""
         info = self.manager.get(session_id, include_deleted=True)
         return choose_model(info, self.agent, self.config).model
+
+    def params_for(self, session_id: str) -> Params:
+        """The chat's parameters (temperature, max tokens, ...) as stored."""
+        info = self.manager.get(session_id, include_deleted=True)
+        return params_of(info.metadata) if info is not None else {}
 
     def options_for(self, model: str) -> ModelOptions:
         return self.config.options_for(model)
@@ -211,10 +235,12 @@ class ChatEngine:
         *,
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it.
 
-        `model`: the chat's model when the caller resolved it already (`Workspace.facts`).
+        `model`, `params`: the chat's model and parameters when the caller has them
+        already (`Workspace.facts`); read from the chat otherwise.
         """
         if not isinstance(text, str) or not text.strip():
             yield TurnFailed(
@@ -224,12 +250,17 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
-        async with aclosing(self._user_turn(session_id, text, parent_id, model)) as events:
+        async with aclosing(self._user_turn(session_id, text, parent_id, model, params)) as events:
             async for event in events:
                 yield event
 
     async def regenerate(
-        self, session_id: str, message_id: str, *, model: str | None = None
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """A new reply: a sibling of an assistant message, or under a user message.
 
@@ -254,12 +285,18 @@ class ChatEngine:
         parent = message.id if message.role == "user" else message.parent_id
         assert parent is not None
         model = model.strip() if model else None
-        async with aclosing(self._turn(session_id, parent, model=model)) as events:
+        async with aclosing(self._turn(session_id, parent, model=model, params=params)) as events:
             async for event in events:
                 yield event
 
     async def edit(
-        self, session_id: str, message_id: str, text: str, *, model: str | None = None
+        self,
+        session_id: str,
+        message_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """A new user message beside `message_id` (same parent) with `text`, then a reply."""
         session = self.manager.get_session(session_id)
@@ -280,7 +317,9 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
-        async with aclosing(self._user_turn(session_id, text, message.parent_id, model)) as events:
+        async with aclosing(
+            self._user_turn(session_id, text, message.parent_id, model, params)
+        ) as events:
             async for event in events:
                 yield event
 
@@ -293,6 +332,113 @@ class ChatEngine:
         async with aclosing(self._turn(session_id, leaf.id)) as events:
             async for event in events:
                 yield event
+
+    async def continue_reply(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Continue a truncated, cancelled or interrupted reply from where it stopped: the
+        model is shown the reply so far and asked to go on; what it writes is appended to
+        the same reply, and the place it begins is marked (`metadata["continued"]`)."""
+        session = self.manager.get_session(session_id)
+        message = session.get_message(message_id)
+        problem = self._not_continuable(message)
+        if problem:
+            yield TurnFailed(
+                session_id, problem, hint="ctrl+r writes a new reply instead.", kind="bad_input"
+            )
+            return
+        assert message is not None and message.parent_id is not None
+        stored_model = message.metadata.get("model")
+        model = model or (stored_model if isinstance(stored_model, str) else None)
+        model = model or self.model_for(session_id)
+        failed = await self._preflight(session_id, model)
+        if failed:
+            yield failed
+            return
+        self.manager.set_status(session_id, "active")
+        try:
+            if params is None:
+                params = self.params_for(session_id)
+            async with aclosing(self._continue(session, message, model, params)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            try:
+                self.manager.set_status(session_id, "idle")
+            except Exception:
+                log.debug("could not set %s idle", session_id, exc_info=True)
+
+    @staticmethod
+    def _not_continuable(message: Message | None) -> str | None:
+        if message is None:
+            return "That message does not exist (any more)"
+        if message.role != "assistant" or message.is_compaction or message.parent_id is None:
+            return "Only a model's reply can be continued"
+        if reply_state(message) not in ("truncated", "cancelled", "interrupted"):
+            return "Only a truncated or stopped reply can be continued"
+        if not message.text.strip() or message.tool_calls:
+            return "This reply has no text to continue"
+        return None
+
+    async def _continue(
+        self, session: Session, message: Message, model: str, params: Params
+    ) -> AsyncGenerator[TurnEvent, None]:
+        session_id = session.session_id
+        assert message.parent_id is not None
+        options = self.options_for(model)
+        session.set_branch(message.parent_id)
+        system_prompt = await session.refresh_system_prompt()
+        history = [*session.get_history(message.parent_id), message]
+        messages = to_openai_messages(system_prompt, history)
+        messages.append({"role": "user", "content": CONTINUE_PROMPT})
+        writer = ReplyWriter(session, model, self.flush_interval)
+        writer.requested()
+        stream = self.streamer(
+            model,
+            messages,
+            tools=None,  # the reply goes on in words; tools were the reply's to call before
+            api_base=options.api_base,
+            timeout=self.config.request_timeout,
+            max_retries=self.config.max_retries,
+            **({"params": params} if params else {}),
+        )
+        try:
+            writer.resume(message)
+            yield ReplyStarted(session_id, writer.stored, model, writer.live)
+            try:
+                async with aclosing(self._stream(session_id, writer, stream)) as events:
+                    async for event in events:
+                        yield event
+            except llm.LLMError as error:
+                status: ReplyStatus = "truncated"  # what it held, and what arrived, stays
+                finished = writer.finish(status)
+                yield ReplyFinished(session_id, finished, status)
+                hint = error.hint
+                if error.kind == "context_length":
+                    hint = self._overflow_hint(model, options)
+                yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
+                return
+            status = "truncated" if writer.finish_reason == "length" else "complete"
+            finished = writer.finish(status)
+            if writer.usage is not None:
+                usage = writer.usage
+                self.manager.add_usage(session_id, usage["input"], usage["output"], usage["cost"])
+                yield UsageRecorded(
+                    session_id, finished.id, usage["input"], usage["output"], usage["cost"]
+                )
+            yield ReplyFinished(session_id, finished, status)
+            if status == "truncated":
+                yield Notice(session_id, TRUNCATED_NOTE, "warning")
+        except (asyncio.CancelledError, GeneratorExit):
+            writer.cancel()
+            raise
+        finally:
+            await stream.aclose()
 
     @staticmethod
     def _not_regenerable(message: Message | None) -> str | None:
@@ -328,7 +474,12 @@ class ChatEngine:
         return None
 
     async def _user_turn(
-        self, session_id: str, text: str, parent_id: str | None | Latest, model: str | None
+        self,
+        session_id: str,
+        text: str,
+        parent_id: str | None | Latest,
+        model: str | None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         model = model or self.model_for(session_id)  # once per turn
         failed = await self._preflight(session_id, model)
@@ -351,19 +502,28 @@ class ChatEngine:
             return
         yield MessageStored(session_id, user)
         async with aclosing(
-            self._turn(session_id, user.id, preflight=False, model=model)
+            self._turn(session_id, user.id, preflight=False, model=model, params=params)
         ) as events:
             async for event in events:
                 yield event
 
     async def _turn(
-        self, session_id: str, parent_id: str, *, preflight: bool = True, model: str | None = None
+        self,
+        session_id: str,
+        parent_id: str,
+        *,
+        preflight: bool = True,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept.
 
-        `model`: this turn's model instead of the chat's.
+        `model`: this turn's model instead of the chat's; `params`: the chat's
+        parameters (read from the chat when None).
         """
         model = model or self.model_for(session_id)  # once per turn
+        if params is None:
+            params = self.params_for(session_id)
         if preflight:
             failed = await self._preflight(session_id, model)
             if failed:
@@ -371,7 +531,7 @@ class ChatEngine:
                 return
         self.manager.set_status(session_id, "active")
         try:
-            async with aclosing(self._reply_loop(session_id, parent_id, model)) as events:
+            async with aclosing(self._reply_loop(session_id, parent_id, model, params)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -381,7 +541,11 @@ class ChatEngine:
                 log.debug("could not set %s idle", session_id, exc_info=True)
 
     async def _reply_loop(
-        self, session_id: str, parent_id: str, model: str | None = None
+        self,
+        session_id: str,
+        parent_id: str,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         session = self.manager.get_session(session_id)
         model = model or self.model_for(session_id)
@@ -417,7 +581,7 @@ class ChatEngine:
             # the frozen prompt), and the reply's empty row, the events and the frames
             # that draw the question are made while it travels.
             stream: llm.ChunkStream | None = self._open(
-                writer, model, options, system_prompt, history, schemas
+                writer, model, options, system_prompt, history, schemas, params
             )
             try:
                 started = await writer.start(parent)
@@ -425,7 +589,9 @@ class ChatEngine:
                 while True:  # one model call; once more after a context-length compaction
                     if stream is None:
                         history = session.get_history(parent)  # compacted: summary in place
-                        stream = self._open(writer, model, options, system_prompt, history, schemas)
+                        stream = self._open(
+                            writer, model, options, system_prompt, history, schemas, params
+                        )
                     error: llm.LLMError | None = None
                     try:
                         async with aclosing(self._stream(session_id, writer, stream)) as events:
@@ -499,6 +665,8 @@ class ChatEngine:
                         writer.usage["cost"],
                     )
                 yield ReplyFinished(session_id, finished, status)
+                if status == "truncated":
+                    yield Notice(session_id, TRUNCATED_NOTE, "warning")
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
                 raise
@@ -608,6 +776,7 @@ class ChatEngine:
         system_prompt: str,
         history: list[Message],
         schemas: list[dict[str, Any]] | None,
+        params: Params | None = None,
     ) -> llm.ChunkStream:
         """Start one model call for `history` (the model process sends the request at
         once; an in-process call when first read)."""
@@ -620,6 +789,7 @@ class ChatEngine:
             api_base=options.api_base,
             timeout=self.config.request_timeout,
             max_retries=self.config.max_retries,
+            **({"params": params} if params else {}),
         )
 
     async def _stream(

@@ -70,6 +70,7 @@ __all__ = [
     "is_demo",
     "is_loaded",
     "key_problem",
+    "known_params",
     "litellm_model",
     "map_error",
     "redact",
@@ -144,6 +145,12 @@ def key_problem(model: str, api_base: str | None = None) -> str | None:
     )
 
 
+def known_params() -> frozenset[str]:
+    """The chat-completion parameters LiteLLM knows (its OpenAI list; call after
+    `ensure_loaded`)."""
+    return frozenset(getattr(load_litellm(), "OPENAI_CHAT_COMPLETION_PARAMS", ()))
+
+
 # -- calls ------------------------------------------------------------------------
 
 
@@ -181,8 +188,12 @@ async def stream_completion(
     api_base: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = 2,
+    params: dict[str, Any] | None = None,
 ) -> AsyncGenerator[Chunk, None]:
     """Stream one model call as chunks.
+
+    `params`: the chat's parameters (temperature, max_tokens, ...; checked by
+    `chatui.core.params`), sent with the request; never over what is set here.
 
     A 429 is retried (after Retry-After, else exponential backoff) up to
     `max_retries` times, each announced with a `RetryChunk`, but only while
@@ -201,6 +212,8 @@ async def stream_completion(
     litellm = await ensure_loaded()
     kwargs = _call_kwargs(model, api_base, timeout)
     kwargs["messages"] = messages
+    for name, value in (params or {}).items():
+        kwargs.setdefault(name, value)
     if tools:
         kwargs.update(tools=tools, tool_choice="auto")
     server = api_base or provider_of(kwargs["model"])
