@@ -81,12 +81,22 @@ def as_text(value: Any, *, indent: int | None = 2) -> str:
         return str(value)
 
 
-ReplyState: TypeAlias = Literal["writing", "complete", "cancelled", "error", "interrupted"]
+ReplyState: TypeAlias = Literal[
+    "writing", "complete", "cancelled", "error", "interrupted", "truncated"
+]
 """How a model reply stands: being written now; finished; stopped by the user (what
 arrived is kept); failed (with `metadata["error"]`); cut off by a crash or a closed
-app while it was being written."""
+app while it was being written; cut off by the model's output limit (its
+`finish_reason` was "length": kept, and it can be continued)."""
 
-REPLY_STATES: tuple[ReplyState, ...] = ("writing", "complete", "cancelled", "error", "interrupted")
+REPLY_STATES: tuple[ReplyState, ...] = (
+    "writing",
+    "complete",
+    "cancelled",
+    "error",
+    "interrupted",
+    "truncated",
+)
 
 
 def reply_state(message: Message, *, live: bool = False) -> ReplyState | None:
@@ -103,6 +113,8 @@ def reply_state(message: Message, *, live: bool = False) -> ReplyState | None:
         return "cancelled"
     if status == "error":
         return "error"
+    if status == "truncated":
+        return "truncated"
     if meta.get("incomplete") or status == "streaming":
         return "writing" if live else "interrupted"
     return "complete"
@@ -118,4 +130,6 @@ def reply_state_label(message: Message, state: ReplyState | None) -> str:
         return f"error — {one_line(str(message.metadata.get('error') or 'reply failed'), 80)}"
     if state == "interrupted":
         return "incomplete — the reply was interrupted"
+    if state == "truncated":
+        return "truncated — the model's output limit cut it off"
     return ""

@@ -70,6 +70,8 @@ class ChatInput(TextArea):
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        self.submit_empty = False
+        """Enter sends blank text too (a dialog that says why it refuses it)."""
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -86,7 +88,7 @@ class ChatInput(TextArea):
         )
 
     def action_submit(self) -> None:
-        if self.text.strip():
+        if self.text.strip() or self.submit_empty:
             self.post_message(self.Submitted(self, self.text))
 
     def remove_sent(self, text: str) -> None:

@@ -38,6 +38,7 @@ STATUS_TEXT = {
     "cancelled": "cancelled",
     "error": "error",
     "interrupted": "interrupted",
+    "truncated": "truncated",
 }
 HIGHLIGHT_DELAY = 0.12
 """Seconds the cursor rests on a message before the chat scrolls to it (held keys glide)."""

@@ -133,7 +133,8 @@ class MessageView(Vertical, can_focus=True):
     MessageView > .message--body { padding: 0 0; margin: 0; }
     MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
     MessageView.-error > .message--header, MessageView.-cancelled > .message--header,
-    MessageView.-interrupted > .message--header { color: $warning; }
+    MessageView.-interrupted > .message--header,
+    MessageView.-truncated > .message--header { color: $warning; }
     MessageView Collapsible { padding: 0; margin: 0; border: none; background: $boost; }
     MessageView Collapsible > Contents { padding: 0 1; }
     MessageView .message--tool-output { color: $text-muted; }
@@ -269,7 +270,7 @@ class MessageView(Vertical, can_focus=True):
         status = status_of(self.message, live=self._streaming)
         self.set_class(self.message.role == "user", "-user", update=update)
         self.set_class(self.message.is_compaction, "-compaction", update=update)
-        for name in ("writing", "cancelled", "error", "interrupted"):
+        for name in ("writing", "cancelled", "error", "interrupted", "truncated"):
             self.set_class(status == name, f"-{name}", update=update)
 
     def header(self) -> Text:

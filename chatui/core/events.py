@@ -44,7 +44,7 @@ __all__ = [
 TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond"]
 """What started a turn: the user's send, a regenerate, an edit, a peer's message."""
 
-ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error"]
+ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error", "truncated"]
 """How one model call ended, as the engine stores it in `metadata["status"]`.
 
 What a reply *shows* (chat pane, tree, chat list, `chatui show`, exports) is its

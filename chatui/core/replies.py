@@ -47,6 +47,8 @@ class ReplyWriter:
         self.reasoning: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.usage: dict[str, Any] | None = None
+        self.finish_reason: str | None = None
+        """Why the model stopped, as it said ("length": its output limit cut it off)."""
         self._last_flush = 0.0
         self._dirty = False
         self.started = False
@@ -87,6 +89,7 @@ class ReplyWriter:
         self.reasoning.clear()
         self.calls.clear()
         self.usage = None
+        self.finish_reason = None
 
     @property
     def has_content(self) -> bool:
@@ -144,7 +147,7 @@ class ReplyWriter:
         metadata: dict[str, Any] = {"model": self.model, "status": status}
         if self.first_token is not None:  # compare shows it beside the reply's siblings
             metadata["first_token_s"] = round(self.first_token, 3)
-        if status in ("cancelled", "error"):
+        if status in ("cancelled", "error", "truncated"):
             metadata["incomplete"] = True
         if error:
             metadata["error"] = error

@@ -27,7 +27,11 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("ctrl+l", "choose the model"),
     KeyHelp("ctrl+p", "command palette: compact now, rename, export, import, theme, …"),
     KeyHelp("f1", "this help"),
-    KeyHelp("f2", "the next request: the exact system prompt and tools, with token counts"),
+    KeyHelp(
+        "f2",
+        "the next request: parameters, system prompt and tools, with token counts "
+        "(e edits this chat's prompt, p its parameters)",
+    ),
     KeyHelp("ctrl+q", "quit"),
     KeyHelp("ctrl+r", "regenerate: a new reply beside the old one (kept)", "message or tree"),
     KeyHelp(
