@@ -76,6 +76,8 @@ from .text import (
     one_line,
     reply_state,
     reply_state_label,
+    writer_mark,
+    written_elsewhere,
 )
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
@@ -142,6 +144,8 @@ __all__ = [
     "one_line",
     "reply_state",
     "reply_state_label",
+    "writer_mark",
+    "written_elsewhere",
     "BANNER",
     "LATEST",
     "Latest",

@@ -15,7 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from store import REPLY_STATES, Message, ReplyState, StoredCompaction, reply_state
+from store import (
+    REPLY_STATES,
+    Message,
+    ReplyState,
+    StoredCompaction,
+    reply_state,
+    written_elsewhere,
+)
 
 from .context_usage import Measured
 
@@ -39,6 +46,7 @@ __all__ = [
     "TurnKind",
     "UsageRecorded",
     "reply_state",
+    "written_elsewhere",
 ]
 
 TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond"]

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from store import Message, Session, Tool, tool_call_part, tool_result_part
+from store import Message, Session, Tool, tool_call_part, tool_result_part, writer_mark
 
 from .events import LiveText, ReplyStatus
 
@@ -65,7 +65,7 @@ class ReplyWriter:
             id=self.id,
             role="assistant",
             parts=[],
-            metadata={"model": self.model, "status": "streaming", "incomplete": True},
+            metadata=self._streaming_metadata(),
         )
         stored = await self.session.append_message(message, parent_id)
         self._stored = stored
@@ -125,6 +125,16 @@ class ReplyWriter:
             id=self.id, role="assistant", parts=parts, metadata=metadata, token_usage=self.usage
         )
 
+    def _streaming_metadata(self) -> dict[str, Any]:
+        # The writer mark lets another app on this database show the reply as being
+        # written here (not "interrupted") while this process lives.
+        return {
+            "model": self.model,
+            "status": "streaming",
+            "incomplete": True,
+            "writer": writer_mark(),
+        }
+
     def maybe_flush(self) -> None:
         """Write the text so far if `flush_interval` has passed since the last write."""
         if self._dirty and time.monotonic() - self._last_flush >= self.flush_interval:
@@ -134,7 +144,7 @@ class ReplyWriter:
         # Not final: the next flush or `finish` supersedes it, so its commit need not
         # wait for the database's disk (`Store`'s durability "final").
         self.session.update_message(
-            self._message({"model": self.model, "status": "streaming", "incomplete": True}),
+            self._message(self._streaming_metadata()),
             final=False,
         )
         self._last_flush = time.monotonic()
