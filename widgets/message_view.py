@@ -167,6 +167,7 @@ class MessageView(Vertical, can_focus=True):
             id="message.regenerate_with",
             show=False,
         ),
+        Binding("ctrl+g", "act('continue')", "Continue", id="message.continue", show=False),
         Binding("e", "act('edit')", "Edit", id="message.edit"),
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),

@@ -49,7 +49,7 @@ __all__ = [
     "written_elsewhere",
 ]
 
-TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond"]
+TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond", "continue"]
 """What started a turn: the user's send, a regenerate, an edit, a peer's message."""
 
 ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error", "truncated"]

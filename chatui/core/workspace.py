@@ -636,6 +636,9 @@ class Workspace:
         elif kind == "edit":
             assert message_id is not None
             events = engine.edit(session_id, message_id, text, model=chat_model, params=params)
+        elif kind == "continue":
+            assert message_id is not None
+            events = engine.continue_reply(session_id, message_id, model=model, params=params)
         else:
             events = engine.respond(session_id)
         stored_leaf = info.metadata.get("active_leaf") if info is not None else None
