@@ -44,6 +44,7 @@ from store import (
     Store,
     estimate_string_tokens,
 )
+from store.search import query_problem
 
 from .. import llm
 from ..llm.windows import WINDOWS
@@ -448,6 +449,11 @@ class Workspace:
     def search(self, query: str, limit: int = 50) -> list[SearchResult]:
         """Every chat's messages, best first (deleted chats left out)."""
         return self._manager.search(query, limit, include_deleted=False)
+
+    def search_problem(self, query: str) -> str | None:
+        """Why `query` was searched as plain words (an unclosed quote, an operator
+        without its words, too many words), or None when it is a query."""
+        return query_problem(query)
 
     async def compact(self, session_id: str, leaf_id: str | None) -> StoredCompaction | None:
         """Summarise the middle of the path to `leaf_id` (None: nothing to compact).
