@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from peewee import DatabaseError as PeeweeDatabaseError
+
 from store import (
     DatabaseFileError,
     DatabaseUnavailableError,
@@ -388,8 +390,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         message, code = str(exc), UNREACHABLE
     except (DatabaseFileError, SchemaVersionError) as exc:
         message, code = str(exc), DATABASE
-    except sqlite3.Error as exc:
-        message, code = f"database error: {exc}", DATABASE
+    except (sqlite3.Error, PeeweeDatabaseError) as exc:
+        message, code = f"database error: {_first_database_error(exc)}", DATABASE
     except BrokenPipeError:  # `chatui list | head`
         sys.stdout = open(os.devnull, "w")  # silence the exit flush
         return OK
@@ -397,3 +399,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 130
     print(f"chatui: error: {one_line(message)}", file=sys.stderr)
     return code
+
+
+def _first_database_error(exc: BaseException) -> BaseException:
+    """The error that started it: a full disk makes SQLite roll back on its own, and
+    peewee's rollback then fails with "no transaction is active", which says nothing."""
+    while isinstance(exc.__context__, sqlite3.Error | PeeweeDatabaseError):
+        exc = exc.__context__
+    return exc
