@@ -290,6 +290,8 @@ class MessageView(Vertical, can_focus=True):
         model = m.metadata.get("model")
         if model and m.role == "assistant":
             text.append(f" · {model}")
+        if m.metadata.get("edited_from"):
+            text.append(" · edited", "italic")  # a person's correction; the original is kept
         if m.created_at is not None:
             text.append(f" · {m.created_at.astimezone().strftime('%b %d %H:%M')}")
         if self.position[1] > 1:
