@@ -142,3 +142,48 @@ async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake
     assert not of(events, TurnFailed)
     assert of(events, ReplyFinished)[-1].message.text == "Fits now."
     assert local.engine.window("openai/test-model").source == "error"
+
+
+# -- continue ------------------------------------------------------------------------------
+
+
+async def test_continue_appends_to_the_same_reply_and_marks_where(local):
+    local.server.script(script.text("The answer is forty", finish_reason="length"))
+    events = await run(local.engine.send(local.sid, "what is it?"))
+    cut = of(events, ReplyFinished)[-1].message
+    local.server.script(script.text("-two, of course."))
+    events = await run(local.engine.continue_reply(local.sid, cut.id))
+    finished = of(events, ReplyFinished)[-1]
+    assert finished.message.id == cut.id and finished.status == "complete"
+    stored = local.session.get_message(cut.id)
+    assert stored.text == "The answer is forty-two, of course."
+    assert stored.metadata["continued"] == [len("The answer is forty")]
+    assert reply_state(stored) == "complete"
+    sent = local.server.last["messages"]
+    assert sent[-2] == {"role": "assistant", "content": "The answer is forty"}
+    assert sent[-1]["role"] == "user" and "Continue it exactly" in sent[-1]["content"]
+    assert "tools" not in local.server.last
+    # One reply, not a sibling: the path holds question and answer only.
+    assert [m.role for m in local.session.get_history()] == ["user", "assistant"]
+
+
+async def test_only_a_stopped_reply_with_text_can_be_continued(local):
+    local.server.script(script.text("Complete."))
+    events = await run(local.engine.send(local.sid, "hi"))
+    done = of(events, ReplyFinished)[-1].message
+    sent = len(local.server.requests)
+    for target in (done.id, done.parent_id, "no-such-id"):
+        failed = of(await run(local.engine.continue_reply(local.sid, target)), TurnFailed)
+        assert failed and failed[0].kind == "bad_input"
+    assert len(local.server.requests) == sent
+    assert local.session.get_message(done.id).text == "Complete."
+
+
+async def test_a_failed_continuation_keeps_the_reply_as_it_was(local):
+    local.server.script(script.text("Half", finish_reason="length"))
+    cut = of(await run(local.engine.send(local.sid, "go")), ReplyFinished)[-1].message
+    local.server.script(script.error(500, "the GPU caught fire"))
+    events = await run(local.engine.continue_reply(local.sid, cut.id))
+    assert of(events, TurnFailed)
+    stored = local.session.get_message(cut.id)
+    assert stored.text == "Half" and reply_state(stored) == "truncated"

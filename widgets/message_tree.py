@@ -141,6 +141,7 @@ class MessageTree(ScrollView, can_focus=True):
             id="tree.regenerate_with",
             show=False,
         ),
+        Binding("ctrl+g", "message('continue')", "Continue", id="tree.continue", show=False),
         Binding("e", "message('edit')", "Edit", id="tree.edit", show=False),
         Binding("f", "message('fork')", "Fork", id="tree.fork", show=False),
         Binding("c", "message('copy')", "Copy", id="tree.copy", show=False),

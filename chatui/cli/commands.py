@@ -26,6 +26,7 @@ from store import (
     is_url,
     reply_state,
 )
+from store.search import query_problem
 
 from .. import launch
 from ..transfer.text import one_line
@@ -63,6 +64,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         manager = SessionManager(store)
         hits = manager.search(query, args.limit, session_id=session_id, include_deleted=False)
         names = manager.names(h.session_id for h in hits)
+    problem = query_problem(query)
+    if problem:  # on stderr: the results on stdout stay what a script reads
+        print(problem, file=sys.stderr)
     if args.json:
         _out(
             json_text(

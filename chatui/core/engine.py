@@ -48,6 +48,7 @@ from store import (
     create_compact_function,
     estimate_message_tokens,
     estimate_string_tokens,
+    reply_state,
 )
 
 from .. import llm
@@ -86,6 +87,18 @@ Params: TypeAlias = dict[str, Any]
 
 STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
+
+CONTINUE_PROMPT = (
+    "Your reply above was cut off. Continue it exactly where it stopped, mid-word if "
+    "need be: do not repeat anything, do not comment, just go on."
+)
+"""Asked after a truncated or stopped reply (OpenAI-compatible APIs cannot resume an
+assistant message themselves): what comes back is appended to that reply."""
+
+TRUNCATED_NOTE = (
+    "The reply stopped at the model's output limit (it is kept, marked truncated). "
+    "ctrl+g on it continues from where it stopped."
+)
 
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
@@ -326,6 +339,113 @@ class ChatEngine:
             async for event in events:
                 yield event
 
+    async def continue_reply(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Continue a truncated, cancelled or interrupted reply from where it stopped: the
+        model is shown the reply so far and asked to go on; what it writes is appended to
+        the same reply, and the place it begins is marked (`metadata["continued"]`)."""
+        session = self.manager.get_session(session_id)
+        message = session.get_message(message_id)
+        problem = self._not_continuable(message)
+        if problem:
+            yield TurnFailed(
+                session_id, problem, hint="ctrl+r writes a new reply instead.", kind="bad_input"
+            )
+            return
+        assert message is not None and message.parent_id is not None
+        stored_model = message.metadata.get("model")
+        model = model or (stored_model if isinstance(stored_model, str) else None)
+        model = model or self.model_for(session_id)
+        failed = await self._preflight(session_id, model)
+        if failed:
+            yield failed
+            return
+        self.manager.set_status(session_id, "active")
+        try:
+            if params is None:
+                params = self.params_for(session_id)
+            async with aclosing(self._continue(session, message, model, params)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            try:
+                self.manager.set_status(session_id, "idle")
+            except Exception:
+                log.debug("could not set %s idle", session_id, exc_info=True)
+
+    @staticmethod
+    def _not_continuable(message: Message | None) -> str | None:
+        if message is None:
+            return "That message does not exist (any more)"
+        if message.role != "assistant" or message.is_compaction or message.parent_id is None:
+            return "Only a model's reply can be continued"
+        if reply_state(message) not in ("truncated", "cancelled", "interrupted"):
+            return "Only a truncated or stopped reply can be continued"
+        if not message.text.strip() or message.tool_calls:
+            return "This reply has no text to continue"
+        return None
+
+    async def _continue(
+        self, session: Session, message: Message, model: str, params: Params
+    ) -> AsyncGenerator[TurnEvent, None]:
+        session_id = session.session_id
+        assert message.parent_id is not None
+        options = self.options_for(model)
+        session.set_branch(message.parent_id)
+        system_prompt = await session.refresh_system_prompt()
+        history = [*session.get_history(message.parent_id), message]
+        messages = to_openai_messages(system_prompt, history)
+        messages.append({"role": "user", "content": CONTINUE_PROMPT})
+        writer = ReplyWriter(session, model, self.flush_interval)
+        writer.requested()
+        stream = self.streamer(
+            model,
+            messages,
+            tools=None,  # the reply goes on in words; tools were the reply's to call before
+            api_base=options.api_base,
+            timeout=self.config.request_timeout,
+            max_retries=self.config.max_retries,
+            **({"params": params} if params else {}),
+        )
+        try:
+            writer.resume(message)
+            yield ReplyStarted(session_id, writer.stored, model, writer.live)
+            try:
+                async with aclosing(self._stream(session_id, writer, stream)) as events:
+                    async for event in events:
+                        yield event
+            except llm.LLMError as error:
+                status: ReplyStatus = "truncated"  # what it held, and what arrived, stays
+                finished = writer.finish(status)
+                yield ReplyFinished(session_id, finished, status)
+                hint = error.hint
+                if error.kind == "context_length":
+                    hint = self._overflow_hint(model, options)
+                yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
+                return
+            status = "truncated" if writer.finish_reason == "length" else "complete"
+            finished = writer.finish(status)
+            if writer.usage is not None:
+                usage = writer.usage
+                self.manager.add_usage(session_id, usage["input"], usage["output"], usage["cost"])
+                yield UsageRecorded(
+                    session_id, finished.id, usage["input"], usage["output"], usage["cost"]
+                )
+            yield ReplyFinished(session_id, finished, status)
+            if status == "truncated":
+                yield Notice(session_id, TRUNCATED_NOTE, "warning")
+        except (asyncio.CancelledError, GeneratorExit):
+            writer.cancel()
+            raise
+        finally:
+            await stream.aclose()
+
     @staticmethod
     def _not_regenerable(message: Message | None) -> str | None:
         if message is None:
@@ -551,6 +671,8 @@ class ChatEngine:
                         writer.usage["cost"],
                     )
                 yield ReplyFinished(session_id, finished, status)
+                if status == "truncated":
+                    yield Notice(session_id, TRUNCATED_NOTE, "warning")
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
                 raise

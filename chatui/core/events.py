@@ -15,7 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from store import REPLY_STATES, Message, ReplyState, StoredCompaction, reply_state
+from store import (
+    REPLY_STATES,
+    Message,
+    ReplyState,
+    StoredCompaction,
+    reply_state,
+    written_elsewhere,
+)
 
 from .context_usage import Measured
 
@@ -39,9 +46,10 @@ __all__ = [
     "TurnKind",
     "UsageRecorded",
     "reply_state",
+    "written_elsewhere",
 ]
 
-TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond"]
+TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond", "continue"]
 """What started a turn: the user's send, a regenerate, an edit, a peer's message."""
 
 ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error", "truncated"]

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from store import Message, Session, Tool, tool_call_part, tool_result_part
+from store import Message, Session, Tool, tool_call_part, tool_result_part, writer_mark
 
 from .events import LiveText, ReplyStatus
 
@@ -58,6 +58,8 @@ class ReplyWriter:
         """The reply as `start` stored it (its row's time and parent)."""
         self.first_token: float | None = None
         """Seconds from the request to the first text, reasoning or tool call."""
+        self.marks: dict[str, Any] = {}
+        """Metadata kept through every write (`continued`: where continuations begin)."""
 
     async def start(self, parent_id: str) -> Message:
         """Store the empty reply (status streaming, incomplete) under `parent_id`."""
@@ -65,7 +67,7 @@ class ReplyWriter:
             id=self.id,
             role="assistant",
             parts=[],
-            metadata={"model": self.model, "status": "streaming", "incomplete": True},
+            metadata=self._streaming_metadata(),
         )
         stored = await self.session.append_message(message, parent_id)
         self._stored = stored
@@ -74,6 +76,33 @@ class ReplyWriter:
         if self._requested_at is None:
             self._requested_at = self._last_flush
         return stored
+
+    def resume(self, message: Message) -> None:
+        """Write into a stored reply instead of a new one: what it holds stays, what
+        streams is appended, and where the continuation begins is marked
+        (`metadata["continued"]`: the text offsets, one per continuation)."""
+        self.id = message.id
+        self.live = LiveText(message.text)
+        self.reasoning = [
+            str(p.get("text") or "") for p in message.parts if p.get("type") == "reasoning"
+        ]
+        previous = message.metadata.get("continued")
+        starts = (
+            [int(x) for x in previous if isinstance(x, int)] if isinstance(previous, list) else []
+        )
+        self.marks["continued"] = [*starts, len(message.text)]
+        self._stored = message
+        self.started = True
+        self._last_flush = time.monotonic()
+        if self._requested_at is None:
+            self._requested_at = self._last_flush
+        self.flush()  # marked writing again: a redraw shows it live, a crash interrupted
+
+    @property
+    def stored(self) -> Message:
+        """The reply as `start` (or `resume`) found it in the store."""
+        assert self._stored is not None
+        return self._stored
 
     def requested(self) -> None:
         """The model call was made now (the request may leave before `start`)."""
@@ -85,6 +114,14 @@ class ReplyWriter:
 
     def reset(self) -> None:
         """Forget what streamed (before a retry into the same message)."""
+        if "continued" in self.marks:  # keep what the continued reply held before
+            text = self.live.text[: self.marks["continued"][-1]]
+            self.live.clear()
+            self.live.append(text)
+            self.calls.clear()
+            self.usage = None
+            self.finish_reason = None
+            return
         self.live.clear()
         self.reasoning.clear()
         self.calls.clear()
@@ -94,6 +131,13 @@ class ReplyWriter:
     @property
     def has_content(self) -> bool:
         return bool(self.live or self.reasoning or self.calls)
+
+    @property
+    def has_new_content(self) -> bool:
+        """Something arrived in this call (a continuation starts with what was there)."""
+        if "continued" in self.marks:
+            return len(self.live.text) > self.marks["continued"][-1] or bool(self.calls)
+        return self.has_content
 
     def add_text(self, text: str) -> None:
         self._arrived()
@@ -122,8 +166,22 @@ class ReplyWriter:
             parts.append({"type": "text", "text": self.live.text})
         parts.extend(self.calls)
         return Message(
-            id=self.id, role="assistant", parts=parts, metadata=metadata, token_usage=self.usage
+            id=self.id,
+            role="assistant",
+            parts=parts,
+            metadata={**metadata, **self.marks},
+            token_usage=self.usage,
         )
+
+    def _streaming_metadata(self) -> dict[str, Any]:
+        # The writer mark lets another app on this database show the reply as being
+        # written here (not "interrupted") while this process lives.
+        return {
+            "model": self.model,
+            "status": "streaming",
+            "incomplete": True,
+            "writer": writer_mark(),
+        }
 
     def maybe_flush(self) -> None:
         """Write the text so far if `flush_interval` has passed since the last write."""
@@ -134,7 +192,7 @@ class ReplyWriter:
         # Not final: the next flush or `finish` supersedes it, so its commit need not
         # wait for the database's disk (`Store`'s durability "final").
         self.session.update_message(
-            self._message({"model": self.model, "status": "streaming", "incomplete": True}),
+            self._message(self._streaming_metadata()),
             final=False,
         )
         self._last_flush = time.monotonic()

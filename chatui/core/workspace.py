@@ -45,6 +45,7 @@ from store import (
     estimate_string_tokens,
     text_part,
 )
+from store.search import query_problem
 
 from .. import llm
 from ..llm.windows import WINDOWS
@@ -583,6 +584,11 @@ class Workspace:
         """Every chat's messages, best first (deleted chats left out)."""
         return self._manager.search(query, limit, include_deleted=False)
 
+    def search_problem(self, query: str) -> str | None:
+        """Why `query` was searched as plain words (an unclosed quote, an operator
+        without its words, too many words), or None when it is a query."""
+        return query_problem(query)
+
     async def compact(self, session_id: str, leaf_id: str | None) -> StoredCompaction | None:
         """Summarise the middle of the path to `leaf_id` (None: nothing to compact).
 
@@ -772,6 +778,9 @@ class Workspace:
         elif kind == "edit":
             assert message_id is not None
             events = engine.edit(session_id, message_id, text, model=chat_model, params=params)
+        elif kind == "continue":
+            assert message_id is not None
+            events = engine.continue_reply(session_id, message_id, model=model, params=params)
         else:
             events = engine.respond(session_id)
         stored_leaf = info.metadata.get("active_leaf") if info is not None else None

@@ -40,6 +40,11 @@ KEYS: tuple[KeyHelp, ...] = (
         "message or tree",
     ),
     KeyHelp(
+        "ctrl+g",
+        "continue a truncated or stopped reply where it ended (appended to it, marked)",
+        "message or tree",
+    ),
+    KeyHelp(
         "other keys",
         "typing on a focused message types into the input (keys that spend tokens take ctrl)",
         "message",
