@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 # First, before anything imports peewee: keeps psycopg off the start-up path.
 from . import driver as _driver  # noqa: F401
 from .agents import UNSET, AgentInfo, AgentSpec
-from .block_writes import BranchSite, StoredWrite, UnknownWriteError
+from .block_writes import BranchSite, StoredWrite, UnknownWriteError, session_writes
 from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
 from .errors import (
+    AttachmentError,
     ContextError,
     ContextLimitError,
     DatabaseFileError,
@@ -29,8 +30,10 @@ from .errors import (
     PeerLoopError,
     ReadOnlyBlockError,
     SchemaVersionError,
+    SearchSyntaxError,
     StoreError,
     UnknownAgentError,
+    UnknownAttachmentError,
     UnknownBlockError,
     UnknownMessageError,
     UnknownParentError,
@@ -46,6 +49,7 @@ from .messages import (
     Role,
     SearchResult,
     StoredCompaction,
+    attachment_part,
     text_part,
     tool_call_part,
     tool_result_part,
@@ -73,12 +77,24 @@ from .text import (
     one_line,
     reply_state,
     reply_state_label,
+    writer_mark,
+    written_elsewhere,
 )
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
 from .urls import is_url, redact_url, redact_urls_in
 
 if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
+    from .attachments import (
+        DEFAULT_MAX_ATTACHMENT_BYTES,
+        AttachmentInfo,
+        AttachmentKind,
+        Attachments,
+        attachment_kind,
+        data_url,
+        format_size,
+        guess_mime,
+    )
     from .db_copy import CopyError, CopyReport, copy_database
     from .db_info import DatabaseInfo, database_info
     from .transfer import (
@@ -95,9 +111,22 @@ if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
     )
 
 __all__ = [
+    # attachments (store.attachments)
+    "DEFAULT_MAX_ATTACHMENT_BYTES",
+    "AttachmentError",
+    "AttachmentInfo",
+    "AttachmentKind",
+    "Attachments",
+    "UnknownAttachmentError",
+    "attachment_kind",
+    "attachment_part",
+    "data_url",
+    "format_size",
+    "guess_mime",
     # memory per branch (store.block_writes)
     "BranchSite",
     "StoredWrite",
+    "session_writes",
     "UnknownWriteError",
     "ChangeWatcher",
     "CopyError",
@@ -116,6 +145,8 @@ __all__ = [
     "one_line",
     "reply_state",
     "reply_state_label",
+    "writer_mark",
+    "written_elsewhere",
     "BANNER",
     "LATEST",
     "Latest",
@@ -138,6 +169,7 @@ __all__ = [
     "ReadOnlyBlockError",
     "Role",
     "SchemaVersionError",
+    "SearchSyntaxError",
     "SearchResult",
     "Session",
     "SessionInfo",
@@ -189,10 +221,23 @@ __all__ = [
     "message_agent_tool",
 ]
 
-# Backup, restore, copy and `db info` load on first use (`from store import
+# Attachments, backup, restore, copy and `db info` load on first use (`from store import
 # export_session` works as before): an app that opens a store and reads chats
 # never needs them, and their modules and dataclasses cost its every start ~5 ms.
 _LAZY = {
+    **{
+        name: "attachments"
+        for name in (
+            "DEFAULT_MAX_ATTACHMENT_BYTES",
+            "AttachmentInfo",
+            "AttachmentKind",
+            "Attachments",
+            "attachment_kind",
+            "data_url",
+            "format_size",
+            "guess_mime",
+        )
+    },
     "CopyError": "db_copy",
     "CopyReport": "db_copy",
     "copy_database": "db_copy",

@@ -11,6 +11,7 @@ __all__ = [
     "DatabaseFileError",
     "DatabaseUnavailableError",
     "SchemaVersionError",
+    "SearchSyntaxError",
     "UnknownParentError",
     "UnknownMessageError",
     "UnknownSessionError",
@@ -26,6 +27,8 @@ __all__ = [
     "UnknownBlockError",
     "DuplicateBlockError",
     "UnknownSkillError",
+    "AttachmentError",
+    "UnknownAttachmentError",
 ]
 
 
@@ -47,6 +50,11 @@ class DatabaseUnavailableError(DatabaseFileError):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer chatui/store than this one."""
+
+
+class SearchSyntaxError(StoreError, ValueError):
+    """A search string that is not a query (an unclosed quote or parenthesis, an
+    operator without its words, too many words); the message says which."""
 
 
 class UnknownParentError(StoreError, ValueError):
@@ -125,3 +133,15 @@ class UnknownSkillError(ContextError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown skill"
+
+
+class AttachmentError(StoreError, ValueError):
+    """A file or content cannot be attached (missing, unreadable, too large, not the
+    type it claims); the message names it and says why. Nothing was stored."""
+
+
+class UnknownAttachmentError(StoreError, KeyError):
+    """No attachment content with that hash in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown attachment"

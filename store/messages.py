@@ -21,6 +21,7 @@ __all__ = [
     "Role",
     "SearchResult",
     "StoredCompaction",
+    "attachment_part",
     "text_part",
     "tool_call_part",
     "tool_result_part",
@@ -78,7 +79,8 @@ class Message:
     """One message in a conversation tree.
 
     `parts` holds dicts with a `type` key (`text`, `reasoning`, `tool-call`,
-    `tool-result`, `file`, or anything else, kept as-is).
+    `tool-result`, `attachment` (a reference to content in `store.attachments`),
+    `file`, or anything else, kept as-is).
     """
 
     id: str
@@ -122,6 +124,11 @@ class Message:
     def tool_results(self) -> list[dict[str, Any]]:
         """The `tool-result` parts, in order."""
         return [p for p in self.parts if p.get("type") == "tool-result"]
+
+    @property
+    def attachments(self) -> list[dict[str, Any]]:
+        """The `attachment` parts, in order."""
+        return [p for p in self.parts if p.get("type") == "attachment"]
 
     @property
     def is_compaction(self) -> bool:
@@ -215,6 +222,13 @@ MessageLike: TypeAlias = Message | Mapping[str, Any]
 def text_part(text: str) -> dict[str, Any]:
     """A `text` part."""
     return {"type": "text", "text": text}
+
+
+def attachment_part(name: str, mime: str, size: int, hash: str) -> dict[str, Any]:
+    """An `attachment` part: a file's name and type, and the sha256 `hash` of its
+    content, which the store holds once (`store.attachments`); the part never
+    holds the content, so copying a message (a branch, a fork) copies no bytes."""
+    return {"type": "attachment", "name": name, "mime": mime, "size": size, "hash": hash}
 
 
 def tool_call_part(tool_call_id: str, tool_name: str, input: Any) -> dict[str, Any]:

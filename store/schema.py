@@ -19,6 +19,7 @@ from __future__ import annotations
 from peewee import (
     AutoField,
     BigIntegerField,
+    BlobField,
     CompositeKey,
     FloatField,
     IntegerField,
@@ -28,6 +29,7 @@ from peewee import (
 
 __all__ = [
     "AgentRow",
+    "AttachmentRow",
     "BlockWriteRow",
     "CompactionRow",
     "ContextBlockRow",
@@ -322,6 +324,19 @@ class PeerHopRow(_Table):
         table_name = "peer_hops"
 
 
+class AttachmentRow(_Table):
+    """An attachment's content, stored once under its sha256 (`store.attachments`);
+    messages name it in their `attachment` parts."""
+
+    hash = TextField(primary_key=True)  # sha256, 64 lowercase hex digits
+    size = BigIntegerField()
+    content = BlobField()
+    created_at = TextField()
+
+    class Meta:
+        table_name = "attachments"
+
+
 # Every table with a model, in an order that copies parents before children.
 MODELS: tuple[type[Model], ...] = (
     ProjectRow,
@@ -339,4 +354,5 @@ MODELS: tuple[type[Model], ...] = (
     PromptRow,
     PeerLinkRow,
     PeerHopRow,
+    AttachmentRow,
 )

@@ -19,10 +19,18 @@ Design notes and invariants:
 - A block's writes (its history, what memory per branch reads) go with it,
   in the order they were made; a block that comes without any (a file from
   before histories) gets its content as one write on no message.
+- The content its messages' `attachment` parts name goes with it, once per
+  hash, base64 under `attachments` (JSONL: `attachment` entries, before the
+  messages), only when there is some. An import checks each content against
+  its hash and size, and refuses a part whose content is neither in the
+  file nor already in the store; content already stored is not written again.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -44,6 +52,7 @@ from .messages import Message
 from .namespaces import index_entry, owned_by
 from .records import insert_session, record_status
 from .schema import (
+    AttachmentRow,
     BlockWriteRow,
     CompactionRow,
     ContextBlockRow,
@@ -169,7 +178,8 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
                 project = dict(
                     zip(("id", "name", "created_at", "archived_at"), rows[0], strict=True)
                 )
-    return {
+        attachments = _export_attachments(store, messages)
+    document = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "session": _plain(info),
@@ -178,6 +188,33 @@ def export_session(store: Store, session_id: str) -> dict[str, Any]:
         "compactions": compactions,
         "context": context,
     }
+    if attachments:  # a document without any keeps the shape it always had
+        document["attachments"] = attachments
+    return document
+
+
+def _export_attachments(store: Store, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The content the messages' attachment parts name, once per hash, base64."""
+    hashes = sorted(
+        {
+            str(part.get("hash"))
+            for m in messages
+            for part in m["parts"]
+            if isinstance(part, dict) and part.get("type") == "attachment"
+        }
+    )
+    A = AttachmentRow
+    out = []
+    for start in range(0, len(hashes), _BATCH):
+        query = (
+            A.select(A.hash, A.size, A.created_at, A.content)
+            .where(A.hash.in_(hashes[start : start + _BATCH]))
+            .order_by(A.hash)
+        )
+        for digest, size, created_at, content in store.rows(query):
+            data = base64.b64encode(bytes(content)).decode("ascii")
+            out.append({"hash": digest, "size": int(size), "created_at": created_at, "data": data})
+    return out
 
 
 def export_sessions(
@@ -203,6 +240,8 @@ def document_entries(document: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         "session": document["session"],
         "project": document.get("project"),
     }
+    for attachment in document.get("attachments", []):
+        yield {"type": "attachment", "session_id": sid, **attachment}
     for message in document.get("messages", []):
         yield {"type": "message", "session_id": sid, **message}
     for compaction in document.get("compactions", []):
@@ -251,6 +290,8 @@ def documents_from_entries(entries: Iterable[Any]) -> list[dict[str, Any]]:
         body = {k: v for k, v in entry.items() if k not in ("type", "session_id")}
         if kind in ("message", "compaction"):
             current[kind + "s"].append(body)
+        elif kind == "attachment":
+            current.setdefault("attachments", []).append(body)
         elif kind in kinds:
             current["context"][kinds[kind]].append(body)
         else:
@@ -317,6 +358,10 @@ class _Checked:
     messages: list[tuple[Message, str | None]]
     compactions: list[dict[str, Any]]
     context: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    attachments: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+    """hash → (content, created_at) of the content the document carries."""
+    named: dict[str, str] = field(default_factory=dict)
+    """hash → where the first attachment part naming it is (for an error)."""
 
     @property
     def id(self) -> str:
@@ -467,6 +512,47 @@ def _check_messages(raw: Any, where: str) -> list[tuple[Message, str | None]]:
     return _tree_order(items, where)
 
 
+def _check_attachments(raw: Any, where: str) -> dict[str, tuple[bytes, str]]:
+    if not isinstance(raw, list):
+        raise _fail(where, "'attachments' must be a list")
+    checked: dict[str, tuple[bytes, str]] = {}
+    for i, data in enumerate(raw):
+        at = f"{where}: attachments[{i}]"
+        if not isinstance(data, dict):
+            raise TransferError(f"{at}: an attachment must be an object")
+        digest = _str(data, "hash", at)
+        encoded = _str(data, "data", at)
+        try:
+            content = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise TransferError(f"{at}: 'data' is not base64") from None
+        if hashlib.sha256(content).hexdigest() != digest:
+            raise TransferError(
+                f"{at}: the content does not match its hash {digest!r} (the file is damaged)"
+            )
+        if data.get("size") is not None and data.get("size") != len(content):
+            raise TransferError(
+                f"{at}: 'size' is {data.get('size')!r} but the content holds {len(content)} bytes"
+            )
+        checked[digest] = (content, _stamp(data.get("created_at"), at, "created_at"))
+    return checked
+
+
+def _named_attachments(messages: list[tuple[Message, str | None]], where: str) -> dict[str, str]:
+    """hash → where the first part naming it is; a part without a valid hash fails."""
+    named: dict[str, str] = {}
+    for message, _ in messages:
+        for part in message.attachments:
+            digest = part.get("hash")
+            if not isinstance(digest, str) or len(digest) != 64 or digest.strip("0123456789abcdef"):
+                raise TransferError(
+                    f"{where}: message {message.id!r}: an attachment part needs a 'hash' "
+                    "(64 lowercase hex digits)"
+                )
+            named.setdefault(digest, f"{where}: message {message.id!r}")
+    return named
+
+
 def _check_compactions(
     raw: Any, where: str, messages: list[tuple[Message, str | None]]
 ) -> list[dict[str, Any]]:
@@ -587,6 +673,8 @@ def _check(doc: Any, where: str) -> _Checked:
         messages=messages,
         compactions=_check_compactions(doc.get("compactions", []), where, messages),
         context=_check_context(doc.get("context"), where, session["id"]),
+        attachments=_check_attachments(doc.get("attachments", []), where),
+        named=_named_attachments(messages, where),
     )
 
 
@@ -657,7 +745,12 @@ def import_sessions(
                     reason="" if found is None else reason,
                 )
             )
+        _check_attachment_content(store, checked)
         if not dry_run:
+            # Skipped documents' content too: a caller merging a newer export into a
+            # chat already here (`chatui import`) appends messages that name it.
+            for c in checked:
+                _write_attachments(store, c)
             for c, target in plan:
                 _write(store, c, target, targets)
             if sum(len(c.messages) for c, _ in plan) >= BULK_MESSAGES:
@@ -682,6 +775,42 @@ def _stored(store: Store, column: Any, values: list[str | None]) -> dict[str, st
         )
         found.update(store.rows(query))  # oldest last: it wins
     return found
+
+
+def _check_attachment_content(store: Store, docs: list[_Checked]) -> None:
+    """Every attachment part names content the file carries or the store holds.
+
+    Raises:
+        TransferError: the first part whose content is in neither.
+    """
+    carried = {digest for c in docs for digest in c.attachments}
+    missing: dict[str, str] = {}
+    for c in docs:
+        for digest, where in c.named.items():
+            if digest not in carried:
+                missing.setdefault(digest, where)
+    if missing:
+        from .attachments import Attachments
+
+        for digest in sorted(set(missing) - Attachments(store).stored(missing)):
+            raise TransferError(
+                f"{missing[digest]}: names an attachment ({digest[:12]}…) whose content is "
+                "neither in the file nor in this database"
+            )
+
+
+def _write_attachments(store: Store, c: _Checked) -> None:
+    """The document's content, each hash written once (content stored is not sent again)."""
+    from .attachments import Attachments
+
+    already = Attachments(store).stored(c.attachments)
+    for digest, (content, created_at) in c.attachments.items():
+        if digest not in already:
+            store.run(
+                AttachmentRow.insert(
+                    hash=digest, size=len(content), content=content, created_at=created_at
+                ).on_conflict_ignore()
+            )
 
 
 def _write(store: Store, c: _Checked, target: str, targets: Mapping[str, str]) -> None:

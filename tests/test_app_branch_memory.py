@@ -13,7 +13,7 @@ from store import SessionManager
 from store.schema import BlockWriteRow
 from widgets import MessageView
 
-from .app_helpers import T0, make_app, populate
+from .app_helpers import T0, make_app, populate, wait_until
 
 SIZE = (160, 50)
 
@@ -141,13 +141,16 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
         store.run(BlockWriteRow.update(written_at=T0.isoformat()))
 
     async def inspect(pilot) -> None:
-        for _ in range(100):
-            if pilot.app.main.chat is not None:
-                break
-            await pilot.pause(0.02)
+        await wait_until(pilot, lambda: pilot.app.main.chat is not None)
         pilot.app.main.sidebar.gauge("scratchpad").focus()
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        # Under load the inspector opens later than any fixed pause: wait for its writes.
+        await wait_until(
+            pilot,
+            lambda: isinstance(pilot.app.screen, BlockScreen)
+            and pilot.app.screen.query_one("#block-writes", OptionList).option_count == 2,
+        )
+        await pilot.pause()
         pilot.app.screen.set_focus(None)  # no blinking cursor
         await pilot.pause()
 

@@ -9,6 +9,7 @@ import pytest
 
 from chatui.cli import main
 from store import (
+    Attachments,
     PeerRouter,
     SessionManager,
     Store,
@@ -37,7 +38,9 @@ async def populate(store: Store) -> dict[str, str]:
     provider.append_message(msg("q1", "when do we ship the zeppelin?"), None)
     provider.append_message(msg("a1", "Friday, weather allowing.", "assistant"), "q1")
     provider.append_message(msg("a2", "Monday at the latest.", "assistant"), "q1")  # a branch
-    provider.append_message(msg("q2", "and the budget?"), "a2")
+    sheet = Attachments(store).put("budget.csv", "text/csv", b"item,crowns\nzeppelin,40000\n")
+    question = msg("q2", "and the budget?")
+    provider.append_message({**question, "parts": [*question["parts"], sheet]}, "a2")
     provider.add_compaction("they talked about shipping", "q1", "a2")
     await StoreContextProvider(store, chat.id, "memory").set("Ana likes zeppelins")
     await StoreContextProvider(store, "global", "human").set("The user is Ana")

@@ -182,3 +182,18 @@ async def test_export_from_the_app_passes_live_ids(manager, tmp_path):
     assert "Assistant · writing · " in target.read_text()
     plain = export_chat(manager, info.id, tmp_path / "b.md", "md").read_text()
     assert "Assistant · interrupted" in plain
+
+
+async def test_attachments_are_named_not_inlined(manager):
+    from store import Attachments
+
+    info = manager.create("Pictures")
+    photo = Attachments(manager.store).put(
+        "cat \x1b[2J.png", "image/png", b"\x89PNG\r\n\x1a\n" + b"0" * 2040
+    )
+    await manager.append(
+        info.id, {"id": "q1", "role": "user", "parts": [{"type": "text", "text": "Who?"}, photo]}
+    )
+    md = render_markdown(path_view(manager.store, manager.get(info.id)))
+    assert "*[attachment: cat .png · image/png · 2.0 KB]*" in md  # escapes dropped at put
+    assert "\x1b" not in md and "iVBOR" not in md  # named, the content never inlined

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store import (
+    Attachments,
     SessionManager,
     Store,
     StoreContextProvider,
@@ -36,7 +37,16 @@ json_values = st.recursive(
 
 @st.composite
 def parts(draw):
-    kind = draw(st.sampled_from(["text", "reasoning", "tool-call", "tool-result", "odd"]))
+    kind = draw(
+        st.sampled_from(["text", "reasoning", "tool-call", "tool-result", "attachment", "odd"])
+    )
+    if kind == "attachment":  # stored by `build` (the same bytes twice: one content)
+        data = draw(st.sampled_from([b"", b"shared bytes", b"\xff\x00 binary"]) | st.binary())
+        return {
+            "type": "attachment-to-store",
+            "name": draw(st.text("ab.", min_size=1)),
+            "data": data,
+        }
     if kind in ("text", "reasoning"):
         return {"type": kind, "text": draw(texts)}
     if kind == "tool-call":
@@ -104,9 +114,16 @@ def build(store: Store, chat: dict) -> str:
     manager = SessionManager(store)
     info = manager.create(chat["name"], model=chat["model"], metadata=chat["metadata"])
     provider = StoreSessionProvider(store, info.id)
+    attachments = Attachments(store)
     ids = []
     for m in chat["messages"]:
         body = {k: v for k, v in m.items() if k != "parent"}
+        body["parts"] = [
+            attachments.put(p["name"], "application/octet-stream", p["data"])
+            if p["type"] == "attachment-to-store"
+            else p
+            for p in body["parts"]
+        ]
         parent = ids[m["parent"]] if m["parent"] is not None else None
         ids.append(provider.append_message(body, parent).id)
     if chat["compact"] and ids:

@@ -142,6 +142,41 @@ def test_chatui_export_imported_again_after_more_chatting(capsys, tmp_path):
     assert parents["later-1"] == last and count_sessions(other) == 1
 
 
+def test_a_merged_message_brings_its_attachment(capsys, tmp_path):
+    """Content for a message added by a re-import comes with it (the chat is already here)."""
+    import base64
+    import hashlib
+
+    from store import Attachments
+
+    db, other = tmp_path / "a.db", tmp_path / "b.db"
+    run(
+        capsys,
+        "--db",
+        db,
+        "import",
+        write_jsonl(tmp_path / "s.jsonl", pi_session()),
+        "--from",
+        "pi",
+    )
+    backup = tmp_path / "backup.json"
+    run(capsys, "--db", db, "export", "--all", "-o", backup)
+    run(capsys, "--db", other, "import", backup, "--from", "chatui")
+    doc = json.loads(backup.read_text())[0]
+    data = b"later notes"
+    digest = hashlib.sha256(data).hexdigest()
+    part = {"type": "attachment", "name": "n.txt", "mime": "text/plain", "size": 11, "hash": digest}
+    doc["messages"].append(
+        {"id": "later-2", "parent_id": doc["messages"][-1]["id"], "role": "user", "parts": [part]}
+    )
+    doc["attachments"] = [{"hash": digest, "size": 11, "data": base64.b64encode(data).decode()}]
+    backup.write_text(json.dumps([doc]))
+    code, out, _ = run(capsys, "--db", other, "import", backup, "--from", "chatui")
+    assert code == 0 and "1 message added" in out
+    with Store(other) as store:
+        assert Attachments(store).content(part) == data
+
+
 # -- partial imports ----------------------------------------------------------------
 
 

@@ -9,6 +9,8 @@ from textual.binding import Binding
 from textual.message import Message as TextualMessage
 from textual.widgets import TextArea
 
+from .sanitize import clean
+
 __all__ = ["ChatInput"]
 
 
@@ -70,6 +72,8 @@ class ChatInput(TextArea):
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        self.submit_empty = False
+        """Enter sends blank text too (a dialog that says why it refuses it)."""
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -86,7 +90,7 @@ class ChatInput(TextArea):
         )
 
     def action_submit(self) -> None:
-        if self.text.strip():
+        if self.text.strip() or self.submit_empty:
             self.post_message(self.Submitted(self, self.text))
 
     def remove_sent(self, text: str) -> None:
@@ -101,6 +105,12 @@ class ChatInput(TextArea):
     def action_newline(self) -> None:
         start, end = self.selection
         self.replace("\n", start, end, maintain_selection_offset=False)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # A paste is text, never keys: escape sequences go, and a terminal's `\r` line
+        # ends (tmux pastes newlines as `\r`) become newlines, kept in the box.
+        event.prevent_default()  # TextArea's own handler would insert it raw as well
+        await super()._on_paste(events.Paste(clean(event.text)))
 
     async def _on_key(self, event: events.Key) -> None:
         # Enter is handled here, in key order: a priority binding would run before

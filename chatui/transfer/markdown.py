@@ -14,7 +14,7 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
-from store import Message, reply_state, reply_state_label
+from store import Message, format_size, reply_state, reply_state_label
 
 from .text import neutralise, one_line
 from .tree import PathView
@@ -88,6 +88,11 @@ def _body(message: Message) -> str:
             chunks.append(
                 f"**{label}** `{_short(part.get('tool_name'), 60)}`\n\n"
                 + fenced(part.get("output"), "text")
+            )
+        elif kind == "attachment":  # named, never inlined: the content is in the store
+            chunks.append(
+                f"*[attachment: {_short(part.get('name'), 80)} · {_short(part.get('mime'), 40)}"
+                f" · {format_size(int(part.get('size') or 0))}]*"
             )
         elif kind == "file":
             chunks.append(f"*[file: {_short(part.get('filename') or part.get('media_type'))}]*")
