@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ..mcp.settings import McpServer, parse_mcp
 from . import paths
 
 __all__ = [
@@ -187,6 +188,8 @@ class Config:
     """`[templates.NAME]`: messages with `{variables}` (the palette's Use template)."""
     keys: dict[str, str] = field(default_factory=dict)
     """`[keys]`: action = key, over the defaults (or a preset: `preset = "vim"`)."""
+    mcp: tuple[McpServer, ...] = ()
+    """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
     source: Path | None = None
     """The file this was read from (None: defaults)."""
 
@@ -459,6 +462,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         }
     if "keys" in data:
         values["keys"] = _keys(data["keys"])
+    if "mcp" in data:
+        values["mcp"] = parse_mcp(data["mcp"])
     return Config(**values)
 
 
