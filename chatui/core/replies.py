@@ -22,6 +22,7 @@ from typing import Any
 
 from store import Message, Session, Tool, tool_call_part, tool_result_part, writer_mark
 
+from ..llm.errors import known_secrets, redact_known
 from .events import LiveText, ReplyStatus
 
 __all__ = ["ReplyWriter", "ToolRun", "new_id", "run_tools"]
@@ -58,6 +59,8 @@ class ReplyWriter:
         """The reply as `start` stored it (its row's time and parent)."""
         self.first_token: float | None = None
         """Seconds from the request to the first text, reasoning or tool call."""
+        self._secrets = known_secrets()
+        """Keys an endpoint may echo back inside a reply: never stored or indexed."""
         self.marks: dict[str, Any] = {}
         """Metadata kept through every write (`continued`: where continuations begin)."""
 
@@ -161,9 +164,11 @@ class ReplyWriter:
     def _message(self, metadata: dict[str, Any]) -> Message:
         parts: list[dict[str, Any]] = []
         if self.reasoning:
-            parts.append({"type": "reasoning", "text": "".join(self.reasoning)})
+            parts.append(
+                {"type": "reasoning", "text": redact_known("".join(self.reasoning), self._secrets)}
+            )
         if self.live:
-            parts.append({"type": "text", "text": self.live.text})
+            parts.append({"type": "text", "text": redact_known(self.live.text, self._secrets)})
         parts.extend(self.calls)
         return Message(
             id=self.id,
