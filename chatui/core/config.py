@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ..mcp.settings import McpServer, parse_mcp
 from . import paths
 
 __all__ = [
@@ -140,6 +141,8 @@ class Config:
     user data folder's `chats.db`; `CHATUI_DB` and `--db` take precedence)."""
     models: dict[str, ModelOptions] = field(default_factory=dict)
     agents: tuple[AgentConfig, ...] = ()
+    mcp: tuple[McpServer, ...] = ()
+    """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
     source: Path | None = None
     """The file this was read from (None: defaults)."""
 
@@ -319,6 +322,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             if names.count(name) > 1:
                 raise ValueError(f"agents: the name {name!r} is used twice")
         values["agents"] = agents
+    if "mcp" in data:
+        values["mcp"] = parse_mcp(data["mcp"])
     return Config(**values)
 
 
