@@ -10,6 +10,7 @@ import asyncio
 import time
 
 import pytest
+from textual import events
 
 from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
@@ -65,7 +66,16 @@ def stored_reply(store, session_id: str):
 
 
 async def send(pilot, text: str) -> None:
-    await pilot.press(*text, "enter")
+    """Type `text` and press enter; a long text is pasted, as a person would (typing
+    2,000 keys through Pilot took two minutes of the suite under load)."""
+    if len(text) <= 40:
+        await pilot.press(*text, "enter")
+        return
+    box = pilot.app.screen.query_one(ChatInput)
+    before = box.text
+    box.post_message(events.Paste(text))
+    await wait_for(pilot, lambda: box.text != before)
+    await pilot.press("enter")
 
 
 async def test_a_reply_keeps_streaming_when_another_chat_is_opened(store, config, llm_server):
