@@ -84,8 +84,11 @@ async def test_search(capsys, chats):
     assert code == 1 and out == "" and "No messages match" in err
     code, out, _ = run(capsys, "search", "zebra", "--json")
     assert code == 1 and json.loads(out) == []
-    code, _, _ = run(capsys, "search", '"unbalanced', "AND", "(")
+    code, _, err = run(capsys, "search", '"unbalanced', "AND", "(")
     assert code == 1  # odd FTS syntax is plain words, never a crash
+    assert 'A quoted phrase is not closed: add the closing ". Searched as plain words.' in err
+    code, out, err = run(capsys, "search", "lisbon NOT zebra")
+    assert code == 0 and "Lisbon trip" in out and "Searched as plain words" not in err
 
 
 async def test_show_active_branch_and_others(capsys, chats):

@@ -9,6 +9,8 @@ from textual.binding import Binding
 from textual.message import Message as TextualMessage
 from textual.widgets import TextArea
 
+from .sanitize import clean
+
 __all__ = ["ChatInput"]
 
 
@@ -103,6 +105,12 @@ class ChatInput(TextArea):
     def action_newline(self) -> None:
         start, end = self.selection
         self.replace("\n", start, end, maintain_selection_offset=False)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # A paste is text, never keys: escape sequences go, and a terminal's `\r` line
+        # ends (tmux pastes newlines as `\r`) become newlines, kept in the box.
+        event.prevent_default()  # TextArea's own handler would insert it raw as well
+        await super()._on_paste(events.Paste(clean(event.text)))
 
     async def _on_key(self, event: events.Key) -> None:
         # Enter is handled here, in key order: a priority binding would run before

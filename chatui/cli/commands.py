@@ -26,6 +26,7 @@ from store import (
     is_url,
     reply_state,
 )
+from store.search import query_problem
 
 from .. import launch
 from ..transfer.text import one_line
@@ -63,6 +64,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         manager = SessionManager(store)
         hits = manager.search(query, args.limit, session_id=session_id, include_deleted=False)
         names = manager.names(h.session_id for h in hits)
+    problem = query_problem(query)
+    if problem:  # on stderr: the results on stdout stay what a script reads
+        print(problem, file=sys.stderr)
     if args.json:
         _out(
             json_text(
@@ -286,7 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Search every chat (all branches) for words.",
         'chatui search "connection pool" --limit 5',
     )
-    p.add_argument("query", nargs="+", metavar="QUERY", help='words; "a phrase", prefix*, OR')
+    p.add_argument(
+        "query",
+        nargs="+",
+        metavar="QUERY",
+        help='words; "a phrase", prefix*, OR (a word starting with -: search -- -word)',
+    )
     p.add_argument(
         "--limit", type=_positive, default=20, metavar="N", help="most hits (default 20)"
     )

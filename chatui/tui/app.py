@@ -17,6 +17,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
@@ -117,6 +118,15 @@ class ChatApp(App[int]):
 
     # -- start-up ---------------------------------------------------------------
 
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, reading pastes that carry ESC whole (`paste_guard`)."""
+        driver = super().get_driver_class()
+        if driver.__name__ == "LinuxDriver":  # Linux and macOS (its module needs termios)
+            from .paste_guard import PasteSafeDriver
+
+            return PasteSafeDriver
+        return driver
+
     def get_default_screen(self) -> Screen[None]:
         state = self.ui_state
         return MainScreen(self.workspace, ui_state=state, first_chat=state.last_session_id)
@@ -129,6 +139,11 @@ class ChatApp(App[int]):
         # Collection resumes after the first chat's frame; this is the backstop for
         # a start that never gets there (a database error on the first read).
         self.set_timer(GC_BACKSTOP_SECONDS, launch.resume, name="gc backstop")
+
+    async def on_unmount(self) -> None:
+        # The MCP servers' sessions end with the app (a stdio server's process is
+        # stopped by the SDK), however it exits.
+        await self.workspace.tools.stop()
 
     def _poll_changes(self) -> None:
         try:
@@ -150,6 +165,8 @@ class ChatApp(App[int]):
             # import (seconds of CPU) starts only then, so it never delays that frame.
             self.call_after_refresh(self.warm_llm)
         self.call_after_refresh(self.workspace.start_model_process)
+        # MCP servers start in the background; their tools join when listed.
+        self.call_after_refresh(self.workspace.start_tools)
 
     @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
     def warm_llm(self) -> None:
@@ -250,6 +267,10 @@ class ChatApp(App[int]):
 
     async def _quit_now(self) -> None:
         self._quitting = True
+        try:
+            self.main.pane.keep_draft()  # what is typed and not sent is there next time
+        except LookupError:
+            pass
         save_state(self.ui_state, self.state_path)
         if self.workspace.peer_turns_pending():
             self.notify("Waiting for agents to finish their replies…")
