@@ -50,9 +50,7 @@ async def test_a_truncated_reply_is_shown_so_and_ctrl_g_continues_it_in_place(
         assert view.shown == "Roses are red, violets are blue."
 
 
-async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(
-    store, config, llm_server
-):
+async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, config, llm_server):
     llm_server.script(script.text("All of it."))
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:

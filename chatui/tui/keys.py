@@ -49,7 +49,11 @@ KEYS: tuple[KeyHelp, ...] = (
         "typing on a focused message types into the input (keys that spend tokens take ctrl)",
         "message",
     ),
-    KeyHelp("e", "edit your message: a new branch, then a new reply", "message or tree"),
+    KeyHelp(
+        "e",
+        "edit your message (a new branch, then a reply) or a reply (a sibling marked edited)",
+        "message or tree",
+    ),
     KeyHelp("f", "fork: a new chat holding the path up to this message", "message or tree"),
     KeyHelp("left / right", "previous / next sibling branch", "message"),
     KeyHelp(
@@ -78,4 +82,6 @@ KEYS: tuple[KeyHelp, ...] = (
     ),
     KeyHelp("ctrl+s", "save the block (refused over its budget or when read-only)", "block editor"),
     KeyHelp("ctrl+r", "revert the write highlighted in the block's list of writes", "block editor"),
+    KeyHelp("ctrl+home / ctrl+end", "start / end of the block's text", "block editor"),
+    KeyHelp("escape", "close (edits not saved: asks before dropping them)", "block editor"),
 )
