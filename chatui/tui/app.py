@@ -173,8 +173,8 @@ class ChatApp(App[int]):
         self.call_after_refresh(self.workspace.start_model_process)
         if self.keys_in_force or self._key_warnings:
             self.call_after_refresh(self._check_keys)
-        # MCP servers start in the background; their tools join when listed.
-        self.call_after_refresh(self.workspace.start_tools)
+        if not self._warm:
+            self.call_after_refresh(self.workspace.start_tools)
 
     def _check_keys(self) -> None:
         """Say which `[keys]` entries were left out, and why (after the first frame: the
@@ -203,6 +203,10 @@ class ChatApp(App[int]):
 
     async def _llm_ready(self) -> None:
         self.workspace.llm_ready = True
+        # MCP servers start now, in the background (their tools join each chat once
+        # listed): the SDK's import (about a second of CPU in a thread) would otherwise
+        # compete with LiteLLM's and with the first screen's drawing for the GIL.
+        self.workspace.start_tools()
         # LiteLLM leaves ~350k long-lived objects; every full garbage collection would
         # walk them (a ~0.3 s stall in the middle of a streaming reply): freeze them.
         # Drawing makes many short-lived cycles; collecting them less often turns
