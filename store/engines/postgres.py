@@ -367,6 +367,10 @@ class PostgresEngine(Engine):
                 SELECT sc.n FROM search_scopes sc JOIN sessions s ON s.id = sc.session_id
                 WHERE s.deleted_at IS NOT NULL)"""
         )
+        # The tsquery is written where the planner sees it (not only through a CTE):
+        # from its statistics it reads a common word's rows in order and stops at
+        # BROAD + 1 (1.5 ms at 100k), where through a CTE it read the GIN index's
+        # whole posting list (38 ms).
         # A broad query is not ranked (see `BROAD`). One statement takes up to
         # BROAD + 1 matches (the GIN index for a rare word; for a common one the
         # planner may read rows until enough match) and ranks them when that is all
@@ -375,9 +379,9 @@ class PostgresEngine(Engine):
         q = tsquery_expression(query)
         rows = self.rows(
             f"""
-            WITH q AS (SELECT %s::tsquery AS q),
+            WITH q AS (SELECT %(q)s::tsquery AS q),
             hits AS MATERIALIZED (
-                SELECT f.rowid, f.tsv FROM messages_fts f, q WHERE f.tsv @@ q.q {deleted}
+                SELECT f.rowid, f.tsv FROM messages_fts f WHERE f.tsv @@ %(q)s::tsquery {deleted}
                 LIMIT {BROAD + 1}
             ),
             found AS (SELECT count(*) AS n FROM hits)
@@ -387,12 +391,12 @@ class PostgresEngine(Engine):
             FROM found LEFT JOIN (
                 SELECT h.rowid, -ts_rank(h.tsv, q.q) AS score FROM hits h, q
                 WHERE (SELECT n FROM found) <= {BROAD}
-                ORDER BY score, (h.rowid & {SEQ_MASK}) DESC LIMIT %s
+                ORDER BY score, (h.rowid & {SEQ_MASK}) DESC LIMIT %(limit)s
             ) t ON TRUE
             LEFT JOIN messages m ON m.seq = (t.rowid & {SEQ_MASK})
             ORDER BY t.score, m.seq DESC
             """,
-            (q, int(limit)),
+            {"q": q, "limit": int(limit)},
         )
         if rows and rows[0][0] > BROAD:
             rows = self.rows(
