@@ -147,8 +147,10 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
         # Under load the inspector opens later than any fixed pause: wait for its writes.
         await wait_until(
             pilot,
-            lambda: isinstance(pilot.app.screen, BlockScreen)
-            and pilot.app.screen.query_one("#block-writes", OptionList).option_count == 2,
+            lambda: (
+                isinstance(pilot.app.screen, BlockScreen)
+                and pilot.app.screen.query_one("#block-writes", OptionList).option_count == 2
+            ),
         )
         await pilot.pause()
         pilot.app.screen.set_focus(None)  # no blinking cursor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from textual import events
 from textual.binding import Binding
@@ -70,6 +71,14 @@ class ChatInput(TextArea):
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        self.sends_empty = False
+        """Enter sends an empty box too (something is attached to the message)."""
+        self.take_paste: Callable[[str], bool] | None = None
+        """Offered each paste first; True when it used it (a pasted file path is
+        attached, not typed)."""
+        self.remove_before: Callable[[], bool] | None = None
+        """Backspace in an empty box: True when it removed something (the last
+        attachment)."""
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -86,7 +95,7 @@ class ChatInput(TextArea):
         )
 
     def action_submit(self) -> None:
-        if self.text.strip():
+        if self.text.strip() or self.sends_empty:
             self.post_message(self.Submitted(self, self.text))
 
     def remove_sent(self, text: str) -> None:
@@ -112,9 +121,21 @@ class ChatInput(TextArea):
             self.action_submit()
             return
         self.last_key_at = time.monotonic()
+        if event.key == "backspace" and not self.text and self.remove_before is not None:
+            if self.remove_before():
+                event.stop()
+                event.prevent_default()
+                return
         if event.key == "up" and self.cursor_location[0] == 0:
             event.stop()
             event.prevent_default()
             self.post_message(self.LeaveUp(self))
             return
         await super()._on_key(event)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # Textual runs each class's handler in turn; `prevent_default` keeps TextArea's
+        # (which types the paste) from running after this one.
+        if self.take_paste is not None and self.take_paste(event.text):
+            event.stop()
+            event.prevent_default()

@@ -13,6 +13,8 @@ Screens get decisions, not the parts that make them:
   the sidebar, the title, F2 and auto-compaction all read it.
 - Chats: open, create, rename, fork, delete (its reply stopped first), search,
   export and import.
+- Attachments: `attach_file`, `attach_bytes` (content from elsewhere: an MCP
+  resource) and `pasted_path` give what `start_reply` sends with the text.
 - Replies (`jobs.ReplyJobs`): a turn belongs to its chat, not to a screen.
 - Model facts learned later (an `api_base` server's window) are emitted as
   `ModelFactsChanged`; other processes' writes (`store.ChangeWatcher`) as
@@ -47,6 +49,7 @@ from .. import llm
 from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
 from .agents import AgentRuntime, PeerMarks
+from .attachments import Attached, AttachmentDesk, AttachRefused, pasted_path
 from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
 from .chat_state import ChatState
 from .config import Config
@@ -63,6 +66,8 @@ if TYPE_CHECKING:
     from .inspection import BlockDetails, WriteLine
 
 __all__ = [
+    "AttachRefused",
+    "Attached",
     "BlockDetails",
     "ChatFacts",
     "ChatsChanged",
@@ -144,6 +149,7 @@ class Workspace:
         self._key_checked: set[str] = set()
         self._asking: set[asyncio.Task[None]] = set()
         self._watcher: ChangeWatcher | None = None
+        self._desk: AttachmentDesk | None = None
         self._jobs.subscribe(self._emit)
         self.worker: StreamWorker | None = None
         """The model process replies stream from (`model_process=True`), else None:
@@ -151,6 +157,35 @@ class Workspace:
         if model_process:
             self.worker = shared_worker()
             self._runtime.streamer = self.worker.stream
+
+    # -- attachments ----------------------------------------------------------------
+
+    @property
+    def desk(self) -> AttachmentDesk:
+        if self._desk is None:
+            self._desk = AttachmentDesk(self.store, self.config.max_attachment_bytes)
+        return self._desk
+
+    def attach_file(self, path: str | Path) -> Attached:
+        """Check and store a file for the next message (an image or a text file).
+
+        Raises:
+            AttachRefused: missing, a folder, unreadable, over `max_attachment_mb`, a
+                type no model takes, or a damaged image; the message says which.
+        """
+        return self.desk.file(path)
+
+    def attach_bytes(self, name: str, mime: str, data: bytes) -> Attached:
+        """Check and store content from elsewhere (an MCP resource) for the next message.
+
+        Raises:
+            AttachRefused: as `attach_file`.
+        """
+        return self.desk.content(name, mime, data)
+
+    def pasted_path(self, text: str) -> Path | None:
+        """The existing file a paste names, when the whole paste is one path; else None."""
+        return pasted_path(text)
 
     # -- listeners ------------------------------------------------------------------
 
@@ -525,8 +560,11 @@ class Workspace:
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
         facts: ChatFacts | None = None,
+        attachments: Sequence[Attached] = (),
     ) -> None:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
+
+        `attachments`: sent with a send's text (`attach_file`, `attach_bytes`).
 
         `model`: a regenerate written by another model than the chat's (that reply only).
         `facts`: the chat's facts as the caller has them (read here otherwise): the
@@ -548,7 +586,13 @@ class Workspace:
         )
         events: AsyncGenerator[TurnEvent, None]
         if kind == "send":
-            events = engine.send(session_id, text, parent_id=parent_id, model=chat_model)
+            events = engine.send(
+                session_id,
+                text,
+                parent_id=parent_id,
+                model=chat_model,
+                attachments=[a.part for a in attachments],
+            )
         elif kind == "regenerate":
             assert message_id is not None
             events = engine.regenerate(session_id, message_id, model=model or chat_model)
