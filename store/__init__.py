@@ -30,6 +30,7 @@ from .errors import (
     PeerLoopError,
     ReadOnlyBlockError,
     SchemaVersionError,
+    SearchSyntaxError,
     StoreError,
     UnknownAgentError,
     UnknownAttachmentError,
@@ -76,6 +77,8 @@ from .text import (
     one_line,
     reply_state,
     reply_state_label,
+    writer_mark,
+    written_elsewhere,
 )
 from .tokens import estimate_message_tokens, estimate_string_tokens
 from .tools import Tool
@@ -141,6 +144,8 @@ __all__ = [
     "one_line",
     "reply_state",
     "reply_state_label",
+    "writer_mark",
+    "written_elsewhere",
     "BANNER",
     "LATEST",
     "Latest",
@@ -163,6 +168,7 @@ __all__ = [
     "ReadOnlyBlockError",
     "Role",
     "SchemaVersionError",
+    "SearchSyntaxError",
     "SearchResult",
     "Session",
     "SessionInfo",

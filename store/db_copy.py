@@ -39,7 +39,7 @@ from .schema import (
     SearchEntryRow,
     SearchScopeRow,
 )
-from .text_prep import prepare
+from .text_prep import index_tokens
 from .urls import is_url, redact_url
 
 __all__ = ["CopyError", "CopyReport", "copy_database", "same_database"]
@@ -195,7 +195,7 @@ def _rebuild_search_indexes(store: Store) -> None:
     for batch in (b for page in _pages(store, entries, [e.rowid]) for b in _batches(page, BATCH)):
         store.run(
             EntryIndexRow.insert_many(
-                [(rowid, prepare(content), scope_token(ns)) for rowid, ns, content in batch],
+                [(rowid, index_tokens(content), scope_token(ns)) for rowid, ns, content in batch],
                 fields=[EntryIndexRow.rowid, EntryIndexRow.content, EntryIndexRow.scope],
             )
         )

@@ -11,6 +11,7 @@ __all__ = [
     "DatabaseFileError",
     "DatabaseUnavailableError",
     "SchemaVersionError",
+    "SearchSyntaxError",
     "UnknownParentError",
     "UnknownMessageError",
     "UnknownSessionError",
@@ -49,6 +50,11 @@ class DatabaseUnavailableError(DatabaseFileError):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer chatui/store than this one."""
+
+
+class SearchSyntaxError(StoreError, ValueError):
+    """A search string that is not a query (an unclosed quote or parenthesis, an
+    operator without its words, too many words); the message says which."""
 
 
 class UnknownParentError(StoreError, ValueError):

@@ -743,7 +743,8 @@ class SessionManager:
         session_id: str | None = None,
         include_deleted: bool = True,
     ) -> builtins.list[SearchResult]:
-        """FTS5 across every session (or one), best first; never raises on query syntax.
+        """Full-text search across every session (or one), best first; never raises on query
+        syntax (what is not a query is searched as plain words: `search.query_problem`).
 
         Soft-deleted chats' messages are found (SPEC §5) with `deleted=True` on
         the result; `include_deleted=False` leaves them out.

@@ -34,10 +34,10 @@ from .errors import StoreError
 from .messages import Message, SearchResult
 from .prepared import Prepared
 from .schema import MessageRow, SearchScopeRow, SessionRow
-from .search import Query, parse_query
+from .search import Query, parse_query, positive_terms
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
-from .text_prep import index_text, prepare, restore, snippet
+from .text_prep import index_text, index_tokens, mark, snippet
 
 __all__ = [
     "index_body",
@@ -85,8 +85,8 @@ def _by_seqs(n: int) -> Prepared:
 
 
 def index_body(message: Message) -> str:
-    """What the index holds for a message: its search text, prepared (`text_prep`)."""
-    return prepare(index_text(message))
+    """What the index holds for a message: the terms of its search text (`text_prep`)."""
+    return index_tokens(index_text(message))
 
 
 def scope_number(store: Store, session_id: str, *, create: bool = False) -> int | None:
@@ -120,10 +120,13 @@ def search_messages(
     session_id: str | None = None,
     include_deleted: bool = False,
 ) -> list[SearchResult]:
-    """FTS5 search over messages, best first; never raises for any query text.
+    """Full-text search over messages, best first.
 
     Global search leaves out soft-deleted sessions unless `include_deleted`;
     a search in one session (`session_id`) always covers it.
+
+    Never raises for any query text: what is not a query is searched as its
+    plain words (`search.query_problem` says why).
     """
     parsed = parse_query(query)
     if parsed is None or limit <= 0:
@@ -132,8 +135,8 @@ def search_messages(
         return _search_session(store, parsed, session_id, int(limit))
     rows = store.engine.search_messages(parsed, int(limit), include_deleted)
     return [
-        _result(mid, role, content, created, sid, marked, score, bool(gone))
-        for mid, role, content, created, sid, marked, score, gone in rows
+        _result(parsed, mid, role, content, created, sid, score, bool(gone))
+        for mid, role, content, created, sid, score, gone in rows
     ]
 
 
@@ -145,37 +148,39 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     best = store.engine.search_session(query, low, high, limit)
     if not best:
         return []
-    seqs = [rowid & SEQ_MASK for rowid, _, _ in best]
+    seqs = [rowid & SEQ_MASK for rowid, _ in best]
     rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
     gone = bool(_DELETED.rows(store, session_id))
     results = []
-    for rowid, text, score in best:
+    for rowid, score in best:
         row = rows.get(rowid & SEQ_MASK)
         if row is not None:
             mid, role, content, created, sid = row
-            results.append(_result(mid, role, content, created, sid, snippet(text), score, gone))
+            results.append(_result(query, mid, role, content, created, sid, score, gone))
     return results
 
 
 def _result(
+    query: Query,
     mid: str,
     role: str,
     content: str,
     created: str,
     sid: str,
-    marked: str,
     score: float,
     deleted: bool,
 ) -> SearchResult:
     text = index_text(Message.from_stored(json.loads(content), None, created))
-    snippet, spans = unmark(restore(marked))
+    # The snippet is cut here, from the message as written, for the rows returned
+    # only: the same on both engines (their index rows hold terms, not text).
+    snippet_text, spans = unmark(snippet(mark(text, *positive_terms(query))))
     return SearchResult(
         id=mid,
         role=role,
         content=text,
         created_at=datetime.fromisoformat(created),
         session_id=sid,
-        snippet=snippet,
+        snippet=snippet_text,
         rank=score,
         matches=spans,
         deleted=deleted,

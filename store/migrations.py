@@ -626,6 +626,105 @@ def m010_messages_by_session_and_seq(db: Database) -> None:
         )
 
 
+# Each term at its position (1, 2, …), as FTS5 numbers them: phrases match
+# alike. No parser or dictionary of PostgreSQL's touches the terms (`text_prep`
+# decided them). tsvector keeps positions up to 16383 and 256 of them per term:
+# a phrase past those in one message is the only place the engines can differ.
+_TSVECTOR_FUNCTION = r"""
+    CREATE OR REPLACE FUNCTION chatui_tsvector(terms text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT coalesce(string_agg(chr(39) || t || chr(39) || ':' || n::text, ' '), '')::tsvector
+        FROM unnest(string_to_array(terms, ' ')) WITH ORDINALITY AS u(t, n)
+        WHERE t <> ''
+    $$
+"""
+_REINDEX_BATCH = 2_000
+
+
+def _reindex_search(db: Database) -> None:
+    """Empty both search indexes and fill them again with today's `text_prep.tokens`
+    (in batches: a large history is never held in memory at once)."""
+    import json
+
+    from .messages import Message
+    from .search import scope_token
+    from .text_prep import index_text, index_tokens
+
+    p = "%s" if is_postgres(db) else "?"
+    db.execute_sql("DELETE FROM messages_fts")
+    db.execute_sql("DELETE FROM search_entries_fts")
+    last = -1
+    while True:
+        rows = db.execute_sql(
+            "SELECT m.seq, s.n, m.content, m.created_at FROM messages m "
+            f"JOIN search_scopes s ON s.session_id = m.session_id WHERE m.seq > {p} "
+            f"ORDER BY m.seq LIMIT {_REINDEX_BATCH}",
+            (last,),
+        ).fetchall()
+        if not rows:
+            break
+        db.cursor().executemany(
+            f"INSERT INTO messages_fts (rowid, body) VALUES ({p}, {p})",
+            [
+                (
+                    (n << 32) + seq,
+                    index_tokens(index_text(Message.from_stored(json.loads(c), None, at))),
+                )
+                for seq, n, c, at in rows
+            ],
+        )
+        last = rows[-1][0]
+    rows = db.execute_sql("SELECT rowid, namespace, content FROM search_entries").fetchall()
+    if rows:
+        db.cursor().executemany(
+            f"INSERT INTO search_entries_fts (rowid, content, scope) VALUES ({p}, {p}, {p})",
+            [(rowid, index_tokens(content), scope_token(ns)) for rowid, ns, content in rows],
+        )
+
+
+@migration
+def m011_one_tokenisation(db: Database) -> None:
+    # Issue 23: the same query found different messages on the two engines
+    # (FTS5's Porter stemmer is not PostgreSQL's Snowball; prefixes expanded
+    # over different stems; PostgreSQL folded no accents). The words a message
+    # is indexed under are now decided in Python (`text_prep.tokens`), and the
+    # index rows hold them: FTS5 with its `ascii` tokenizer (it splits at the
+    # spaces only), PostgreSQL through `chatui_tsvector` (no stemming again).
+    # Every row is indexed again.
+    if is_postgres(db):
+        db.execute_sql(_TSVECTOR_FUNCTION)
+        _run(
+            db,
+            """
+        ALTER TABLE messages_fts DROP COLUMN tsv;
+        ALTER TABLE search_entries_fts DROP COLUMN tsv
+        """,
+        )
+        _reindex_search(db)
+        _run(
+            db,
+            """
+        ALTER TABLE messages_fts ADD COLUMN tsv TSVECTOR
+            GENERATED ALWAYS AS (chatui_tsvector(body)) STORED;
+        CREATE INDEX messages_fts_tsv ON messages_fts USING GIN (tsv);
+        ALTER TABLE search_entries_fts ADD COLUMN tsv TSVECTOR
+            GENERATED ALWAYS AS (chatui_tsvector(content)) STORED;
+        CREATE INDEX search_entries_fts_tsv ON search_entries_fts USING GIN (tsv)
+        """,
+        )
+        return
+    _run(
+        db,
+        """
+    DROP TABLE messages_fts;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(body, tokenize = 'ascii');
+    DROP TABLE search_entries_fts;
+    CREATE VIRTUAL TABLE search_entries_fts USING fts5(content, scope, tokenize = 'ascii')
+    """,
+    )
+    _reindex_search(db)
+
+
 @migration
 def m015_attachments(db: Database) -> None:
     # Issue 21: files and images attached to messages. Content is stored once,

@@ -24,7 +24,7 @@ from .schema import (
     SearchEntryRow,
     SkillRow,
 )
-from .text_prep import prepare
+from .text_prep import index_tokens
 
 __all__ = [
     "copy_block_writes",
@@ -55,7 +55,9 @@ _TABLES = (ContextBlockRow, SkillRow, PromptRow, LoadedSkillRow, BlockWriteRow)
 def index_entry(store: Store, rowid: int, namespace: str, content: str) -> None:
     """Write the search row of the `search_entries` row `rowid` (inside the caller's write)."""
     store.run(
-        EntryIndexRow.insert(rowid=rowid, content=prepare(content), scope=scope_token(namespace))
+        EntryIndexRow.insert(
+            rowid=rowid, content=index_tokens(content), scope=scope_token(namespace)
+        )
     )
 
 

@@ -8,7 +8,10 @@ may import; nothing here draws anything.
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
 from .messages import Message
@@ -23,6 +26,8 @@ __all__ = [
     "one_line",
     "reply_state",
     "reply_state_label",
+    "written_elsewhere",
+    "writer_mark",
 ]
 
 ESCAPE_SEQUENCES = re.compile(
@@ -81,19 +86,69 @@ def as_text(value: Any, *, indent: int | None = 2) -> str:
         return str(value)
 
 
-ReplyState: TypeAlias = Literal["writing", "complete", "cancelled", "error", "interrupted"]
+ReplyState: TypeAlias = Literal[
+    "writing", "complete", "cancelled", "error", "interrupted", "truncated"
+]
 """How a model reply stands: being written now; finished; stopped by the user (what
 arrived is kept); failed (with `metadata["error"]`); cut off by a crash or a closed
-app while it was being written."""
+app while it was being written; cut off by the model's output limit (its
+`finish_reason` was "length": kept, and it can be continued)."""
 
-REPLY_STATES: tuple[ReplyState, ...] = ("writing", "complete", "cancelled", "error", "interrupted")
+REPLY_STATES: tuple[ReplyState, ...] = (
+    "writing",
+    "complete",
+    "cancelled",
+    "error",
+    "interrupted",
+    "truncated",
+)
+
+
+WRITER_SILENT_SECONDS = 300
+"""A reply another machine writes is taken as interrupted when its last flush is older
+than this (its process cannot be asked): flushes come with every burst of text."""
+
+
+def writer_mark() -> dict[str, Any]:
+    """Who writes a reply being streamed, and when it last wrote: stored in the reply's
+    metadata with each flush, so another process tells a live reply from a dead one."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "at": datetime.now(UTC).isoformat()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # it exists (another user's), or the platform cannot tell: assume so
+    return True
+
+
+def written_elsewhere(message: Message) -> bool:
+    """The reply is still being written by another process (not this one): one on this
+    machine that is alive, or one on another machine that wrote lately."""
+    mark = message.metadata.get("writer")
+    if not isinstance(mark, dict):
+        return False
+    pid = mark.get("pid")
+    if mark.get("host") == socket.gethostname():
+        return isinstance(pid, int) and pid != os.getpid() and _alive(pid)
+    try:
+        at = datetime.fromisoformat(str(mark.get("at")))
+    except ValueError:
+        return False
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - at).total_seconds() < WRITER_SILENT_SECONDS
 
 
 def reply_state(message: Message, *, live: bool = False) -> ReplyState | None:
     """The state of an assistant reply (None for other messages).
 
     `live`: the reply is being written by this process now. A stored reply still
-    marked streaming that nobody writes was interrupted.
+    marked streaming is being written when another process is writing it (see
+    `written_elsewhere`); when nobody writes it, it was interrupted.
     """
     if message.role != "assistant" or message.is_compaction:
         return None
@@ -103,14 +158,18 @@ def reply_state(message: Message, *, live: bool = False) -> ReplyState | None:
         return "cancelled"
     if status == "error":
         return "error"
+    if status == "truncated":
+        return "truncated"
     if meta.get("incomplete") or status == "streaming":
-        return "writing" if live else "interrupted"
+        return "writing" if live or written_elsewhere(message) else "interrupted"
     return "complete"
 
 
 def reply_state_label(message: Message, state: ReplyState | None) -> str:
     """The words shown for a state ("" for a complete reply or another message)."""
     if state == "writing":
+        if written_elsewhere(message):
+            return "writing… in another window"
         return "writing…"
     if state == "cancelled":
         return "cancelled — partial reply" if message.text else "cancelled before any text"
@@ -118,4 +177,6 @@ def reply_state_label(message: Message, state: ReplyState | None) -> str:
         return f"error — {one_line(str(message.metadata.get('error') or 'reply failed'), 80)}"
     if state == "interrupted":
         return "incomplete — the reply was interrupted"
+    if state == "truncated":
+        return "truncated — the model's output limit cut it off"
     return ""

@@ -14,11 +14,28 @@ and they drop emoji entirely. Here:
 
 The change is reversible (`restore`), so a snippet cut from the index reads
 exactly as the message was written.
+
+Since m011 (issue 23) the index holds `tokens`: the words of a text decided
+here, in Python, for both engines, so SQLite and PostgreSQL find the same
+messages for the same query. A word is a run of letters, digits and
+combining marks; it is case-folded, accent-folded (NFKD without combining
+marks: "Café" is "cafe") and stemmed with Snowball English (PyStemmer:
+"connections" is "connect"). Each CJK character is a token of its own and
+each emoji the token `emoji<hex code point>`, as `prepare` does. The index
+row is those tokens joined by spaces: FTS5 splits it with its `ascii`
+tokenizer (ASCII letters and digits, and every non-ASCII character, are
+token characters, so a token is never split again) and PostgreSQL turns it
+into a `tsvector` with each token at its position (`chatui_tsvector`), so
+both hold exactly the same terms at the same positions. A query word is
+tokenized by the same function (`query_tokens`); a prefix (`word*`) is
+folded but not stemmed, and matches every indexed term that begins with it,
+on both engines. Snippets are cut from the message's own text (`mark`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -31,7 +48,11 @@ __all__ = [
     "SEPARATOR",
     "has_cjk",
     "index_text",
+    "index_tokens",
+    "mark",
     "prepare",
+    "query_tokens",
+    "tokens",
     "query_terms",
     "restore",
     "snippet",
@@ -80,6 +101,107 @@ def _split(match: re.Match[str]) -> str:
     if cjk:
         return f"{SEPARATOR}{cjk}{SEPARATOR}"
     return f"{SEPARATOR}emoji{ord(emoji):x}{SEPARATOR}"
+
+
+# Combining marks inside words (accents written as separate code points, Indic
+# vowel signs and viramas, Thai and Lao vowels): a word does not end at them.
+_MARKS = (
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u05bf\u05c1-\u05c2\u05c4-\u05c5\u05c7"
+    "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7-\u06e8"
+    "\u06ea-\u06ed\u0900-\u0963\u0966-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e"
+    "\u0eb1-\u0ebc\u0ec8-\u0ecd\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+)
+MAX_TOKEN = 100
+"""Longer words are not indexed (nor searched): a base64 blob is no word, and
+PostgreSQL refuses lexemes over 2 KB."""
+
+
+@cache
+def _word_re() -> re.Pattern[str]:
+    return re.compile(f"([{_CJK}])|([{_EMOJI}])|((?:[^\\W_{_CJK}]|[{_MARKS}])+)")
+
+
+_SUBWORD = re.compile(r"[^\W_]+")
+
+
+@cache
+def _stemmer() -> object:
+    import Stemmer  # PyStemmer: Snowball's English stemmer in C (imported on first use)
+
+    return Stemmer.Stemmer("english")
+
+
+def _fold(word: str) -> list[str]:
+    """A word's case- and accent-folded parts (NFKD can split it: "½" is "1⁄2")."""
+    if word.isascii():
+        return [word.lower()]
+    decomposed = unicodedata.normalize("NFKD", word)
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return _SUBWORD.findall(folded)
+
+
+def _word_tokens(text: str, *, stem: bool = True) -> list[tuple[int, int, list[str]]]:
+    """Each word of `text`: (start, end, its tokens). Tokens of words are stemmed
+    unless `stem` is False (CJK characters and emoji never are)."""
+    found: list[tuple[int, int, list[str]]] = []
+    words: list[str] = []
+    slots: list[tuple[int, int]] = []  # (index in found, index in its token list) to stem
+    for match in _word_re().finditer(text):
+        cjk, emoji, word = match.groups()
+        if cjk:
+            toks = [unicodedata.normalize("NFKC", cjk)]
+        elif emoji:
+            toks = [f"emoji{ord(emoji):x}"]
+        else:
+            toks = [t for t in _fold(word) if len(t) <= MAX_TOKEN]
+            for i, t in enumerate(toks):
+                slots.append((len(found), i))
+                words.append(t)
+        found.append((match.start(), match.end(), toks))
+    if stem and words:
+        for (at, i), stemmed in zip(slots, _stemmer().stemWords(words), strict=True):  # type: ignore[attr-defined]
+            found[at][2][i] = stemmed
+    return found
+
+
+def tokens(text: str) -> list[str]:
+    """The index terms of `text`, in order (see the module docstring)."""
+    return [t for _, _, toks in _word_tokens(text.replace("\x00", " ")) for t in toks]
+
+
+def index_tokens(text: str) -> str:
+    """What a search index row holds for `text`: its `tokens` joined by spaces."""
+    return " ".join(tokens(text))
+
+
+def query_tokens(word: str, *, prefix: bool = False) -> list[str]:
+    """The index terms a query word stands for (a phrase when several); with
+    `prefix` the last is folded but not stemmed ("deploym*" must not become
+    "deploym" stemmed to something shorter or longer than what was typed)."""
+    if not prefix:
+        return tokens(word)
+    found = [t for _, _, toks in _word_tokens(word) for t in toks]
+    raw = [t for _, _, toks in _word_tokens(word, stem=False) for t in toks]
+    return found[:-1] + raw[-1:] if raw else []
+
+
+def mark(text: str, exact: set[str], prefixes: tuple[str, ...]) -> str:
+    """`text` with each word whose token is in `exact` (or begins with one of
+    `prefixes`) between MARK_OPEN and MARK_CLOSE (adjacent marks joined)."""
+    spans: list[list[int]] = []
+    for start, end, toks in _word_tokens(text):
+        if any(t in exact or t.startswith(prefixes) for t in toks):
+            if spans and spans[-1][1] == start:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+    out: list[str] = []
+    at = 0
+    for start, end in spans:
+        out += [text[at:start], MARK_OPEN, text[start:end], MARK_CLOSE]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def prepare(text: str) -> str:

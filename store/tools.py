@@ -23,6 +23,7 @@ from .errors import ContextError
 from .message_search import search_messages
 from .providers.history import format_hits
 from .providers.protocols import can_set, is_searchable, is_skill, is_writable
+from .search import query_problem
 from .tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
@@ -366,7 +367,9 @@ def session_search_tool(store: Store) -> Tool:
 
     async def session_search(query: str, limit: int = 10) -> str:
         hits = search_messages(store, query, limit)
-        return format_hits(store, hits) or f"No past messages match {query!r}."
+        found = format_hits(store, hits) or f"No past messages match {query!r}."
+        note = query_problem(query)  # the model can write a better query next time
+        return f"{note}\n\n{found}" if note else found
 
     return Tool(
         name="session_search",

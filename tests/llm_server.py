@@ -9,6 +9,14 @@ SSE in chunked transfer encoding, or plain JSON) and `GET /v1/models`.
 Faults are scripted the same way: HTTP errors in OpenAI's error shape, a
 stream cut off mid-token (the connection is closed without the final chunk),
 malformed chunks, and a hang that outlasts the client's timeout.
+
+`llama_cpp_python(n_ctx)` makes the server behave as llama-cpp-python's does
+(issue 22): tools reach the prompt only with a `tool_choice`; an automatic
+tool choice is never streamed (an error says so); a prompt longer than
+`n_ctx` gets an empty 200 when streamed and a context-length 400 otherwise;
+`/v1/models` says nothing of the window; prompt tokens are counted by one
+toy tokenizer (`count_tokens`), which `/extras/tokenize` and `/tokenize`
+expose.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from typing import Any
 
 __all__ = [
     "LLMServer",
+    "count_tokens",
+    "render_prompt",
     "Scripted",
     "broken_stream",
     "context_length_error",
@@ -197,6 +207,12 @@ class LLMServer:
         """Seconds every model-info route waits before answering (a slow server)."""
         self.info_requests: list[str] = []
         """Paths of model-info requests, in arrival order."""
+        self.function_calling = True
+        self.n_ctx: int | None = None
+        """Set by `llama_cpp_python()`: the strict llama-cpp-python mode's window."""
+        self.prompt_tokens: list[int] = []
+        """In llama-cpp-python mode: each request's prompt tokens as the server counted."""
+        self.tokenize_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -218,6 +234,14 @@ class LLMServer:
 
     def error(self, status: int, message: str = "", **kwargs: Any) -> LLMServer:
         return self.script(error(status, message, **kwargs))
+
+    def llama_cpp_python(self, n_ctx: int = 2048, *, function_calling: bool = True) -> LLMServer:
+        """Behave as llama-cpp-python's server with a `chatml-function-calling` template
+        and a window of `n_ctx` tokens (see the module's docstring). `function_calling`
+        False: its default template, which drops the tools (and so streams anything)."""
+        self.n_ctx = n_ctx
+        self.function_calling = function_calling
+        return self
 
     def _next(self) -> Scripted | None:
         with self._lock:
@@ -296,6 +320,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
+
+    def _usage(self, reply: Scripted) -> tuple[int, int]:
+        """The reply's usage; in llama-cpp-python mode the prompt as the server counted."""
+        prompt, completion = reply.usage or (0, 0)
+        if self.owner.n_ctx is not None and self.owner.prompt_tokens:
+            prompt = self.owner.prompt_tokens[-1]
+        return prompt, completion
 
     def _start_stream(self) -> None:
         self.send_response(200)
@@ -378,6 +409,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/api/show"):
             self._info(self.owner.ollama_show)
             return
+        if self.owner.n_ctx is not None and self.path.rstrip("/").endswith("/tokenize"):
+            self._tokenize(raw)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(
                 404,
@@ -400,6 +434,8 @@ class _Handler(BaseHTTPRequestHandler):
         if problem is not None:
             self._send_json(500, {"error": {"message": problem, "type": "server_error"}})
             return
+        if owner.n_ctx is not None and self._llama_cpp_python(body):
+            return
         reply = owner._next()
         if reply is None:
             self._send_json(
@@ -414,6 +450,61 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._answer(body, reply)
 
+    def _tokenize(self, raw: bytes) -> None:
+        """llama.cpp's `/tokenize` ({"content"}) and llama-cpp-python's
+        `/extras/tokenize` ({"input"}): the toy tokenizer's tokens."""
+        try:
+            body = json.loads(raw)
+            value = body.get("content", body.get("input"))
+        except (ValueError, AttributeError):
+            value = None
+        if not isinstance(value, str):
+            self._send_json(422, {"detail": "content must be a string"})
+            return
+        with self.owner._lock:
+            self.owner.tokenize_requests.append(body)
+        self._send_json(200, {"tokens": list(range(count_tokens(value)))})
+
+    def _llama_cpp_python(self, body: dict[str, Any]) -> bool:
+        """The strict mode's refusals; True when the request was answered here."""
+        owner = self.owner
+        assert owner.n_ctx is not None
+        tools = body.get("tools") if body.get("tool_choice") and owner.function_calling else None
+        if tools and body.get("stream") and body.get("tool_choice") == "auto":
+            self._send_json(
+                500,
+                {
+                    "error": {
+                        "message": "Automatic streaming tool choice is not supported",
+                        "type": "internal_server_error",
+                    }
+                },
+            )
+            return True
+        tokens = count_tokens(render_prompt(body.get("messages") or [], tools))
+        with owner._lock:
+            owner.prompt_tokens.append(tokens)
+        if tokens <= owner.n_ctx:
+            return False
+        if body.get("stream"):  # what llama-cpp-python does: 200, and not a byte more
+            self._start_stream()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return True
+        self._send_json(
+            400,
+            {
+                "error": {
+                    "message": f"This model's maximum context length is {owner.n_ctx} tokens."
+                    f" However, you requested {tokens} tokens ({tokens} in the messages, 0 in"
+                    " the completion). Please reduce the length of the messages or completion.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+        )
+        return True
+
     def _answer(self, body: dict[str, Any], reply: Scripted) -> None:
         model = body.get("model", "test-model")
         stream = bool(body.get("stream"))
@@ -422,7 +513,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body, reply.headers)
             return
         if reply.kind == "json" or (not stream and reply.kind in ("text", "tools")):
-            self._send_json(200, _completion(model, reply))
+            self._send_json(200, _completion(model, reply, self._usage(reply)))
             return
         if reply.kind == "hang" and not reply.text:
             self.owner.wait(reply.seconds)
@@ -492,7 +583,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
         delta({}, reply.finish_reason or "stop")
         if include_usage and reply.usage is not None:
-            prompt, completion = reply.usage
+            prompt, completion = self._usage(reply)
             self._chunk(
                 json.dumps(
                     {
@@ -531,14 +622,40 @@ def strict_problem(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _completion(model: str, reply: Scripted) -> dict[str, Any]:
+_TOKEN = re.compile(r"<\|\w+\|>|\w+|[^\w\s]")
+
+
+def count_tokens(value: str) -> int:
+    """The toy tokenizer of the llama-cpp-python mode: a special token, a word or a
+    punctuation mark is one token (whitespace is free)."""
+    return len(_TOKEN.findall(value))
+
+
+def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """The prompt as a ChatML template renders it (tools in the system part)."""
+    out = []
+    if tools:
+        out.append("<|im_start|>system\nfunctions:\n" + json.dumps(tools) + "<|im_end|>\n")
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        calls = message.get("tool_calls") or []
+        text = (content or "") + "".join(json.dumps(c.get("function")) for c in calls)
+        out.append(f"<|im_start|>{message.get('role')}\n{text}<|im_end|>\n")
+    return "".join(out) + "<|im_start|>assistant\n"
+
+
+def _completion(
+    model: str, reply: Scripted, usage: tuple[int, int] | None = None
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.calls:
         message["tool_calls"] = [
             {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
             for cid, name, args in reply.calls
         ]
-    prompt, completion = reply.usage or (0, 0)
+    prompt, completion = usage or reply.usage or (0, 0)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
@@ -548,7 +665,7 @@ def _completion(model: str, reply: Scripted) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if reply.calls else "stop",
+                "finish_reason": "tool_calls" if reply.calls else reply.finish_reason or "stop",
             }
         ],
         "usage": {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Label
 
 from chatui.core.ui_state import load_state
 from chatui.tui.screens.chat_list import ChatListScreen
@@ -163,6 +164,26 @@ async def test_search_with_hostile_query_does_not_break(store, chats):
         await pilot.pause(0.3)
         assert isinstance(app.screen, SearchScreen)
         assert app.screen.hits == []
+        # Not a query: the status says why, in the words both engines share.
+        status = str(app.screen.query_one("#search-status", Label).render())
+        assert (
+            'A quoted phrase is not closed: add the closing ". Searched as plain words.' in status
+        )
+
+
+async def test_search_syntax_or_and_not(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press(*"(nata OR soup)")
+        await pilot.pause(0.3)
+        both = {h.id for h in screen.hits}
+        await pilot.press(*" NOT nata")
+        await pilot.pause(0.3)
+        assert "a3" in both and "a3" not in {h.id for h in screen.hits}
+        assert {h.id for h in screen.hits} == both - {"a3"} and screen.hits
 
 
 async def test_new_chat_help_panes_and_model(store, chats):

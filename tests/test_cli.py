@@ -84,8 +84,11 @@ async def test_search(capsys, chats):
     assert code == 1 and out == "" and "No messages match" in err
     code, out, _ = run(capsys, "search", "zebra", "--json")
     assert code == 1 and json.loads(out) == []
-    code, _, _ = run(capsys, "search", '"unbalanced', "AND", "(")
+    code, _, err = run(capsys, "search", '"unbalanced', "AND", "(")
     assert code == 1  # odd FTS syntax is plain words, never a crash
+    assert 'A quoted phrase is not closed: add the closing ". Searched as plain words.' in err
+    code, out, err = run(capsys, "search", "lisbon NOT zebra")
+    assert code == 0 and "Lisbon trip" in out and "Searched as plain words" not in err
 
 
 async def test_show_active_branch_and_others(capsys, chats):
@@ -297,10 +300,10 @@ def test_usage_errors_exit_2(capsys):
 def test_help_everywhere(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "exit codes:" in out
-    for command in ("search", "list", "show", "export", "import"):
+    for command in ("ask", "search", "list", "show", "export", "import"):
         code, out, _ = run(capsys, command, "--help")
         assert code == 0 and "example:" in out and "exit codes:" in out
-    assert set(EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6, 7}
+    assert set(EXIT_CODES) == {*range(13), 130}  # 8-12: ask's model failures
 
 
 def test_no_command_launches_the_app(capsys, monkeypatch, tmp_path):

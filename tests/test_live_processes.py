@@ -14,7 +14,7 @@ import time
 from chatui.core.ui_state import UiState
 from store import SessionManager, Store, StoreSessionProvider
 
-from .app_helpers import make_app
+from .app_helpers import make_app, wait_until
 
 WRITER = r"""
 import asyncio, sys
@@ -31,6 +31,15 @@ for line in sys.stdin:
         asyncio.run(StoreContextProvider(store, "global", "memory").set(arg))
     elif command == "chat":
         manager.create(arg)
+    elif command == "reply":  # a reply streaming here, as the app's engine writes it
+        from chatui.core.replies import ReplyWriter
+        reply = ReplyWriter(manager.get_session(sys.argv[2]), "demo", 0.0)
+        asyncio.run(reply.start(arg))
+        reply.add_text("Half of the answer")
+        reply.flush()
+    elif command == "finish":
+        reply.add_text(" and the rest.")
+        reply.finish("complete")
     print("done", flush=True)
 store.close()
 """
@@ -150,3 +159,86 @@ def test_the_writer_runs_standalone(tmp_path):
 
 async def test_an_app_sees_another_process_on_one_postgresql_database(pg_url):
     await app_sees_other_process(pg_url)
+
+
+async def test_a_reply_another_app_is_writing_shows_as_written_there(tmp_path):
+    """Two apps on one database: B showed A's live reply as `interrupted`. Now it says
+    the reply is being written in another window, follows its text, shows it complete
+    when A finishes; a reply whose writer died is interrupted (seen without a write)."""
+    location = str(tmp_path / "shared.db")
+    with Store(location) as store:
+        chat = SessionManager(store).create("Shared chat", model="demo")
+        StoreSessionProvider(store, chat.id).append_message(
+            {"id": "q1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}, None
+        )
+    store = Store(location)
+    app = make_app(store, ui_state=UiState(last_session_id=chat.id))
+    writer = await Writer.start(location, chat.id)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            views = app.main.chat_view
+            await wait_until(pilot, lambda: views.shown_ids == ["q1"])
+            await pilot.pause(0.5)  # the watcher has taken its first reading
+            await writer.do("reply q1")
+            await wait_until(pilot, lambda: len(views.views) == 2)
+            reply = views.views[-1]
+            assert reply.text == "Half of the answer"
+            assert "writing… in another window" in reply.header().plain
+            assert "interrupted" not in reply.header().plain
+            await writer.do("finish")
+            await wait_until(pilot, lambda: views.views[-1].text.endswith("and the rest."))
+            assert "writing" not in views.views[-1].header().plain
+
+            await writer.do("message q2")
+            await writer.do("reply q2")  # then its process dies mid-reply
+            await wait_until(pilot, lambda: len(views.views) == 4)
+            await wait_until(pilot, lambda: "in another window" in views.views[-1].header().plain)
+            writer.proc.kill()
+            await writer.proc.wait()
+            await wait_until(pilot, lambda: "interrupted" in views.views[-1].header().plain)
+            rows = app.main.tree
+            await wait_until(
+                pilot, lambda: any("interrupted" in rows.row_text(i) for i in range(len(rows.rows)))
+            )
+    finally:
+        if writer.proc.returncode is None:
+            await writer.close()
+        store.close()
+
+
+async def test_two_apps_sending_at_once_make_siblings_not_a_chain(tmp_path, monkeypatch):
+    """Sending at the same moment from two apps chained A's question under B's (user →
+    user). A send answers the leaf its app shows: both questions answer the same reply.
+    The app here has not looked for the other's write yet (its poll is slowed, as when
+    both press enter within the same few milliseconds)."""
+    from chatui.core.config import Config
+    from chatui.tui import app as app_module
+
+    monkeypatch.setattr(app_module, "CHANGE_POLL_SECONDS", 60.0)
+    location = str(tmp_path / "shared.db")
+    with Store(location) as store:
+        chat = SessionManager(store).create("Shared chat", model="demo")
+        provider = StoreSessionProvider(store, chat.id)
+        provider.append_message(
+            {"id": "q1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}, None
+        )
+        provider.append_message(
+            {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "hi"}]}, "q1"
+        )
+    store = Store(location)
+    app = make_app(store, Config(model="demo"), ui_state=UiState(last_session_id=chat.id))
+    writer = await Writer.start(location, chat.id)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await wait_until(pilot, lambda: app.main.chat_view.shown_ids == ["q1", "a1"])
+            await pilot.press(*"from B")
+            await writer.do("message from-A")  # A's question, stored under a1
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: len(app.main.chat_view.shown_ids) == 4)
+            await wait_until(pilot, lambda: not app.main.generating)
+    finally:
+        await writer.close()
+    tree = SessionManager(store).get_session(chat.id).get_tree()
+    store.close()
+    questions = {m.text: m.parent_id for m in tree if m.role == "user" and m.id != "q1"}
+    assert questions == {"from afar from-A": "a1", "from B": "a1"}

@@ -362,3 +362,19 @@ def test_the_worker_exits_at_once_when_the_app_goes_during_the_warm_up():
     out = child.stdout.read()
     assert child.wait(timeout=30) == 0
     assert b'"ready"' not in out
+
+
+async def test_why_the_model_stopped_crosses_and_a_refused_streamed_tool_choice_too(
+    worker, llm_server, fake_key
+):
+    """Issue 22: `finish_reason` reaches the app (a "length" reply is truncated), and the
+    model process learns a server's refusal to stream tool choices as the app would."""
+    llm_server.llama_cpp_python()
+    llm_server.script(script.text("cut off mid", finish_reason="length"))
+    chunks = await run(worker, llm_server)
+    assert llm.FinishChunk("length") in chunks and text_of(chunks) == "cut off mid"
+    llm_server.script(script.tool_calls(("c1", "f", {"a": 1})))
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    chunks = await run(worker, llm_server, tools=tools)
+    assert [c.name for c in chunks if isinstance(c, llm.ToolCallChunk)] == ["f"]
+    assert [r.get("stream") for r in llm_server.requests[-2:]] == [True, None]

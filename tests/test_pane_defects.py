@@ -4,14 +4,16 @@ the model the scripted server on 127.0.0.1 (or the offline demo)."""
 from __future__ import annotations
 
 import pytest
+from textual import events
 
 from chatui.core.config import Config, ModelOptions
 from chatui.llm.errors import map_error
 from chatui.tui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager
 from widgets import ChatNotice, MessageView, TokenGauge
 
-from .app_helpers import make_app, wait_until
+from .app_helpers import make_app, text, wait_until
 from .test_live_states import populate_async
 
 SIZE = (140, 40)
@@ -209,7 +211,9 @@ def test_a_401_with_no_key_set_says_the_key_is_missing_not_rejected(monkeypatch)
 async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_server):
     """The first reply after launch took 6-10 s on a loaded machine with only "writing…
     (no text yet)": while the model process is still loading, the reply says so."""
-    llm_server.text("Here at last.", delay=0.2)
+    # The first word after a second: the question's frame waits half a second at most
+    # for it, so the reply is on screen, still without text, well before it.
+    llm_server.text("Here at last.", delay=1.0)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -225,3 +229,65 @@ async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_
             worker.ready.set()
         await wait_until(pilot, lambda: app.main.chat_view.views[-1].shown == "Here at last.")
         assert "starting the model" not in app.main.chat_view.views[-1].header().plain
+
+
+# -- 1: leaving the full-screen tree with keys pressed quickly ----------------------------
+
+
+@pytest.mark.parametrize("second", ["z", "q", "escape"])
+async def test_leaving_the_tree_screen_twice_quickly_keeps_the_app_and_the_reply(
+    store, config, llm_server, second
+):
+    """`ctrl+t`, `z`, then `z z` (or `z q`, `z esc`) quickly crashed with
+    ScreenStackError from the tree screen's second dismiss, and the streaming reply was
+    stored cancelled. The second key finds the screen leaving and does nothing."""
+    llm_server.text("One two three four five six seven eight nine ten", delay=0.15)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"Count to ten", "enter")
+        await wait_until(pilot, lambda: app.main.generating)
+        await pilot.press("ctrl+t", "z")
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        # Both keys in one read of the terminal, as a quick typist sends them: the
+        # second arrives before the first's dismiss has taken the screen away.
+        for key in ("z", second):
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await wait_until(pilot, lambda: app.screen is app.main)
+        await wait_until(pilot, lambda: not app.main.generating)
+        assert app.is_running
+        reply = app.main.chat_view.views[-1]
+        assert reply.text.endswith("nine ten")
+    stored = SessionManager(store).list()[0]
+    messages = SessionManager(store).get_history(stored.id)
+    assert [m.metadata.get("status", "complete") for m in messages[-1:]] == ["complete"]
+
+
+# -- 6: a reply's state at 80 columns --------------------------------------------------------
+
+
+async def test_at_80_columns_a_cancelled_replys_header_drops_the_date_not_its_state(store):
+    """At 80 columns a cancelled reply's header showed `Assistant · model · date` and cut
+    `‹1/2›  cancelled`: the date goes first."""
+    manager = SessionManager(store)
+    chat = manager.create("Cut short", model="openai/a-rather-long-model-name-for-the-header")
+    await manager.append(chat.id, text("q", "user", "Tell me a long story", 0), None)
+    await manager.append(chat.id, text("a1", "assistant", "Once upon a time.", 1), "q")
+    cut = text("a2", "assistant", "There was a", 2)
+    cut["metadata"] = {
+        "model": "openai/a-rather-long-model-name-for-the-header",
+        "status": "cancelled",
+    }
+    await manager.append(chat.id, cut, "q")
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.main.chat_view.shown_ids == ["q", "a2"])
+        await wait_until(pilot, lambda: app.main.chat_view.view_for("a2") is not None)
+        header = app.main.chat_view.view_for("a2").query_one(".message--header")
+        await wait_until(pilot, lambda: header.size.width > 0)
+        shown = str(header.render())
+        assert shown.startswith("Assistant")
+        assert "‹2/2›" in shown and "cancelled" in shown, shown
+        assert "Oct 03" not in shown  # the date went first
+        await pilot.resize_terminal(200, 50)
+        await wait_until(pilot, lambda: "Oct 03" in str(header.render()))

@@ -7,7 +7,7 @@ import pytest
 
 from store import Session, SessionManager, Store
 from store.search import Term, match_expression, parse_query, tsquery_expression
-from store.text_prep import SEPARATOR, prepare, restore
+from store.text_prep import SEPARATOR, prepare, query_tokens, restore, tokens
 
 
 def msg(mid, text, role="user"):
@@ -80,32 +80,55 @@ def test_preparation_round_trips_and_query_words_become_phrases():
 
 
 def test_one_parse_two_renderings():
-    parsed = parse_query('"big cats" OR dog* 组件 🎉 it\'s AND')
-    assert match_expression('"big cats" OR dog* 组件 🎉 it\'s AND') == (
-        '("big cats" OR "dog"*) AND "组 件" AND "emoji1f389" AND "it" AND "s" AND "AND"'
+    query = '"big cats" OR dog* 组件 🎉 it\'s NOT (Café OR e-mail)'
+    parsed = parse_query(query)
+    assert match_expression(query) == (
+        '("big cat" OR ("dog"* AND "组 件" AND "emoji1f389" AND ("it s" NOT ("cafe" OR "e mail"))))'
     )
     assert tsquery_expression(parsed) == (
-        "(('big' <-> 'cats') | 'dog':*) & ('组' <-> '件') & 'emoji1f389' & 'it' & 's' & 'AND'"
+        "(('big' <-> 'cat') | ('dog':* & ('组' <-> '件') & 'emoji1f389' & "
+        "(('it' <-> 's') & !('cafe' | ('e' <-> 'mail')))))"
     )
     # A lexeme is always quoted, quotes and backslashes escaped: no operator survives.
-    assert tsquery_expression([[Term(("a'b\\",))]]) == "'a''b\\\\'"
-    assert parse_query("") is parse_query("  ( ) ") is parse_query(None) is None
+    assert tsquery_expression(Term(("a'b\\",))) == "'a''b\\\\'"
+    assert parse_query("") is parse_query(" !!! * ") is parse_query(None) is None
+
+
+def test_index_terms_are_folded_and_stemmed_once_for_both_engines():
+    assert tokens("Café CONNECTIONS running naïve ﬁle 组件🎉") == [
+        "cafe",
+        "connect",
+        "run",
+        "naiv",
+        "file",
+        "组",
+        "件",
+        "emoji1f389",
+    ]
+    # A prefix is folded, not stemmed: it matches the terms that begin with it.
+    assert query_tokens("Deploym", prefix=True) == ["deploym"]
+    assert query_tokens("Deploying") == ["deploy"]
 
 
 async def test_odd_cjk_and_emoji_queries_never_raise(corpus):
     for odd in ("组件*", "🎉🎉", '"🎉', "OR 组", "件 OR", "\u2063", "👍🏽", "(组", "组件 NEAR"):
         corpus.search(odd)
+    assert ids(corpus.search("(组件")) == ["zh-1"]  # searched as its plain words
 
 
-async def test_an_old_index_is_rebuilt_by_the_migration(tmp_path):
+async def test_an_old_index_is_rebuilt_by_the_migrations(tmp_path):
     path = tmp_path / "old.db"
     with Store(path) as store:
-        await Session(store).for_session("s").append_message(msg("a", CHATS["zh-1"] + " 🎉"))
-        # What a database indexed by earlier code holds: the raw text, and no m007.
-        store.execute("UPDATE messages_fts SET body = ?", (CHATS["zh-1"] + " 🎉",))
-        store.execute("DELETE FROM schema_migrations WHERE name = 'm007_cjk_and_emoji_search'")
+        await Session(store).for_session("s").append_message(msg("a", CHATS["zh-1"] + " 🎉 Café"))
+        # What a database indexed by earlier code holds: the raw text, and no m007/m011.
+        store.execute("UPDATE messages_fts SET body = ?", (CHATS["zh-1"] + " 🎉 Café",))
+        store.execute(
+            "DELETE FROM schema_migrations WHERE name IN "
+            "('m007_cjk_and_emoji_search', 'm011_one_tokenisation')"
+        )
         assert Session(store).for_session("s").search("组件") == []
     with Store(path) as store:
         session = Session(store).for_session("s")
         assert ids(session.search("组件")) == ids(session.search("🎉")) == ["a"]
+        assert ids(session.search("cafe")) == ["a"]
         assert store.integrity_check() == []

@@ -257,20 +257,20 @@ async def test_a_sessions_index_rows_are_one_rowid_range(store):
     manager = SessionManager(store)
     a, b = manager.create("a"), manager.create("b")
     for i in range(3):  # interleaved appends
-        await manager.append(a.id, msg(f"a{i}", f"apple {i}"))
-        await manager.append(b.id, msg(f"b{i}", f"apple {i}"))
+        await manager.append(a.id, msg(f"a{i}", f"banana {i}"))
+        await manager.append(b.id, msg(f"b{i}", f"banana {i}"))
     for info in (a, b):
         low, high = scope_range(scope_number(store, info.id))
         rowids = sql(
             store,
             "SELECT rowid FROM messages_fts WHERE "
-            + ("tsv @@ to_tsquery('apple')" if is_postgres(store) else "messages_fts MATCH 'apple'")
+            + ("tsv @@ 'banana'::tsquery" if is_postgres(store) else "messages_fts MATCH 'banana'")
             + " AND rowid >= ? AND rowid < ?",
             (low, high),
         )
         assert len(rowids) == 3
-        assert [h.session_id for h in manager.search("apple", session_id=info.id)] == [info.id] * 3
-    assert len(manager.search("apple")) == 6
+        assert [h.session_id for h in manager.search("banana", session_id=info.id)] == [info.id] * 3
+    assert len(manager.search("banana")) == 6
     # a row filed under the wrong session is reported
     store.execute(
         "UPDATE messages_fts SET rowid = rowid + (1 << 40) WHERE rowid = "

@@ -127,3 +127,22 @@ def test_typing_fast_after_enter_and_on_a_focused_message_loses_nothing(terminal
     lines = term.wait_for("really eat every regenerated carrot")
     assert not any("‹2/2›" in line for line in lines)  # nothing was regenerated
     assert not any("Edit message" in line for line in lines)  # nor an editor opened
+
+
+def test_a_paste_with_escapes_and_carriage_returns_stays_in_the_input(terminal):
+    """Issue 20: a paste holding ESC and `\\r` was sent at once and cut at the `\\r`
+    (Textual's parser re-sent the paste as keys from its first ESC). The paste lands in
+    the input, its colour codes gone, its lines kept, and nothing is sent."""
+    term = terminal(80, 24, "--model", "demo")
+    term.wait_for("Message · enter sends")
+    pasted = "first line\x1b[31m red\x1b[0m\rsecond line\nthird"
+    subprocess.run(["tmux", "set-buffer", "-b", term.name, pasted], check=True)
+    subprocess.run(
+        ["tmux", "paste-buffer", "-p", "-d", "-b", term.name, "-t", term.name], check=True
+    )
+    lines = term.wait_for("third")
+    box = [line for line in lines if "│" in line]
+    assert any("first line red" in line for line in box), "\n".join(lines)
+    assert any("second line" in line for line in box)
+    assert not any("You ·" in line for line in lines)  # nothing was sent
+    assert not any("[31m" in line or "^[" in line for line in lines)

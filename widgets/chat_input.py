@@ -10,6 +10,8 @@ from textual.binding import Binding
 from textual.message import Message as TextualMessage
 from textual.widgets import TextArea
 
+from .sanitize import clean
+
 __all__ = ["ChatInput"]
 
 
@@ -71,8 +73,9 @@ class ChatInput(TextArea):
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        self.sends_empty = False
-        """Enter sends an empty box too (something is attached to the message)."""
+        self.submit_empty = False
+        """Enter sends blank text too (a dialog that says why it refuses it; a message
+        whose attachments are its content)."""
         self.take_paste: Callable[[str], bool] | None = None
         """Offered each paste first; True when it used it (a pasted file path is
         attached, not typed)."""
@@ -95,7 +98,7 @@ class ChatInput(TextArea):
         )
 
     def action_submit(self) -> None:
-        if self.text.strip() or self.sends_empty:
+        if self.text.strip() or self.submit_empty:
             self.post_message(self.Submitted(self, self.text))
 
     def remove_sent(self, text: str) -> None:
@@ -110,6 +113,16 @@ class ChatInput(TextArea):
     def action_newline(self) -> None:
         start, end = self.selection
         self.replace("\n", start, end, maintain_selection_offset=False)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        event.prevent_default()  # TextArea's own handler would insert it raw as well
+        # A pasted file path (a file dropped on the terminal) may be attached instead.
+        if self.take_paste is not None and self.take_paste(event.text):
+            event.stop()
+            return
+        # A paste is text, never keys: escape sequences go, and a terminal's `\r` line
+        # ends (tmux pastes newlines as `\r`) become newlines, kept in the box.
+        await super()._on_paste(events.Paste(clean(event.text)))
 
     async def _on_key(self, event: events.Key) -> None:
         # Enter is handled here, in key order: a priority binding would run before
@@ -132,10 +145,3 @@ class ChatInput(TextArea):
             self.post_message(self.LeaveUp(self))
             return
         await super()._on_key(event)
-
-    async def _on_paste(self, event: events.Paste) -> None:
-        # Textual runs each class's handler in turn; `prevent_default` keeps TextArea's
-        # (which types the paste) from running after this one.
-        if self.take_paste is not None and self.take_paste(event.text):
-            event.stop()
-            event.prevent_default()

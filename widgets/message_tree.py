@@ -38,6 +38,7 @@ STATUS_TEXT = {
     "cancelled": "cancelled",
     "error": "error",
     "interrupted": "interrupted",
+    "truncated": "truncated",
 }
 HIGHLIGHT_DELAY = 0.12
 """Seconds the cursor rests on a message before the chat scrolls to it (held keys glide)."""
@@ -140,6 +141,7 @@ class MessageTree(ScrollView, can_focus=True):
             id="tree.regenerate_with",
             show=False,
         ),
+        Binding("ctrl+g", "message('continue')", "Continue", id="tree.continue", show=False),
         Binding("e", "message('edit')", "Edit", id="tree.edit", show=False),
         Binding("f", "message('fork')", "Fork", id="tree.fork", show=False),
         Binding("c", "message('copy')", "Copy", id="tree.copy", show=False),

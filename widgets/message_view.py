@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -116,6 +117,18 @@ class ReplyStream:
         self._ready.set()
 
 
+class _Header(Static):
+    """A message's header line, fitted to its width each time it is drawn (a resize
+    redraws it): at 80 columns a cancelled reply still says so."""
+
+    def __init__(self, view: MessageView, *, classes: str) -> None:
+        super().__init__(classes=classes)
+        self.view = view
+
+    def render(self) -> Text:
+        return self.view.header(self.size.width or None)
+
+
 class MessageView(Vertical, can_focus=True):
     """One message of the active path; focus it to act on it with keys."""
 
@@ -133,7 +146,8 @@ class MessageView(Vertical, can_focus=True):
     MessageView > .message--body { padding: 0 0; margin: 0; }
     MessageView > Markdown > MarkdownParagraph:last-child { margin-bottom: 0; }
     MessageView.-error > .message--header, MessageView.-cancelled > .message--header,
-    MessageView.-interrupted > .message--header { color: $warning; }
+    MessageView.-interrupted > .message--header,
+    MessageView.-truncated > .message--header { color: $warning; }
     MessageView Collapsible { padding: 0; margin: 0; border: none; background: $boost; }
     MessageView Collapsible > Contents { padding: 0 1; }
     MessageView .message--tool-output { color: $text-muted; }
@@ -154,6 +168,7 @@ class MessageView(Vertical, can_focus=True):
             id="message.regenerate_with",
             show=False,
         ),
+        Binding("ctrl+g", "act('continue')", "Continue", id="message.continue", show=False),
         Binding("e", "act('edit')", "Edit", id="message.edit"),
         Binding("f", "act('fork')", "Fork", id="message.fork"),
         Binding("c", "act('copy')", "Copy", id="message.copy"),
@@ -270,42 +285,57 @@ class MessageView(Vertical, can_focus=True):
         status = status_of(self.message, live=self._streaming)
         self.set_class(self.message.role == "user", "-user", update=update)
         self.set_class(self.message.is_compaction, "-compaction", update=update)
-        for name in ("writing", "cancelled", "error", "interrupted"):
+        for name in ("writing", "cancelled", "error", "interrupted", "truncated"):
             self.set_class(status == name, f"-{name}", update=update)
 
-    def header(self) -> Text:
+    def header_parts(self) -> list[tuple[str, str, int]]:
+        """The header's pieces as (text, style, drop order): 0 is always shown; a narrow
+        pane drops the highest first (the date, then the token figures, then the model),
+        so who wrote it, ‹1/2› and the reply's state (cancelled, error…) stay."""
         m = self.message
-        text = Text(no_wrap=True, overflow="ellipsis")
+        parts: list[tuple[str, str, int]] = []
         if m.is_compaction:
             covered = m.metadata.get("compaction", {}).get("covered", len(self.covered))
-            text.append(f"Summary of {covered} earlier messages", "bold")
-            return text
+            return [(f"Summary of {covered} earlier messages", "bold", 0)]
         if m.role == "user" and m.from_agent_id:
             # Another agent wrote it, not the person at the keyboard: name the agent.
-            text.append(clean(self.sender) if self.sender else "Another agent", "bold")
+            parts.append((clean(self.sender) if self.sender else "Another agent", "bold", 0))
         else:
-            text.append(ROLE_NAMES.get(m.role, m.role), "bold")
+            parts.append((ROLE_NAMES.get(m.role, m.role), "bold", 0))
         if self.hop:
-            text.append(f" · ⇄ {clean(self.hop)} (g opens that chat)", "italic")
+            parts.append((f" · ⇄ {clean(self.hop)} (g opens that chat)", "italic", 2))
         model = m.metadata.get("model")
         if model and m.role == "assistant":
-            text.append(f" · {model}")
+            parts.append((f" · {model}", "", 3))
         if m.created_at is not None:
-            text.append(f" · {m.created_at.astimezone().strftime('%b %d %H:%M')}")
+            parts.append((f" · {m.created_at.astimezone().strftime('%b %d %H:%M')}", "", 5))
         if self.position[1] > 1:
-            text.append(f"  ‹{self.position[0]}/{self.position[1]}›", "bold")
+            parts.append((f"  ‹{self.position[0]}/{self.position[1]}›", "bold", 0))
         label = reply_state_label(m, status_of(m, live=self._streaming))
         if label:
-            text.append(f"  {label}", "italic")
+            parts.append((f"  {label}", "italic", 0))
         if self.waiting_note and self.stream is not None:
-            text.append(f" · {self.waiting_note}", "italic")
+            parts.append((f" · {self.waiting_note}", "italic", 1))
         usage = m.token_usage or {}
         if usage.get("output"):
-            text.append(f"  {usage.get('input', 0)}→{usage['output']} tok")
+            parts.append((f"  {usage.get('input', 0)}→{usage['output']} tok", "", 4))
+        return parts
+
+    def header(self, width: int | None = None) -> Text:
+        """The header line; given a `width`, what fits it (see `header_parts`)."""
+        parts = self.header_parts()
+        if width is not None:
+            for order in sorted({o for _, _, o in parts if o}, reverse=True):
+                if sum(cell_len(t) for t, _, _ in parts) <= width:
+                    break
+                parts = [p for p in parts if p[2] != order]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for piece, style, _ in parts:
+            text.append(piece, style)
         return text
 
     def compose(self) -> ComposeResult:
-        yield Static(self.header(), classes="message--header")
+        yield _Header(self, classes="message--header")
         for title, note in self.notes:
             with Collapsible(title=clean(title), collapsed=True, classes="message--note"):
                 yield Static(Text(clean(note)), classes="message--note-text")
@@ -447,7 +477,7 @@ class MessageView(Vertical, can_focus=True):
         await self._plant_seed()
 
     def refresh_header(self) -> None:
-        self.query_one(".message--header", Static).update(self.header())
+        self.query_one(".message--header", _Header).refresh()
 
     def note_waiting(self, note: str) -> None:
         """Say why a reply has no text yet, in its header (until its words come)."""

@@ -19,12 +19,25 @@ from store import SessionInfo, SessionManager, Store, is_url
 
 from ..core import paths
 from ..transfer.text import one_line
+from .exits import (  # the codes live apart: the ask client reads them
+    BAD_INPUT,
+    DATABASE,
+    EXIT_CODES,
+    INTERRUPTED,
+    NOT_FOUND,
+    OK,
+    OUTPUT,
+    PARTIAL,
+    UNREACHABLE,
+    USAGE,
+)
 
 __all__ = [
     "BAD_INPUT",
     "DATABASE",
     "EPILOG",
     "EXIT_CODES",
+    "INTERRUPTED",
     "NOT_FOUND",
     "OK",
     "OUTPUT",
@@ -34,20 +47,6 @@ __all__ = [
     "CliError",
 ]
 
-OK, NOT_FOUND, USAGE, BAD_INPUT, DATABASE, OUTPUT, PARTIAL, UNREACHABLE = 0, 1, 2, 3, 4, 5, 6, 7
-EXIT_CODES = {
-    OK: "success (also an import whose chats were all there already)",
-    NOT_FOUND: "not found: no chat or message with that id, or a search without results",
-    USAGE: "usage error: a bad option or argument, or an ambiguous id prefix",
-    BAD_INPUT: "bad input file: unreadable, another format, a damaged zip, no readable chat "
-    "(nothing imported)",
-    DATABASE: "database error: not a chatui database, written by a newer chatui, locked",
-    OUTPUT: "the output file or folder cannot be written",
-    PARTIAL: "partly imported: the readable chats were imported, the others are listed "
-    "with their reasons (--strict: all or nothing)",
-    UNREACHABLE: "the database server does not answer (down, unreachable, login refused): "
-    "nothing was done; try again",
-}
 EPILOG = "exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
 
 

@@ -13,7 +13,7 @@ import argparse
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,11 @@ from store import (
     is_url,
     reply_state,
 )
+from store.search import query_problem
 
 from .. import launch
 from ..transfer.text import one_line
+from .ask import add_ask_command
 from .base import (
     DATABASE,
     EPILOG,
@@ -62,6 +64,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         manager = SessionManager(store)
         hits = manager.search(query, args.limit, session_id=session_id, include_deleted=False)
         names = manager.names(h.session_id for h in hits)
+    problem = query_problem(query)
+    if problem:  # on stderr: the results on stdout stay what a script reads
+        print(problem, file=sys.stderr)
     if args.json:
         _out(
             json_text(
@@ -312,14 +317,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tree", action="store_true", help="print the whole tree as an outline")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_ask_command(command)
     add_db_commands(command, _open)
     add_transfer_commands(command)
     return parser
 
 
+_VALUED = ("--db", "--model", "--theme")
+"""The top-level options that take a value (skipped when looking for the command)."""
+
+
+def prompt_shortcut(argv: Sequence[str], commands: Collection[str]) -> list[str]:
+    """`chatui "a question"` as `chatui ask "a question"`: when the first argument that
+    is not an option is no command and reads as a prompt, that is, holds several words
+    (one quoted argument). Unquoted words stay a usage error (`chatui shwo 3f2a`), so a
+    mistyped command never costs a model call."""
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            return args
+        if word in _VALUED:
+            i += 2
+            continue
+        if word.startswith("-"):
+            i += 1
+            continue
+        if word not in commands and len(word.split()) > 1:
+            return [*args[:i], "ask", *args[i:]]
+        return args
+    return args
+
+
+def _command_names(parser: argparse.ArgumentParser) -> set[str]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(sub.choices)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run `chatui` with `argv` (default: the process's); return the exit code."""
     parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    commands = _command_names(parser)
+    argv = prompt_shortcut(argv, commands)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors

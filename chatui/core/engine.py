@@ -16,12 +16,16 @@ Design notes:
   and a tool call's writes belong to the reply that made it, so a
   regenerated reply starts from the memory its branch had.
 - Old branches are never touched: regenerate and edit append siblings.
+- A chat's parameters (`params` in its metadata: temperature, max tokens, ...)
+  go with each of its requests; the caller passes them with the model when it
+  has the chat's row already.
 - LiteLLM is imported lazily by `chatui.llm`; importing this module is cheap.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -43,6 +47,8 @@ from store import (
     Tool,
     create_compact_function,
     estimate_message_tokens,
+    estimate_string_tokens,
+    reply_state,
 )
 
 from .. import llm
@@ -65,6 +71,7 @@ from .events import (
     UsageRecorded,
 )
 from .facts import choose_model, window_of
+from .params import params_of
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 
@@ -74,10 +81,24 @@ log = logging.getLogger(__name__)
 
 Streamer: TypeAlias = Callable[..., llm.ChunkStream]
 """`llm.stream_completion`'s signature: (model, messages, *, tools, api_base, timeout,
-max_retries) → chunks."""
+max_retries, params) → chunks."""
+
+Params: TypeAlias = dict[str, Any]
 
 STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
+
+CONTINUE_PROMPT = (
+    "Your reply above was cut off. Continue it exactly where it stopped, mid-word if "
+    "need be: do not repeat anything, do not comment, just go on."
+)
+"""Asked after a truncated or stopped reply (OpenAI-compatible APIs cannot resume an
+assistant message themselves): what comes back is appended to that reply."""
+
+TRUNCATED_NOTE = (
+    "The reply stopped at the model's output limit (it is kept, marked truncated). "
+    "ctrl+g on it continues from where it stopped."
+)
 
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
@@ -119,6 +140,11 @@ class ChatEngine:
         """The session's model, by the one rule (`facts.choose_model`)."""
         info = self.manager.get(session_id, include_deleted=True)
         return choose_model(info, self.agent, self.config).model
+
+    def params_for(self, session_id: str) -> Params:
+        """The chat's parameters (temperature, max tokens, ...) as stored."""
+        info = self.manager.get(session_id, include_deleted=True)
+        return params_of(info.metadata) if info is not None else {}
 
     def options_for(self, model: str) -> ModelOptions:
         return self.config.options_for(model)
@@ -209,11 +235,13 @@ class ChatEngine:
         *,
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
+        params: Params | None = None,
         attachments: Sequence[dict[str, Any]] = (),
     ) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it.
 
-        `model`: the chat's model when the caller resolved it already (`Workspace.facts`).
+        `model`, `params`: the chat's model and parameters when the caller has them
+        already (`Workspace.facts`); read from the chat otherwise.
         `attachments`: `attachment` parts of content already stored (`Workspace.attach_*`),
         sent after the text.
         """
@@ -226,13 +254,18 @@ class ChatEngine:
             )
             return
         async with aclosing(
-            self._user_turn(session_id, text, parent_id, model, attachments)
+            self._user_turn(session_id, text, parent_id, model, params, attachments)
         ) as events:
             async for event in events:
                 yield event
 
     async def regenerate(
-        self, session_id: str, message_id: str, *, model: str | None = None
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """A new reply: a sibling of an assistant message, or under a user message.
 
@@ -257,12 +290,18 @@ class ChatEngine:
         parent = message.id if message.role == "user" else message.parent_id
         assert parent is not None
         model = model.strip() if model else None
-        async with aclosing(self._turn(session_id, parent, model=model)) as events:
+        async with aclosing(self._turn(session_id, parent, model=model, params=params)) as events:
             async for event in events:
                 yield event
 
     async def edit(
-        self, session_id: str, message_id: str, text: str, *, model: str | None = None
+        self,
+        session_id: str,
+        message_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """A new user message beside `message_id` (same parent) with `text`, then a reply."""
         session = self.manager.get_session(session_id)
@@ -285,7 +324,7 @@ class ChatEngine:
             return
         # The edited question keeps its attachments (they are references: nothing is copied).
         async with aclosing(
-            self._user_turn(session_id, text, message.parent_id, model, message.attachments)
+            self._user_turn(session_id, text, message.parent_id, model, params, message.attachments)
         ) as events:
             async for event in events:
                 yield event
@@ -299,6 +338,113 @@ class ChatEngine:
         async with aclosing(self._turn(session_id, leaf.id)) as events:
             async for event in events:
                 yield event
+
+    async def continue_reply(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        model: str | None = None,
+        params: Params | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Continue a truncated, cancelled or interrupted reply from where it stopped: the
+        model is shown the reply so far and asked to go on; what it writes is appended to
+        the same reply, and the place it begins is marked (`metadata["continued"]`)."""
+        session = self.manager.get_session(session_id)
+        message = session.get_message(message_id)
+        problem = self._not_continuable(message)
+        if problem:
+            yield TurnFailed(
+                session_id, problem, hint="ctrl+r writes a new reply instead.", kind="bad_input"
+            )
+            return
+        assert message is not None and message.parent_id is not None
+        stored_model = message.metadata.get("model")
+        model = model or (stored_model if isinstance(stored_model, str) else None)
+        model = model or self.model_for(session_id)
+        failed = await self._preflight(session_id, model)
+        if failed:
+            yield failed
+            return
+        self.manager.set_status(session_id, "active")
+        try:
+            if params is None:
+                params = self.params_for(session_id)
+            async with aclosing(self._continue(session, message, model, params)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            try:
+                self.manager.set_status(session_id, "idle")
+            except Exception:
+                log.debug("could not set %s idle", session_id, exc_info=True)
+
+    @staticmethod
+    def _not_continuable(message: Message | None) -> str | None:
+        if message is None:
+            return "That message does not exist (any more)"
+        if message.role != "assistant" or message.is_compaction or message.parent_id is None:
+            return "Only a model's reply can be continued"
+        if reply_state(message) not in ("truncated", "cancelled", "interrupted"):
+            return "Only a truncated or stopped reply can be continued"
+        if not message.text.strip() or message.tool_calls:
+            return "This reply has no text to continue"
+        return None
+
+    async def _continue(
+        self, session: Session, message: Message, model: str, params: Params
+    ) -> AsyncGenerator[TurnEvent, None]:
+        session_id = session.session_id
+        assert message.parent_id is not None
+        options = self.options_for(model)
+        session.set_branch(message.parent_id)
+        system_prompt = await session.refresh_system_prompt()
+        history = [*session.get_history(message.parent_id), message]
+        messages = to_openai_messages(system_prompt, history)
+        messages.append({"role": "user", "content": CONTINUE_PROMPT})
+        writer = ReplyWriter(session, model, self.flush_interval)
+        writer.requested()
+        stream = self.streamer(
+            model,
+            messages,
+            tools=None,  # the reply goes on in words; tools were the reply's to call before
+            api_base=options.api_base,
+            timeout=self.config.request_timeout,
+            max_retries=self.config.max_retries,
+            **({"params": params} if params else {}),
+        )
+        try:
+            writer.resume(message)
+            yield ReplyStarted(session_id, writer.stored, model, writer.live)
+            try:
+                async with aclosing(self._stream(session_id, writer, stream)) as events:
+                    async for event in events:
+                        yield event
+            except llm.LLMError as error:
+                status: ReplyStatus = "truncated"  # what it held, and what arrived, stays
+                finished = writer.finish(status)
+                yield ReplyFinished(session_id, finished, status)
+                hint = error.hint
+                if error.kind == "context_length":
+                    hint = self._overflow_hint(model, options)
+                yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
+                return
+            status = "truncated" if writer.finish_reason == "length" else "complete"
+            finished = writer.finish(status)
+            if writer.usage is not None:
+                usage = writer.usage
+                self.manager.add_usage(session_id, usage["input"], usage["output"], usage["cost"])
+                yield UsageRecorded(
+                    session_id, finished.id, usage["input"], usage["output"], usage["cost"]
+                )
+            yield ReplyFinished(session_id, finished, status)
+            if status == "truncated":
+                yield Notice(session_id, TRUNCATED_NOTE, "warning")
+        except (asyncio.CancelledError, GeneratorExit):
+            writer.cancel()
+            raise
+        finally:
+            await stream.aclose()
 
     @staticmethod
     def _not_regenerable(message: Message | None) -> str | None:
@@ -339,6 +485,7 @@ class ChatEngine:
         text: str,
         parent_id: str | None | Latest,
         model: str | None,
+        params: Params | None = None,
         attachments: Sequence[dict[str, Any]] = (),
     ) -> AsyncGenerator[TurnEvent, None]:
         model = model or self.model_for(session_id)  # once per turn
@@ -366,7 +513,7 @@ class ChatEngine:
             return
         yield MessageStored(session_id, user)
         async with aclosing(
-            self._turn(session_id, user.id, preflight=False, model=model)
+            self._turn(session_id, user.id, preflight=False, model=model, params=params)
         ) as events:
             async for event in events:
                 yield event
@@ -397,13 +544,22 @@ class ChatEngine:
         )
 
     async def _turn(
-        self, session_id: str, parent_id: str, *, preflight: bool = True, model: str | None = None
+        self,
+        session_id: str,
+        parent_id: str,
+        *,
+        preflight: bool = True,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """Reply under `parent_id` (tool rounds, retries, auto-compaction), status kept.
 
-        `model`: this turn's model instead of the chat's.
+        `model`: this turn's model instead of the chat's; `params`: the chat's
+        parameters (read from the chat when None).
         """
         model = model or self.model_for(session_id)  # once per turn
+        if params is None:
+            params = self.params_for(session_id)
         if preflight:
             failed = await self._preflight(session_id, model)
             if failed:
@@ -411,7 +567,7 @@ class ChatEngine:
                 return
         self.manager.set_status(session_id, "active")
         try:
-            async with aclosing(self._reply_loop(session_id, parent_id, model)) as events:
+            async with aclosing(self._reply_loop(session_id, parent_id, model, params)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -421,7 +577,11 @@ class ChatEngine:
                 log.debug("could not set %s idle", session_id, exc_info=True)
 
     async def _reply_loop(
-        self, session_id: str, parent_id: str, model: str | None = None
+        self,
+        session_id: str,
+        parent_id: str,
+        model: str | None = None,
+        params: Params | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         session = self.manager.get_session(session_id)
         model = model or self.model_for(session_id)
@@ -438,11 +598,26 @@ class ChatEngine:
             rounds += 1
             writer = ReplyWriter(session, model, self.flush_interval)
             history = session.get_history(parent)
+            too_long = self._refused_before(model, options, parent, system_prompt, schemas, history)
+            if too_long is not None and not compacted:
+                # Sent as it is, it would fail as the last one did: compact first.
+                compacted = True
+                done = await self._compact_quietly(session_id, parent)
+                if done is not None:
+                    yield done
+                if isinstance(done, Compacted):
+                    history = session.get_history(parent)
+                    too_long = self._refused_before(
+                        model, options, parent, system_prompt, schemas, history
+                    )
+            if too_long is not None:
+                yield self._too_long(session_id, model, options, too_long)
+                return
             # The request leaves first: it carries only what is stored (the question,
             # the frozen prompt), and the reply's empty row, the events and the frames
             # that draw the question are made while it travels.
             stream: llm.ChunkStream | None = self._open(
-                writer, model, options, system_prompt, history, schemas
+                writer, model, options, system_prompt, history, schemas, params
             )
             try:
                 started = await writer.start(parent)
@@ -450,7 +625,9 @@ class ChatEngine:
                 while True:  # one model call; once more after a context-length compaction
                     if stream is None:
                         history = session.get_history(parent)  # compacted: summary in place
-                        stream = self._open(writer, model, options, system_prompt, history, schemas)
+                        stream = self._open(
+                            writer, model, options, system_prompt, history, schemas, params
+                        )
                     error: llm.LLMError | None = None
                     try:
                         async with aclosing(self._stream(session_id, writer, stream)) as events:
@@ -465,6 +642,12 @@ class ChatEngine:
                     if error.kind == "context_length":  # the window it names is the truth
                         WINDOWS.learn_from_error(
                             model, options.api_base, f"{error.title} {error.detail}"
+                        )
+                        WINDOWS.note_refusal(
+                            model,
+                            options.api_base,
+                            parent,
+                            _estimate(system_prompt, schemas, history),
                         )
                     if error.kind == "context_length" and not compacted and not writer.has_content:
                         compacted = True
@@ -482,7 +665,10 @@ class ChatEngine:
                             continue
                     finished = writer.finish("error", error=error.title, error_kind=error.kind)
                     yield ReplyFinished(session_id, finished, "error")
-                    yield TurnFailed(session_id, error.title, error.detail, error.hint, error.kind)
+                    hint = error.hint
+                    if error.kind == "context_length":
+                        hint = self._overflow_hint(model, options)
+                    yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
                     title, detail = await self._empty_reply(session, parent, model)
@@ -497,6 +683,8 @@ class ChatEngine:
                     )
                     return
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
+                if not writer.calls and writer.finish_reason == "length":
+                    status = "truncated"  # cut off by the output limit: kept, continuable
                 finished = writer.finish(status)
                 if writer.usage is not None:
                     self.manager.add_usage(
@@ -513,13 +701,15 @@ class ChatEngine:
                         writer.usage["cost"],
                     )
                 yield ReplyFinished(session_id, finished, status)
+                if status == "truncated":
+                    yield Notice(session_id, TRUNCATED_NOTE, "warning")
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
                 raise
             finally:
                 if stream is not None:  # opened, never read: the reply's row was refused
                     await stream.aclose()
-            if status == "complete":
+            if status in ("complete", "truncated"):
                 # The next request, measured once by the rule every figure uses: the
                 # blocks as this branch holds them (no write since the prompt's refresh,
                 # or `MemoryChanged` moved the session's branch here), the tools, the path.
@@ -552,6 +742,49 @@ class ChatEngine:
                 )
                 return
 
+    @staticmethod
+    def _refused_before(
+        model: str,
+        options: ModelOptions,
+        parent: str,
+        system_prompt: str,
+        schemas: list[dict[str, Any]] | None,
+        history: list[Message],
+    ) -> int | None:
+        """The request's estimate when the server already refused it, as long, as too
+        long (None: send it): `r` on a reply that overflowed does not fail again."""
+        refused = WINDOWS.refused_at(model, options.api_base, parent)
+        if refused is None:
+            return None
+        estimate = _estimate(system_prompt, schemas, history)
+        return estimate if estimate >= refused else None
+
+    def _too_long(
+        self, session_id: str, model: str, options: ModelOptions, estimate: int
+    ) -> TurnFailed:
+        window = self.window(model)
+        detail = f"This request is about {estimate:,} tokens"
+        if window.tokens:
+            detail += f"; {model} takes {window.tokens:,} ({window.source})"
+        return TurnFailed(
+            session_id,
+            f"The conversation is too long for {model}",
+            detail + ". The server refused one as long already, so it was not sent again.",
+            self._overflow_hint(model, options),
+            "context_length",
+        )
+
+    @staticmethod
+    def _overflow_hint(model: str, options: ModelOptions) -> str:
+        """Exactly what to do when a request is longer than the model's window."""
+        hint = "Compact the chat (ctrl+p, Compact now), or start a new chat (ctrl+n)"
+        if options.api_base:
+            return (
+                f"{hint}. If the server at {options.api_base} runs with a larger window, "
+                f'set context_window under [models."{model}"] in the config.'
+            )
+        return f"{hint}, or pick a model with a larger window with ctrl+l."
+
     async def _empty_reply(self, session: Session, parent: str, model: str) -> tuple[str, str]:
         """Why a stream ended with nothing: the request's size against the known window."""
         window = self.window(model)
@@ -579,6 +812,7 @@ class ChatEngine:
         system_prompt: str,
         history: list[Message],
         schemas: list[dict[str, Any]] | None,
+        params: Params | None = None,
     ) -> llm.ChunkStream:
         """Start one model call for `history` (the model process sends the request at
         once; an in-process call when first read)."""
@@ -591,6 +825,7 @@ class ChatEngine:
             api_base=options.api_base,
             timeout=self.config.request_timeout,
             max_retries=self.config.max_retries,
+            **({"params": params} if params else {}),
         )
 
     def _attachment_content(self, part: dict[str, Any]) -> bytes:
@@ -613,6 +848,8 @@ class ChatEngine:
                     yield ReplyDelta(session_id, writer.id, chunk.text, "reasoning")
                 elif isinstance(chunk, llm.ToolCallChunk):
                     writer.add_call(chunk.id, chunk.name, chunk.arguments_json)
+                elif isinstance(chunk, llm.FinishChunk):
+                    writer.finish_reason = chunk.reason
                 elif isinstance(chunk, llm.UsageChunk):
                     writer.usage = {
                         "input": chunk.input_tokens,
@@ -641,3 +878,11 @@ class ChatEngine:
             log.warning("compaction of %s failed", session_id, exc_info=True)
             return Notice(session_id, f"Compaction failed: {llm.redact(str(exc))}", "warning")
         return Compacted(session_id, compaction) if compaction is not None else None
+
+
+def _estimate(
+    system_prompt: str, schemas: list[dict[str, Any]] | None, history: list[Message]
+) -> int:
+    """The request's size by the estimate (its prompt, tools and messages)."""
+    tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
+    return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)

@@ -15,7 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from store import REPLY_STATES, Message, ReplyState, StoredCompaction, reply_state
+from store import (
+    REPLY_STATES,
+    Message,
+    ReplyState,
+    StoredCompaction,
+    reply_state,
+    written_elsewhere,
+)
 
 from .context_usage import Measured
 
@@ -39,12 +46,13 @@ __all__ = [
     "TurnKind",
     "UsageRecorded",
     "reply_state",
+    "written_elsewhere",
 ]
 
-TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond"]
+TurnKind: TypeAlias = Literal["send", "regenerate", "edit", "respond", "continue"]
 """What started a turn: the user's send, a regenerate, an edit, a peer's message."""
 
-ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error"]
+ReplyStatus: TypeAlias = Literal["complete", "tool_calls", "cancelled", "error", "truncated"]
 """How one model call ended, as the engine stores it in `metadata["status"]`.
 
 What a reply *shows* (chat pane, tree, chat list, `chatui show`, exports) is its

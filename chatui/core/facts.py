@@ -18,13 +18,14 @@ sidebar, the title, F2 and auto-compaction read the result, never their own.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from store import AgentInfo, ContextBlock, SessionInfo
 
 from ..llm.windows import WINDOWS, Window
 from .config import Config
 from .context_usage import ContextUsage, Measured, NextRequest
+from .params import params_of
 
 __all__ = ["ChatFacts", "ModelChoice", "ModelSource", "choose_model", "window_of"]
 
@@ -106,6 +107,11 @@ class ChatFacts:
     @property
     def blocks(self) -> tuple[ContextBlock, ...]:
         return self.measured.blocks
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The chat's parameters sent with each request (temperature, max tokens, ...)."""
+        return params_of(self.info.metadata) if self.info is not None else {}
 
     @property
     def request(self) -> NextRequest:

@@ -64,6 +64,14 @@ def block_details(
         owner = f"this chat ({chat_name})"
     else:
         owner = "the new chat (stored with its first message)"
+    if config is not None and config.kind == "static":
+        return BlockDetails(
+            block,
+            owner,
+            False,
+            "Read-only to the model. This chat's prompt: F2 then e, or Edit system prompt "
+            "in ctrl+p (the config's text stays for other chats).",
+        )
     if block.kind != "writable":
         note = {
             "readonly": "Read-only: the model cannot change it, nor can you here.",

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from store import Message, Session, Tool, tool_call_part, tool_result_part
+from store import Message, Session, Tool, tool_call_part, tool_result_part, writer_mark
 
 from .events import LiveText, ReplyStatus
 
@@ -47,6 +47,8 @@ class ReplyWriter:
         self.reasoning: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.usage: dict[str, Any] | None = None
+        self.finish_reason: str | None = None
+        """Why the model stopped, as it said ("length": its output limit cut it off)."""
         self._last_flush = 0.0
         self._dirty = False
         self.started = False
@@ -56,6 +58,8 @@ class ReplyWriter:
         """The reply as `start` stored it (its row's time and parent)."""
         self.first_token: float | None = None
         """Seconds from the request to the first text, reasoning or tool call."""
+        self.marks: dict[str, Any] = {}
+        """Metadata kept through every write (`continued`: where continuations begin)."""
 
     async def start(self, parent_id: str) -> Message:
         """Store the empty reply (status streaming, incomplete) under `parent_id`."""
@@ -63,7 +67,7 @@ class ReplyWriter:
             id=self.id,
             role="assistant",
             parts=[],
-            metadata={"model": self.model, "status": "streaming", "incomplete": True},
+            metadata=self._streaming_metadata(),
         )
         stored = await self.session.append_message(message, parent_id)
         self._stored = stored
@@ -72,6 +76,33 @@ class ReplyWriter:
         if self._requested_at is None:
             self._requested_at = self._last_flush
         return stored
+
+    def resume(self, message: Message) -> None:
+        """Write into a stored reply instead of a new one: what it holds stays, what
+        streams is appended, and where the continuation begins is marked
+        (`metadata["continued"]`: the text offsets, one per continuation)."""
+        self.id = message.id
+        self.live = LiveText(message.text)
+        self.reasoning = [
+            str(p.get("text") or "") for p in message.parts if p.get("type") == "reasoning"
+        ]
+        previous = message.metadata.get("continued")
+        starts = (
+            [int(x) for x in previous if isinstance(x, int)] if isinstance(previous, list) else []
+        )
+        self.marks["continued"] = [*starts, len(message.text)]
+        self._stored = message
+        self.started = True
+        self._last_flush = time.monotonic()
+        if self._requested_at is None:
+            self._requested_at = self._last_flush
+        self.flush()  # marked writing again: a redraw shows it live, a crash interrupted
+
+    @property
+    def stored(self) -> Message:
+        """The reply as `start` (or `resume`) found it in the store."""
+        assert self._stored is not None
+        return self._stored
 
     def requested(self) -> None:
         """The model call was made now (the request may leave before `start`)."""
@@ -83,14 +114,30 @@ class ReplyWriter:
 
     def reset(self) -> None:
         """Forget what streamed (before a retry into the same message)."""
+        if "continued" in self.marks:  # keep what the continued reply held before
+            text = self.live.text[: self.marks["continued"][-1]]
+            self.live.clear()
+            self.live.append(text)
+            self.calls.clear()
+            self.usage = None
+            self.finish_reason = None
+            return
         self.live.clear()
         self.reasoning.clear()
         self.calls.clear()
         self.usage = None
+        self.finish_reason = None
 
     @property
     def has_content(self) -> bool:
         return bool(self.live or self.reasoning or self.calls)
+
+    @property
+    def has_new_content(self) -> bool:
+        """Something arrived in this call (a continuation starts with what was there)."""
+        if "continued" in self.marks:
+            return len(self.live.text) > self.marks["continued"][-1] or bool(self.calls)
+        return self.has_content
 
     def add_text(self, text: str) -> None:
         self._arrived()
@@ -119,8 +166,22 @@ class ReplyWriter:
             parts.append({"type": "text", "text": self.live.text})
         parts.extend(self.calls)
         return Message(
-            id=self.id, role="assistant", parts=parts, metadata=metadata, token_usage=self.usage
+            id=self.id,
+            role="assistant",
+            parts=parts,
+            metadata={**metadata, **self.marks},
+            token_usage=self.usage,
         )
+
+    def _streaming_metadata(self) -> dict[str, Any]:
+        # The writer mark lets another app on this database show the reply as being
+        # written here (not "interrupted") while this process lives.
+        return {
+            "model": self.model,
+            "status": "streaming",
+            "incomplete": True,
+            "writer": writer_mark(),
+        }
 
     def maybe_flush(self) -> None:
         """Write the text so far if `flush_interval` has passed since the last write."""
@@ -131,7 +192,7 @@ class ReplyWriter:
         # Not final: the next flush or `finish` supersedes it, so its commit need not
         # wait for the database's disk (`Store`'s durability "final").
         self.session.update_message(
-            self._message({"model": self.model, "status": "streaming", "incomplete": True}),
+            self._message(self._streaming_metadata()),
             final=False,
         )
         self._last_flush = time.monotonic()
@@ -144,7 +205,7 @@ class ReplyWriter:
         metadata: dict[str, Any] = {"model": self.model, "status": status}
         if self.first_token is not None:  # compare shows it beside the reply's siblings
             metadata["first_token_s"] = round(self.first_token, 3)
-        if status in ("cancelled", "error"):
+        if status in ("cancelled", "error", "truncated"):
             metadata["incomplete"] = True
         if error:
             metadata["error"] = error

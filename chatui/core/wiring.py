@@ -4,6 +4,10 @@ Block scopes map to provider namespaces: a `chat` block lives under the
 session id (so fork copies it and purge removes it) and keeps one content
 per branch, a `global` block under one shared namespace every chat sees
 (each write still records its chat and message).
+
+A `static` block (the soul) is the config's text until a person rewrites it
+for one chat (`ChatPrompt`): that write is branch-aware like memory, and the
+model never gets a tool for it.
 """
 
 from __future__ import annotations
@@ -13,18 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from store import (
+    BranchSite,
     DirectorySkillProvider,
     SessionManager,
-    StaticProvider,
     Store,
     StoreContextProvider,
+    StoredWrite,
     StoreSearchProvider,
 )
 
 from . import paths
 from .config import BlockConfig, Config
 
-__all__ = ["GLOBAL_NAMESPACE", "block_provider", "build_manager", "skills_path"]
+__all__ = [
+    "GLOBAL_NAMESPACE",
+    "ChatPrompt",
+    "block_provider",
+    "build_manager",
+    "skills_path",
+]
 
 GLOBAL_NAMESPACE = "global"
 
@@ -37,6 +48,41 @@ def skills_path(value: str | None) -> Path:
     return path if path.is_absolute() else paths.config_dir() / path
 
 
+class ChatPrompt:
+    """A configured static block (the soul) that each chat may rewrite for itself.
+
+    Read-only to the model: it has no `set`, so no tool is offered for it (a
+    person writes it through `set_at`, as the memory editor writes). Its writes
+    are kept per branch under the chat's namespace, so a fork takes them along
+    and a sibling branch keeps the prompt it had; where no write is seen, the
+    config's text.
+    """
+
+    def __init__(self, store: Store, session_id: str, label: str, default: str) -> None:
+        self._writes = StoreContextProvider(
+            store, session_id, label, branches=True, default=default
+        )
+        self.default = default
+
+    async def get(self) -> str:
+        return await self._writes.get()
+
+    async def get_at(self, site: BranchSite) -> str:
+        return await self._writes.get_at(site)
+
+    async def set_at(self, content: str, site: BranchSite) -> None:
+        await self._writes.set_at(content, site)
+
+    def history(self) -> list[StoredWrite]:
+        return self._writes.history()
+
+    def revert(self, seq: int) -> StoredWrite:
+        return self._writes.revert(seq)
+
+    def __repr__(self) -> str:
+        return f"ChatPrompt({self._writes.namespace!r}, {self._writes.label!r})"
+
+
 def block_provider(
     store: Store, block: BlockConfig, global_namespace: str = GLOBAL_NAMESPACE
 ) -> Any:
@@ -46,7 +92,8 @@ def block_provider(
         global_namespace: where `global` blocks live (each agent has its own).
     """
     if block.kind == "static":
-        return StaticProvider(block.text)
+        label, text = block.label, block.text
+        return lambda sid: ChatPrompt(store, sid, label, text)
     if block.kind == "skills":
         return DirectorySkillProvider(skills_path(block.path))
     if block.kind == "searchable":

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from store import (
     LATEST,
     AgentInfo,
+    BranchSite,
     ChangeWatcher,
     Latest,
     Message,
@@ -43,7 +44,9 @@ from store import (
     SearchResult,
     SessionInfo,
     Store,
+    estimate_string_tokens,
 )
+from store.search import query_problem
 
 from .. import llm
 from ..llm.windows import WINDOWS
@@ -57,6 +60,7 @@ from .context_usage import ContextUsage, Measured, NextRequest, ToolLine
 from .events import JobEvent, TurnEvent, TurnKind
 from .facts import ChatFacts, ModelChoice, choose_model, window_of
 from .jobs import JobsFull, ReplyJobs
+from .params import ParamsError, check_params, params_of, params_text, parse_params
 from .ui_state import UiState
 
 if TYPE_CHECKING:
@@ -79,6 +83,7 @@ __all__ = [
     "ModelChoice",
     "ModelFactsChanged",
     "NextRequest",
+    "ParamsError",
     "PeerMarks",
     "ToolLine",
     "UiState",
@@ -365,6 +370,77 @@ class Workspace:
     def create_chat(self, name: str, *, model: str, agent_id: str | None = None) -> SessionInfo:
         return self._manager.create(name, model=model, source="chatui", agent_id=agent_id)
 
+    # -- a chat's prompt and parameters ------------------------------------------------
+
+    def prompt_label(self, facts: ChatFacts) -> str | None:
+        """The block a person edits as the chat's system prompt: its `soul`, else its
+        first static block (None: the chat has no static block to rewrite)."""
+        statics = [b.label for b in self._runtime.blocks_of(facts.agent) if b.kind == "static"]
+        return "soul" if "soul" in statics else (statics[0] if statics else None)
+
+    def chat_prompt(self, facts: ChatFacts) -> str:
+        """The chat's system prompt (its soul) on the branch its facts were read at."""
+        label = self.prompt_label(facts)
+        return next((b.content for b in facts.blocks if b.label == label), "")
+
+    async def set_chat_prompt(self, chat: ChatState, facts: ChatFacts, text: str) -> None:
+        """Rewrite the chat's system prompt (its soul) from the question on screen on: a
+        person's write, kept per branch like a memory write. It belongs to the last
+        question of the branch shown, so a regenerate of the reply on screen is
+        written with it, and branches that split off before that question keep the
+        prompt they had (the config's text stays for other chats).
+
+        Raises:
+            ParamsError: no static block to rewrite, or the text is empty or too long
+                (nothing is written).
+        """
+        label = self.prompt_label(facts)
+        if label is None:
+            raise ParamsError("this chat's blocks have no static block (a soul) to rewrite")
+        if not isinstance(text, str) or not text.strip():
+            raise ParamsError("the system prompt is empty: type one, or escape to keep it")
+        if "\x00" in text:
+            raise ParamsError("the system prompt holds a NUL character")
+        budget = next(
+            (b.max_tokens for b in self._runtime.blocks_of(facts.agent) if b.label == label),
+            None,
+        )
+        if budget is not None and estimate_string_tokens(text) > budget:
+            raise ParamsError(f"the prompt is over its block's budget of {budget} tokens")
+        leaf = chat.active_leaf
+        path = chat.session.get_raw_history(leaf) if leaf is not None else []
+        question = next((m.id for m in reversed(path) if m.role == "user"), None)
+        site = BranchSite(chat.session_id, question, "user")
+        await chat.session.block_provider(label).set_at(text, site)
+
+    def chat_params(self, info: SessionInfo | None) -> dict[str, object]:
+        """The chat's parameters as stored (none for a new chat)."""
+        return params_of(info.metadata) if info is not None else {}
+
+    @staticmethod
+    def params_text(params: dict[str, object]) -> str:
+        """Parameters as the `name = value` lines the editor shows."""
+        return params_text(params)
+
+    async def check_params_text(self, text: str) -> dict[str, object]:
+        """`name = value` lines, parsed and checked against LiteLLM's parameters.
+
+        Raises:
+            ParamsError: the first bad line, name or value.
+        """
+        parsed = parse_params(text)
+        await llm.ensure_loaded()  # LiteLLM's list of parameters
+        return check_params(parsed, llm.known_params())
+
+    async def set_chat_params(self, session_id: str, text: str) -> SessionInfo:
+        """Replace the chat's parameters with `text`'s (`name = value` lines; empty: none).
+
+        Raises:
+            ParamsError: a bad line, name or value (nothing changes).
+        """
+        params = await self.check_params_text(text)
+        return self._manager.update_metadata(session_id, params=params or None)
+
     def rename_chat(self, session_id: str, name: str) -> SessionInfo:
         return self._manager.rename(session_id, name)
 
@@ -408,6 +484,11 @@ class Workspace:
     def search(self, query: str, limit: int = 50) -> list[SearchResult]:
         """Every chat's messages, best first (deleted chats left out)."""
         return self._manager.search(query, limit, include_deleted=False)
+
+    def search_problem(self, query: str) -> str | None:
+        """Why `query` was searched as plain words (an unclosed quote, an operator
+        without its words, too many words), or None when it is a query."""
+        return query_problem(query)
 
     async def compact(self, session_id: str, leaf_id: str | None) -> StoredCompaction | None:
         """Summarise the middle of the path to `leaf_id` (None: nothing to compact).
@@ -566,7 +647,8 @@ class Workspace:
 
         `attachments`: sent with a send's text (`attach_file`, `attach_bytes`).
 
-        `model`: a regenerate written by another model than the chat's (that reply only).
+        `model`: a send or regenerate written by another model than the chat's (that
+        turn only; `chatui ask --model` on an existing chat).
         `facts`: the chat's facts as the caller has them (read here otherwise): the
         turn runs on their agent and model, and reads the chat's row no more.
 
@@ -584,21 +666,28 @@ class Workspace:
             if facts is not None and facts.session_id == session_id
             else choose_model(info, self._runtime.agent(agent_id), self.config).model
         )
+        params = params_of(info.metadata) if info is not None else {}
         events: AsyncGenerator[TurnEvent, None]
         if kind == "send":
             events = engine.send(
                 session_id,
                 text,
                 parent_id=parent_id,
-                model=chat_model,
+                model=model or chat_model,
+                params=params,
                 attachments=[a.part for a in attachments],
             )
         elif kind == "regenerate":
             assert message_id is not None
-            events = engine.regenerate(session_id, message_id, model=model or chat_model)
+            events = engine.regenerate(
+                session_id, message_id, model=model or chat_model, params=params
+            )
         elif kind == "edit":
             assert message_id is not None
-            events = engine.edit(session_id, message_id, text, model=chat_model)
+            events = engine.edit(session_id, message_id, text, model=chat_model, params=params)
+        elif kind == "continue":
+            assert message_id is not None
+            events = engine.continue_reply(session_id, message_id, model=model, params=params)
         else:
             events = engine.respond(session_id)
         stored_leaf = info.metadata.get("active_leaf") if info is not None else None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .chunks import (
     Chunk,
     ChunkStream,
+    FinishChunk,
     ReasoningChunk,
     RetryChunk,
     TextChunk,
@@ -42,6 +43,7 @@ from .env import (
     warm_up,
 )
 from .errors import ErrorKind, LLMError, map_error, redact
+from .quirks import QUIRKS, refuses_streamed_tools
 from .windows import table_window
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ __all__ = [
     "Chunk",
     "ChunkStream",
     "ErrorKind",
+    "FinishChunk",
     "LLMError",
     "ReasoningChunk",
     "RetryChunk",
@@ -67,6 +70,7 @@ __all__ = [
     "is_demo",
     "is_loaded",
     "key_problem",
+    "known_params",
     "litellm_model",
     "map_error",
     "redact",
@@ -155,6 +159,12 @@ def key_problem(model: str, api_base: str | None = None) -> str | None:
     )
 
 
+def known_params() -> frozenset[str]:
+    """The chat-completion parameters LiteLLM knows (its OpenAI list; call after
+    `ensure_loaded`)."""
+    return frozenset(getattr(load_litellm(), "OPENAI_CHAT_COMPLETION_PARAMS", ()))
+
+
 # -- calls ------------------------------------------------------------------------
 
 
@@ -192,81 +202,63 @@ async def stream_completion(
     api_base: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = 2,
+    params: dict[str, Any] | None = None,
 ) -> AsyncGenerator[Chunk, None]:
     """Stream one model call as chunks.
+
+    `params`: the chat's parameters (temperature, max_tokens, ...; checked by
+    `chatui.core.params`), sent with the request; never over what is set here.
 
     A 429 is retried (after Retry-After, else exponential backoff) up to
     `max_retries` times, each announced with a `RetryChunk`, but only while
     nothing has streamed yet. Tool calls are assembled and yielded when
-    complete; usage comes last.
+    complete; then why the model stopped (`FinishChunk`); usage comes last.
+
+    Tools go with `tool_choice: "auto"` (llama-cpp-python renders them into the
+    prompt only then). A server that refuses to stream a tool choice is called
+    without streaming, from then on (`quirks`). A stream that brings nothing at
+    all (llama-cpp-python's empty 200 for a prompt longer than its window) is
+    asked once more without streaming, whose answer says what went wrong.
 
     Raises:
         LLMError: anything that went wrong, already readable.
     """
     litellm = await ensure_loaded()
     kwargs = _call_kwargs(model, api_base, timeout)
-    kwargs.update(messages=messages, stream=True, stream_options={"include_usage": True})
+    kwargs["messages"] = messages
+    for name, value in (params or {}).items():
+        kwargs.setdefault(name, value)
     if tools:
-        kwargs["tools"] = tools
+        kwargs.update(tools=tools, tool_choice="auto")
+    server = api_base or provider_of(kwargs["model"])
     attempt = 0
     while True:
-        streamed = False
-        response: Any = None
+        progress = _Progress()
         try:
-            response = await litellm.acompletion(**kwargs)
-            calls: dict[int, dict[str, str]] = {}
-            finish: str | None = None
-            usage: Any = None
-            async for chunk in response:
-                if getattr(chunk, "usage", None):
-                    usage = chunk.usage
-                for choice in getattr(chunk, "choices", None) or []:
-                    delta = getattr(choice, "delta", None)
-                    if delta is not None:
-                        reasoning = getattr(delta, "reasoning_content", None)
-                        if reasoning:
-                            streamed = True
-                            yield ReasoningChunk(str(reasoning))
-                        content = getattr(delta, "content", None)
-                        if content:
-                            streamed = True
-                            yield TextChunk(str(content))
-                        for call in getattr(delta, "tool_calls", None) or []:
-                            streamed = True
-                            _merge_call(calls, call)
-                    if getattr(choice, "finish_reason", None):
-                        finish = choice.finish_reason
-            # LiteLLM's OpenAI path synthesises a finish for streams that end cleanly;
-            # this guards providers whose wrappers do not.
-            if finish is None and not calls and usage is None:
-                raise LLMError(
-                    "bad_response",
-                    f"{model}'s reply stopped before it finished",
-                    "The stream ended without saying it was done.",
-                    "The partial reply is kept. Press ctrl+r to regenerate.",
-                    partial=streamed,
-                )
-            for index in sorted(calls):
-                call = calls[index]
-                yield ToolCallChunk(
-                    call["id"] or f"call_{uuid.uuid4().hex[:12]}",
-                    call["name"],
-                    call["arguments"] or "{}",
-                )
-            if usage is not None:
-                prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-                completion = int(getattr(usage, "completion_tokens", 0) or 0)
-                yield UsageChunk(
-                    prompt, completion, completion_cost(kwargs["model"], prompt, completion)
-                )
+            if tools and not QUIRKS.streams_tools(server):
+                async for chunk in _whole_call(litellm, kwargs, model):
+                    yield chunk
+                return
+            async for chunk in _streamed_call(litellm, kwargs, model, progress):
+                yield chunk
+            if not progress.anything:
+                # An empty 200: the same request, not streamed, gets the real answer
+                # (or the error the stream could not carry: "maximum context length").
+                log.info("%s streamed nothing; asking once without streaming", model)
+                async for chunk in _whole_call(litellm, kwargs, model):
+                    yield chunk
             return
         except LLMError:
             raise
         except (asyncio.CancelledError, GeneratorExit):
             raise
         except Exception as exc:  # the provider boundary: nothing escapes unmapped
-            error = map_error(exc, model, api_base=api_base, partial=streamed)
-            if error.kind != "rate_limit" or streamed or attempt >= max_retries:
+            error = map_error(exc, model, api_base=api_base, partial=progress.streamed)
+            if tools and not progress.streamed and refuses_streamed_tools(error.detail):
+                QUIRKS.learn_unstreamed_tools(server)
+                log.info("%s refuses to stream tool choices; calling it whole", server)
+                continue
+            if error.kind != "rate_limit" or progress.streamed or attempt >= max_retries:
                 raise error from None
             attempt += 1
             delay = _backoff(attempt, error.retry_after)
@@ -274,12 +266,124 @@ async def stream_completion(
                 raise error from None
             yield RetryChunk(attempt, max_retries, delay, error)
             await asyncio.sleep(delay)
-        finally:
-            if response is not None and hasattr(response, "aclose"):
-                try:
-                    await response.aclose()
-                except Exception:
-                    pass
+
+
+class _Progress:
+    """What one streamed call brought so far (for retries and the empty-200 check)."""
+
+    streamed = False
+    """Text, reasoning or a tool call arrived (a retry would duplicate it)."""
+    anything = False
+    """Anything arrived: content, a finish reason or usage."""
+
+
+async def _streamed_call(
+    litellm: Any, kwargs: dict[str, Any], model: str, progress: _Progress
+) -> AsyncGenerator[Chunk, None]:
+    response: Any = None
+    try:
+        response = await litellm.acompletion(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage: Any = None
+        async for chunk in response:
+            if getattr(chunk, "usage", None):
+                usage = chunk.usage
+            for choice in getattr(chunk, "choices", None) or []:
+                delta = getattr(choice, "delta", None)
+                if delta is not None:
+                    reasoning = getattr(delta, "reasoning_content", None)
+                    if reasoning:
+                        progress.streamed = True
+                        yield ReasoningChunk(str(reasoning))
+                    content = getattr(delta, "content", None)
+                    if content:
+                        progress.streamed = True
+                        yield TextChunk(str(content))
+                    for call in getattr(delta, "tool_calls", None) or []:
+                        progress.streamed = True
+                        _merge_call(calls, call)
+                if getattr(choice, "finish_reason", None):
+                    finish = choice.finish_reason
+        progress.anything = progress.streamed or usage is not None
+        if not progress.anything:
+            return  # the caller asks again without streaming
+        # LiteLLM's OpenAI path synthesises a finish for streams that end cleanly;
+        # this guards providers whose wrappers do not.
+        if finish is None and not calls and usage is None:
+            raise LLMError(
+                "bad_response",
+                f"{model}'s reply stopped before it finished",
+                "The stream ended without saying it was done.",
+                "The partial reply is kept. Press ctrl+r to regenerate.",
+                partial=progress.streamed,
+            )
+        for chunk in _ending(calls, finish, usage, kwargs["model"]):
+            yield chunk
+    finally:
+        if response is not None and hasattr(response, "aclose"):
+            try:
+                await response.aclose()
+            except Exception:
+                pass
+
+
+async def _whole_call(
+    litellm: Any, kwargs: dict[str, Any], model: str
+) -> AsyncGenerator[Chunk, None]:
+    """The call made without streaming, its answer yielded as the same chunks."""
+    response = await litellm.acompletion(**kwargs)
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise LLMError(
+            "bad_response",
+            f"{model} sent a reply with no answer in it",
+            hint="Press ctrl+r to try again.",
+        )
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    reasoning = getattr(message, "reasoning_content", None)
+    if reasoning:
+        yield ReasoningChunk(str(reasoning))
+    content = getattr(message, "content", None)
+    if content:
+        yield TextChunk(str(content))
+    calls: dict[int, dict[str, str]] = {}
+    for index, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = getattr(call, "function", None)
+        calls[index] = {
+            "id": str(getattr(call, "id", "") or ""),
+            "name": str(getattr(function, "name", "") or ""),
+            "arguments": str(getattr(function, "arguments", "") or ""),
+        }
+    finish = getattr(choice, "finish_reason", None)
+    for chunk in _ending(calls, finish, getattr(response, "usage", None), kwargs["model"]):
+        yield chunk
+
+
+def _ending(
+    calls: dict[int, dict[str, str]], finish: str | None, usage: Any, priced_as: str
+) -> list[Chunk]:
+    """What closes a call: its tool calls, why it stopped, its usage."""
+    chunks: list[Chunk] = [
+        ToolCallChunk(
+            call["id"] or f"call_{uuid.uuid4().hex[:12]}",
+            call["name"],
+            call["arguments"] or "{}",
+        )
+        for _, call in sorted(calls.items())
+    ]
+    if finish:
+        chunks.append(FinishChunk(str(finish)))
+    if usage is not None:
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        chunks.append(
+            UsageChunk(prompt, completion, completion_cost(priced_as, prompt, completion))
+        )
+    return chunks
 
 
 def _merge_call(calls: dict[int, dict[str, str]], delta: Any) -> None:

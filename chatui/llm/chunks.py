@@ -11,6 +11,7 @@ from .errors import LLMError
 __all__ = [
     "Chunk",
     "ChunkStream",
+    "FinishChunk",
     "ReasoningChunk",
     "RetryChunk",
     "TextChunk",
@@ -52,6 +53,14 @@ class UsageChunk:
 
 
 @dataclass(frozen=True)
+class FinishChunk:
+    """Why the model stopped (`finish_reason`): "stop", "tool_calls", or "length" when
+    its output limit cut the reply off (the reply is then truncated, not complete)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class RetryChunk:
     """The provider said "too many requests"; the call is retried after `delay` seconds."""
 
@@ -61,7 +70,9 @@ class RetryChunk:
     error: LLMError
 
 
-Chunk: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | RetryChunk
+Chunk: TypeAlias = (
+    TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | RetryChunk | FinishChunk
+)
 
 
 class ChunkStream(Protocol):

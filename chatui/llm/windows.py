@@ -169,6 +169,7 @@ class WindowBook:
         self._lock = threading.Lock()
         self._learned: dict[tuple[str, str | None], Window] = {}
         self._asked: set[tuple[str, str | None]] = set()
+        self._refused: dict[tuple[str, str | None, str], int] = {}
 
     def known(self, model: str, options: ModelOptions | None = None) -> Window:
         """The best figure known now (never touches the network)."""
@@ -205,6 +206,18 @@ class WindowBook:
         tokens = window_from_error(message)
         return tokens is not None and self.learn(model, api_base, tokens, "error")
 
+    def note_refusal(self, model: str, api_base: str | None, at: str, estimate: int) -> None:
+        """The server refused as too long the request answering message `at`, which
+        chatui estimated at `estimate` tokens."""
+        with self._lock:
+            self._refused[(model, api_base, at)] = estimate
+
+    def refused_at(self, model: str, api_base: str | None, at: str) -> int | None:
+        """The estimate of the request answering `at` that the server refused as too long
+        (None: none was): the same request, as long or longer, would fail the same way."""
+        with self._lock:
+            return self._refused.get((model, api_base, at))
+
     def should_ask(self, model: str, api_base: str | None) -> bool:
         """True once per (model, api_base) that has a server worth asking."""
         if not api_base or is_demo(model):
@@ -224,6 +237,7 @@ class WindowBook:
         with self._lock:
             self._learned.clear()
             self._asked.clear()
+            self._refused.clear()
 
 
 def table_window(model: str) -> int | None:

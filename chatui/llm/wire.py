@@ -9,7 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .chunks import Chunk, ReasoningChunk, RetryChunk, TextChunk, ToolCallChunk, UsageChunk
+from .chunks import (
+    Chunk,
+    FinishChunk,
+    ReasoningChunk,
+    RetryChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
 from .errors import LLMError
 
 __all__ = ["END", "decode", "encode", "error_from", "error_to"]
@@ -51,6 +59,8 @@ def encode(item: Chunk | LLMError | dict[str, Any], request: int) -> bytes:
         case UsageChunk():
             data = {"t": "usage", "in": item.input_tokens, "out": item.output_tokens}
             data["cost"] = item.cost
+        case FinishChunk(reason=reason):
+            data = {"t": "finish", "reason": reason}
         case RetryChunk():
             data = {"t": "retry", "attempt": item.attempt, "max": item.max_retries}
             data.update(delay=item.delay, error=error_to(item.error))
@@ -73,6 +83,8 @@ def decode(data: dict[str, Any]) -> Chunk | LLMError | None:
             return ToolCallChunk(str(data["call"]), str(data["name"]), str(data["args"]))
         case "usage":
             return UsageChunk(int(data["in"]), int(data["out"]), float(data["cost"]))
+        case "finish":
+            return FinishChunk(str(data["reason"]))
         case "retry":
             return RetryChunk(
                 int(data["attempt"]),

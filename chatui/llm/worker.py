@@ -235,6 +235,7 @@ class StreamWorker:
         api_base: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 2,
+        params: dict[str, Any] | None = None,
     ) -> ChunkStream:
         """`stream_completion`, run in the worker: its chunks as they come (the view
         they are drawn in joins what arrives together: one batching, there).
@@ -257,6 +258,7 @@ class StreamWorker:
                 api_base=api_base,
                 timeout=timeout,
                 max_retries=max_retries,
+                params=params,
             )
         args = {
             "model": model,
@@ -265,6 +267,7 @@ class StreamWorker:
             "api_base": api_base,
             "timeout": timeout,
             "max_retries": max_retries,
+            "params": params,
         }
         return _Stream(self, self._begin("stream", args))
 

@@ -78,6 +78,7 @@ class Worker:
                 api_base=args.get("api_base"),
                 timeout=float(args.get("timeout") or 120.0),
                 max_retries=int(args.get("max_retries") or 0),
+                params=args.get("params") if isinstance(args.get("params"), dict) else None,
             ):
                 self.write(encode(chunk, number))
         except asyncio.CancelledError:

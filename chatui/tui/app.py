@@ -17,6 +17,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
@@ -116,6 +117,15 @@ class ChatApp(App[int]):
         )
 
     # -- start-up ---------------------------------------------------------------
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, reading pastes that carry ESC whole (`paste_guard`)."""
+        driver = super().get_driver_class()
+        if driver.__name__ == "LinuxDriver":  # Linux and macOS (its module needs termios)
+            from .paste_guard import PasteSafeDriver
+
+            return PasteSafeDriver
+        return driver
 
     def get_default_screen(self) -> Screen[None]:
         state = self.ui_state

@@ -56,6 +56,7 @@ from ..core.events import (
     TurnFailed,
     TurnKind,
     UsageRecorded,
+    written_elsewhere,
 )
 from ..core.workspace import Attached, AttachRefused, ChatFacts, JobsFull, PeerMarks, Workspace
 from .chat_panes import ChatTitle
@@ -72,6 +73,9 @@ STORAGE_TITLE = "Could not save to the database"
 BUSY_AFTER = 0.1
 """Seconds after enter before the title, the input's busy border and the tree follow:
 a fast reply's first words are drawn by then."""
+WRITERS_CHECK_SECONDS = 1.0
+"""How often a chat showing a reply another process writes asks whether it still lives
+(a process that dies writes nothing more: no change tells the pane)."""
 LOADING_NOTE = "starting the model (the first reply after launch waits for it)"
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
@@ -161,6 +165,9 @@ class ChatPane(Vertical):
         """The running turn measured the next request (`ContextMeasured`)."""
         self._draw_lock = asyncio.Lock()
         self._title_timer: Timer | None = None
+        self._elsewhere: frozenset[str] = frozenset()
+        """Replies on screen another process is writing (`written_elsewhere`)."""
+        self._writers_timer: Timer | None = None
         self.attached: list[Attached] = []
         """What goes with the next message (the tray above the input shows it)."""
         self._sending: list[Attached] | None = None
@@ -272,9 +279,28 @@ class ChatPane(Vertical):
         if focus_id is not None:
             view = self.chat_view.view_for(focus_id)
             (view or self.chat_input).focus()
+        self._watch_writers()
         self.sync_busy()
         await self.on_shown()
         self._key_notice()
+
+    def _writing_elsewhere(self) -> frozenset[str]:
+        tree = self.snapshot.tree if self.snapshot is not None else []
+        return frozenset(m.id for m in tree if m.role == "assistant" and written_elsewhere(m))
+
+    def _watch_writers(self) -> None:
+        """While another process writes a reply of this chat it shows as being written
+        there; when that process dies mid-reply, the chat is drawn again (interrupted)."""
+        self._elsewhere = self._writing_elsewhere()
+        if self._elsewhere and self._writers_timer is None:
+            self._writers_timer = self.set_interval(WRITERS_CHECK_SECONDS, self._check_writers)
+        elif not self._elsewhere and self._writers_timer is not None:
+            self._writers_timer.stop()
+            self._writers_timer = None
+
+    async def _check_writers(self) -> None:
+        if self._writing_elsewhere() != self._elsewhere:
+            await self.redraw()
 
     async def _measure(self) -> None:
         """The chat's facts, from the snapshot drawn (its row and path are not read again)."""
@@ -632,7 +658,7 @@ class ChatPane(Vertical):
 
     def _show_tray(self) -> None:
         self.query_one(AttachmentTray).show([a.label for a in self.attached])
-        self.chat_input.sends_empty = bool(self.attached)
+        self.chat_input.submit_empty = bool(self.attached)
 
     def _take_paste(self, text: str) -> bool:
         """A paste that is one path to an existing file attaches it (a file dropped on

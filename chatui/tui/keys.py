@@ -32,12 +32,21 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("backspace", "in an empty input: remove the last attachment", "input"),
     KeyHelp("ctrl+p", "command palette: compact now, rename, export, import, theme, …"),
     KeyHelp("f1", "this help"),
-    KeyHelp("f2", "the next request: the exact system prompt and tools, with token counts"),
+    KeyHelp(
+        "f2",
+        "the next request: parameters, system prompt and tools, with token counts "
+        "(e edits this chat's prompt, p its parameters)",
+    ),
     KeyHelp("ctrl+q", "quit"),
     KeyHelp("ctrl+r", "regenerate: a new reply beside the old one (kept)", "message or tree"),
     KeyHelp(
         "ctrl+w",
         "regenerate with another model (picked in a list); the chat keeps its model",
+        "message or tree",
+    ),
+    KeyHelp(
+        "ctrl+g",
+        "continue a truncated or stopped reply where it ended (appended to it, marked)",
         "message or tree",
     ),
     KeyHelp(

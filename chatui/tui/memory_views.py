@@ -14,11 +14,16 @@ from typing import TYPE_CHECKING
 
 from store import StoredWrite
 
+from ..core.workspace import ParamsError
+
 if TYPE_CHECKING:
     from ..core.workspace import WriteLine
     from .chat_pane import ChatPane
 
 __all__ = ["MemoryViews"]
+
+PARAMS_EXAMPLE = "# temperature = 0.7\n# max_tokens = 1000\n# top_p = 0.9\n"
+"""The parameters editor's text for a chat with none (comments: saving it sets none)."""
 
 
 class MemoryViews:
@@ -77,11 +82,88 @@ class MemoryViews:
         )
 
     def show_prompt(self) -> None:
-        """The exact system prompt and tools the next request of this chat carries."""
+        """The exact system prompt, parameters and tools the next request of this chat
+        carries; `e` and `p` there open their editors."""
         from .screens.prompt import PromptScreen
 
         pane = self.pane
-        if pane.chat is None or pane.facts is None:
+        facts = pane.facts
+        if pane.chat is None or facts is None:
             pane.notify("A new chat has no request yet: send a first message.", timeout=4)
             return
-        pane.app.push_screen(PromptScreen(pane.facts.request, pane.facts.usage))
+
+        def chosen(which: str | None) -> None:
+            if which == "prompt":
+                self.edit_prompt()
+            elif which == "params":
+                self.edit_params()
+
+        params = pane.workspace.params_text(facts.params)
+        pane.app.push_screen(PromptScreen(facts.request, facts.usage, params), chosen)
+
+    def edit_prompt(self) -> None:
+        """Rewrite this chat's system prompt (its soul), from the branch on screen on."""
+        from .screens.dialogs import TextPrompt
+
+        pane = self.pane
+        chat, facts = pane.chat, pane.facts
+        if chat is None or facts is None:
+            pane.notify("Send a first message, then edit this chat's prompt.", timeout=4)
+            return
+        workspace = pane.workspace
+
+        async def save(text: str) -> str | None:
+            try:
+                await workspace.set_chat_prompt(chat, facts, text)
+            except ParamsError as exc:
+                return f"Not saved: {exc}."
+            return None
+
+        async def saved(text: str | None) -> None:
+            if text is not None:
+                await pane.remeasure()
+                pane.notify("This chat's prompt changed: the next reply is written with it.")
+
+        pane.app.push_screen(
+            TextPrompt(
+                "System prompt of this chat (the branch on screen and what grows from it)",
+                workspace.chat_prompt(facts),
+                multiline=True,
+                check=save,
+            ),
+            saved,
+        )
+
+    def edit_params(self) -> None:
+        """Set this chat's parameters (temperature, max_tokens, top_p, ...)."""
+        from .screens.dialogs import TextPrompt
+
+        pane = self.pane
+        chat, facts = pane.chat, pane.facts
+        if chat is None or facts is None:
+            pane.notify("Send a first message, then set this chat's parameters.", timeout=4)
+            return
+        workspace = pane.workspace
+
+        async def save(text: str) -> str | None:
+            try:
+                info = await workspace.set_chat_params(chat.session_id, text)
+            except ParamsError as exc:
+                return f"Not saved: {exc}."
+            pane.renamed(info)  # the facts (F2, the next request) follow the row
+            params = workspace.chat_params(info)
+            shown = ", ".join(f"{k} = {v}" for k, v in params.items()) or "none"
+            pane.notify(f"Parameters of this chat: {shown}.")
+            return None
+
+        current = workspace.params_text(facts.params) or PARAMS_EXAMPLE
+        pane.app.push_screen(
+            TextPrompt(
+                "Parameters of this chat: name = value lines (any LiteLLM parameter)",
+                current,
+                multiline=True,
+                hint="enter saves · ctrl+j new line · no lines: the provider's defaults · "
+                "escape cancels",
+                check=save,
+            )
+        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from store import Message, UnknownMessageError
+from store import Message, UnknownMessageError, reply_state
 from widgets import code_blocks
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class Pane(Protocol):
     ) -> None: ...
 
 
-BRANCHING = ("regenerate", "regenerate_with", "edit", "fork")
+BRANCHING = ("regenerate", "regenerate_with", "edit", "fork", "continue")
 
 
 class MessageActions:
@@ -98,6 +98,8 @@ class MessageActions:
             pane.start_turn("regenerate", message_id=message_id)
         elif action == "regenerate_with":
             self.regenerate_with(message_id)
+        elif action == "continue":
+            self.continue_reply(message)
         elif action == "edit":
             self.edit(message)
         elif action == "fork":
@@ -111,6 +113,19 @@ class MessageActions:
         return None
 
     # -- new branches -------------------------------------------------------------------
+
+    def continue_reply(self, message: Message) -> None:
+        """Continue a truncated or stopped reply (its continuation is appended to it)."""
+        pane = self.pane
+        state = reply_state(message)
+        if state not in ("truncated", "cancelled", "interrupted") or not message.text.strip():
+            pane.app.notify(
+                "Only a truncated or stopped reply with text can be continued; "
+                "ctrl+r writes a new one.",
+                severity="warning",
+            )
+            return
+        pane.start_turn("continue", message_id=message.id)
 
     def regenerate_with(self, message_id: str) -> None:
         """Pick a model, then regenerate the message with it (that reply only)."""

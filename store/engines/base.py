@@ -156,15 +156,20 @@ class Engine(ABC):
     def search_messages(
         self, query: Query, limit: int, include_deleted: bool
     ) -> list[tuple[Any, ...]]:
-        """Best first: (id, role, content, created_at, session_id, marked snippet,
-        score (lower is better), deleted)."""
+        """Best first: (id, role, content, created_at, session_id, score (lower is
+        better), deleted)."""
 
     @abstractmethod
     def search_session(
         self, query: Query, low: int, high: int, limit: int
-    ) -> list[tuple[int, str, float]]:
+    ) -> list[tuple[int, float]]:
         """The best `limit` rows with rowids in [low, high) (one session): (index rowid,
-        whole text with matches marked, score (lower is better)), best first."""
+        score (lower is better)), best first."""
+
+    @abstractmethod
+    def match_rowids(self, query: Query) -> set[int]:
+        """The index rowid of every message `query` matches, deleted chats' too (what
+        the engines must agree on: the differential test compares these sets)."""
 
     @abstractmethod
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:

@@ -10,14 +10,13 @@ Design notes:
 - A server that does not answer raises `DatabaseUnavailableError` (the CLI
   maps it to its own exit code); a schema holding tables but no
   `schema_migrations` is another program's and is refused unchanged.
-- Search: `messages_fts` / `search_entries_fts` are plain tables whose
-  `tsv` column is generated from the prepared text (`text_prep`, the same
-  text FTS5 indexes) with `chatui_english` (the `english` configuration
-  without stop words, as FTS5 drops none), under a GIN index. Queries are
-  `to_tsquery('chatui_english', …)` built by `search.tsquery_expression`
-  from the same parsed query FTS5 gets, so both engines find the same words
-  (stemmed), phrases, prefixes and ORs. Ranking is `ts_rank`; matches are
-  marked with `ts_headline(HighlightAll)` on the few rows returned only.
+- Search: `messages_fts` / `search_entries_fts` are plain tables holding
+  the terms `text_prep.tokens` decided (the same row FTS5 holds), whose
+  `tsv` column is generated from them by `chatui_tsvector` (each term at
+  its position, nothing stemmed or dropped again; m011), under a GIN index.
+  Queries are `tsquery` literals (`search.tsquery_expression`) from the same
+  parsed query FTS5 gets, so both engines find the same messages. Ranking
+  is `ts_rank`; snippets are cut in Python from the rows returned.
 - Durability (`Store(durability=…)`): "full" leaves the server's
   `synchronous_commit` alone (on by default: a commit waits for its WAL
   flush); "final" (the default) turns it off for the commits of writes a
@@ -44,7 +43,6 @@ from ..driver import load_psycopg
 from ..errors import DatabaseFileError, DatabaseUnavailableError
 from ..schema import MODELS
 from ..search import tsquery_expression
-from ..text_prep import MARK_CLOSE, MARK_OPEN, snippet
 from ..urls import redact_url, redact_urls_in
 from . import pg_text
 from .base import SEQ_BITS, SEQ_MASK, Durability, Engine
@@ -52,13 +50,10 @@ from .base import SEQ_BITS, SEQ_MASK, Durability, Engine
 if TYPE_CHECKING:
     from ..search import Query
 
-__all__ = ["PostgresEngine", "TEXT_SEARCH_CONFIG"]
+__all__ = ["PostgresEngine"]
 
-# `english` stemming without stop words (see the baseline in `migrations`).
 log = logging.getLogger(__name__)
 
-TEXT_SEARCH_CONFIG = "chatui_english"
-_HEADLINE = f"HighlightAll=true, StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}"
 # Any number, so that two chatui processes opening one new database migrate one at a time.
 _MIGRATION_LOCK = 0x63686174
 
@@ -368,69 +363,56 @@ class PostgresEngine(Engine):
         deleted = (
             ""
             if include_deleted
-            else f"""WHERE (f.rowid >> {SEQ_BITS}) NOT IN (
+            else f"""AND (f.rowid >> {SEQ_BITS}) NOT IN (
                 SELECT sc.n FROM search_scopes sc JOIN sessions s ON s.id = sc.session_id
                 WHERE s.deleted_at IS NOT NULL)"""
         )
         rows = self.rows(
             f"""
-            SELECT m.id, m.role, m.content, m.created_at, m.session_id,
-                   ts_headline(%s, t.body, t.q, %s), t.score,
+            SELECT m.id, m.role, m.content, m.created_at, m.session_id, t.score,
                    EXISTS (SELECT 1 FROM sessions s
                            WHERE s.id = m.session_id AND s.deleted_at IS NOT NULL)
             FROM (
-                SELECT f.rowid, f.body, q.q, -ts_rank(f.tsv, q.q) AS score
-                FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q
+                SELECT f.rowid, -ts_rank(f.tsv, q.q) AS score
+                FROM (SELECT %s::tsquery AS q) q
                 JOIN messages_fts f ON f.tsv @@ q.q
                 {deleted}
                 ORDER BY score, (f.rowid & {SEQ_MASK}) DESC LIMIT %s
             ) t JOIN messages m ON m.seq = (t.rowid & {SEQ_MASK})
             ORDER BY t.score, m.seq DESC
             """,
-            (
-                TEXT_SEARCH_CONFIG,
-                _HEADLINE,
-                TEXT_SEARCH_CONFIG,
-                tsquery_expression(query),
-                int(limit),
-            ),
+            (tsquery_expression(query), int(limit)),
         )
-        return [(*r[:5], snippet(r[5]), float(r[6]), bool(r[7])) for r in rows]
+        return [(*r[:5], float(r[5]), bool(r[6])) for r in rows]
 
     def search_session(
         self, query: Query, low: int, high: int, limit: int
-    ) -> list[tuple[int, str, float]]:
+    ) -> list[tuple[int, float]]:
         # Ranked by ts_rank (normalization 1: divided by 1 + log of the message's
         # length), which reads the row's own tsvector only, as the BM25 formula on
-        # SQLite reads the row's own hits; only the rows returned are highlighted.
-        # Highlighting every match first (to count its hits) was 4.6 of 5.4 ms for
-        # a word with 64 matches in one chat at 1M.
+        # SQLite reads the row's own hits.
         rows = self.rows(
-            "SELECT t.rowid, ts_headline(%s, t.body, t.q, %s), t.score FROM ("
-            " SELECT f.rowid, f.body, q.q, -ts_rank(f.tsv, q.q, 1) AS score"
-            " FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q"
+            "SELECT f.rowid, -ts_rank(f.tsv, q.q, 1) AS score"
+            " FROM (SELECT %s::tsquery AS q) q"
             " JOIN messages_fts f ON f.tsv @@ q.q WHERE f.rowid >= %s AND f.rowid < %s"
-            " ORDER BY score, f.rowid DESC LIMIT %s"
-            ") t ORDER BY t.score, t.rowid DESC",
-            (
-                TEXT_SEARCH_CONFIG,
-                _HEADLINE,
-                TEXT_SEARCH_CONFIG,
-                tsquery_expression(query),
-                low,
-                high,
-                int(limit),
-            ),
+            " ORDER BY score, f.rowid DESC LIMIT %s",
+            (tsquery_expression(query), low, high, int(limit)),
         )
-        return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def match_rowids(self, query: Query) -> set[int]:
+        rows = self.rows(
+            "SELECT rowid FROM messages_fts WHERE tsv @@ %s::tsquery", (tsquery_expression(query),)
+        )
+        return {int(r[0]) for r in rows}
 
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
         rows = self.rows(
             "SELECT e.key, e.content "
-            "FROM (SELECT to_tsquery(%s::regconfig, %s) AS q) q "
+            "FROM (SELECT %s::tsquery AS q) q "
             "JOIN search_entries_fts f ON f.tsv @@ q.q "
             "JOIN search_entries e ON e.rowid = f.rowid WHERE e.namespace = %s "
             "ORDER BY ts_rank(f.tsv, q.q) DESC, e.rowid LIMIT %s",
-            (TEXT_SEARCH_CONFIG, tsquery_expression(query), namespace, int(limit)),
+            (tsquery_expression(query), namespace, int(limit)),
         )
         return [(r[0], r[1]) for r in rows]

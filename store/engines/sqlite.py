@@ -9,7 +9,8 @@ Design notes:
   with no wait).
 - A file is looked at before anything writes to it: another program's
   SQLite file, or not SQLite at all, is refused unchanged.
-- Search is FTS5 (`porter unicode61`); the queries are raw SQL because
+- Search is FTS5 over the terms `text_prep.tokens` decided (its `ascii`
+  tokenizer only splits them at the spaces between); the queries are raw SQL because
   FTS5's MATCH, bm25(), highlight() and snippet() are functions of a virtual
   table that peewee's builder only wraps, not abstracts.
 """
@@ -27,9 +28,9 @@ from peewee import SqliteDatabase
 
 from ..errors import DatabaseFileError
 from ..search import fts5_expression, scope_token, scoped_expression
-from ..text_prep import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS
+from ..text_prep import MARK_CLOSE, MARK_OPEN
 from ..urls import is_url
-from .base import SEQ_MASK, Durability, Engine, rank_by_hits
+from .base import SEQ_BITS, SEQ_MASK, Durability, Engine, rank_by_hits
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["SqliteEngine"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_DELETED_SCOPES = (
+    "SELECT sc.n FROM search_scopes sc JOIN sessions s ON s.id = sc.session_id "
+    "WHERE s.deleted_at IS NOT NULL"
+)
 
 
 class SqliteEngine(Engine):
@@ -123,33 +128,47 @@ class SqliteEngine(Engine):
     def search_messages(
         self, query: Query, limit: int, include_deleted: bool
     ) -> list[tuple[Any, ...]]:
+        # Ranked on the index alone; only the `limit` best join `messages` (and
+        # their chat, for "deleted"); a deleted chat's rows are left out by its
+        # scope number, which the index row carries.
         match = scoped_expression("body", fts5_expression(query))
-        deleted = "" if include_deleted else "AND s.deleted_at IS NULL"
+        deleted = "" if include_deleted else f"AND (rowid >> {SEQ_BITS}) NOT IN ({_DELETED_SCOPES})"
         return self.rows(
             f"""
-            SELECT m.id, m.role, m.content, m.created_at, m.session_id,
-                   snippet(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}),
-                   bm25(messages_fts) AS score, s.deleted_at IS NOT NULL
-            FROM messages_fts f JOIN messages m ON m.seq = (f.rowid & {SEQ_MASK})
+            SELECT m.id, m.role, m.content, m.created_at, m.session_id, t.score,
+                   s.deleted_at IS NOT NULL
+            FROM (SELECT rowid, bm25(messages_fts) AS score FROM messages_fts
+                  WHERE messages_fts MATCH ? {deleted} ORDER BY score LIMIT ?) t
+            JOIN messages m ON m.seq = (t.rowid & {SEQ_MASK})
             LEFT JOIN sessions s ON s.id = m.session_id
-            WHERE messages_fts MATCH ? {deleted}
-            ORDER BY score LIMIT ?
+            ORDER BY t.score, m.seq DESC
             """,
             (match, int(limit)),
         )
 
     def search_session(
         self, query: Query, low: int, high: int, limit: int
-    ) -> list[tuple[int, str, float]]:
+    ) -> list[tuple[int, float]]:
         # FTS5 seeks into the rowid range; bm25() would weigh terms over the whole
-        # index (as slow as the biggest word's history), so the rows are ranked here.
+        # index (as slow as the biggest word's history), so the rows are ranked here
+        # by their hits, which highlight() marks in the index row (its terms).
         match = scoped_expression("body", fts5_expression(query))
         rows = self.rows(
             f"SELECT rowid, highlight(messages_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}') "
             "FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ? AND rowid < ?",
             (match, low, high),
         )
-        return rank_by_hits([(int(r[0]), str(r[1])) for r in rows], MARK_OPEN, limit)
+        ranked = rank_by_hits([(int(r[0]), str(r[1])) for r in rows], MARK_OPEN, limit)
+        return [(rowid, score) for rowid, _, score in ranked]
+
+    def match_rowids(self, query: Query) -> set[int]:
+        match = scoped_expression("body", fts5_expression(query))
+        return {
+            int(r[0])
+            for r in self.rows(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match,)
+            )
+        }
 
     def search_entries(self, namespace: str, query: Query, limit: int) -> list[tuple[str, str]]:
         match = scoped_expression(

@@ -14,6 +14,7 @@ from ..db import Store
 from ..message_search import search_messages
 from ..messages import SearchResult
 from ..schema import MessageRow, SessionRow
+from ..search import query_problem
 
 __all__ = ["HistorySearchProvider", "format_hits"]
 
@@ -38,7 +39,9 @@ class HistorySearchProvider:
     async def search(self, query: str) -> str:
         """The top hits across every live session, as text for the model."""
         hits = search_messages(self.store, query, TOP)
-        return format_hits(self.store, hits) or f"No past messages match {query!r}."
+        found = format_hits(self.store, hits) or f"No past messages match {query!r}."
+        note = query_problem(query)  # the model can write a better query next time
+        return f"{note}\n\n{found}" if note else found
 
     def __repr__(self) -> str:
         return "HistorySearchProvider()"

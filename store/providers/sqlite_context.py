@@ -31,31 +31,43 @@ class StoreContextProvider:
             its siblings and its parent (`Session.with_branch_memory()` wires
             a session's own blocks this way). Every write is recorded either
             way, with the chat and message that made it (`history()`).
+        default: the content where no write is seen (a configured text that
+            a chat may rewrite); an empty write still reads as empty.
     """
 
     def __init__(
-        self, store: Store, namespace: str, label: str = "", *, branches: bool = False
+        self,
+        store: Store,
+        namespace: str,
+        label: str = "",
+        *,
+        branches: bool = False,
+        default: str = "",
     ) -> None:
         self.store = store
         self.namespace = namespace
         self.label = label
         self.branches = branches
+        self.default = default
 
     async def get(self) -> str:
-        """The content ("" before the first write); per branch: writes on no message only."""
+        """The content (`default` before the first write); per branch: writes on no
+        message only."""
         if self.branches:
-            return content_on_path(self.store, self.namespace, self.label, set()) or ""
+            found = content_on_path(self.store, self.namespace, self.label, set())
+            return self.default if found is None else found
         rows = self.store.rows(
             B.select(B.content).where(B.namespace == self.namespace, B.label == self.label)
         )
-        return rows[0][0] if rows else ""
+        return rows[0][0] if rows else self.default
 
     async def get_at(self, site: BranchSite) -> str:
         """The content seen from `site` (the newest write for a shared block)."""
         if not self.branches:
             return await self.get()
         path = path_ids(self.store, site.session_id, site.message_id)
-        return content_on_path(self.store, self.namespace, self.label, path) or ""
+        found = content_on_path(self.store, self.namespace, self.label, path)
+        return self.default if found is None else found
 
     async def set(self, content: str) -> None:
         """Replace the content, on no branch (every branch sees it)."""

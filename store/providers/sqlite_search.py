@@ -12,8 +12,8 @@ from ..clock import iso, now
 from ..db import Store, scope_token
 from ..namespaces import index_entry
 from ..schema import EntryIndexRow, SearchEntryRow
-from ..search import parse_query
-from ..text_prep import prepare
+from ..search import parse_query, query_problem
+from ..text_prep import index_tokens
 
 __all__ = ["StoreSearchProvider"]
 
@@ -42,18 +42,24 @@ class StoreSearchProvider:
         return f"{n} {'entry' if n == 1 else 'entries'} indexed."
 
     def find(self, query: str, limit: int = TOP) -> list[tuple[str, str]]:
-        """(key, content) pairs, best first; never raises for any query string."""
+        """(key, content) pairs, best first; never raises for any query string (one
+        that is not a query is searched as its plain words: `search.query_problem`)."""
         parsed = parse_query(query)
         if parsed is None or limit <= 0:
             return []
         return self.store.engine.search_entries(self.namespace, parsed, int(limit))
 
     async def search(self, query: str) -> str:
-        """The top 10 entries as `[key]` + content blocks, for the model."""
+        """The top 10 entries as `[key]` + content blocks, for the model (a query
+        that is not one gets the reason, which the model can act on)."""
         hits = self.find(query)
-        if not hits:
-            return f"No results for {query!r}."
-        return "\n\n".join(f"[{key}]\n{content}" for key, content in hits)
+        found = (
+            "\n\n".join(f"[{key}]\n{content}" for key, content in hits)
+            if hits
+            else f"No results for {query!r}."
+        )
+        note = query_problem(query)  # the model can write a better query next time
+        return f"{note}\n\n{found}" if note else found
 
     def _rowid(self, key: str) -> int | None:
         rows = self.store.rows(E.select(E.rowid).where(E.namespace == self.namespace, E.key == key))
@@ -70,7 +76,7 @@ class StoreSearchProvider:
             rowid = self._rowid(key)
             if rowid is not None:
                 self.store.run(E.update(content=content, updated_at=stamp).where(E.rowid == rowid))
-                self.store.run(X.update(content=prepare(content)).where(X.rowid == rowid))
+                self.store.run(X.update(content=index_tokens(content)).where(X.rowid == rowid))
             else:
                 rowid = self.store.run(
                     E.insert(namespace=self.namespace, key=key, content=content, updated_at=stamp)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from ..chat_pane import ChatPane
+    from ..memory_views import MemoryViews
     from .search import SearchHit
 
 __all__ = ["ChatCommands", "ChatCommandsProvider", "Host"]
@@ -39,6 +40,8 @@ class Host(Protocol):
     def show_search_hit(self, message_id: str) -> None: ...
     def toggle_sidebar(self) -> None: ...
     def toggle_tree(self) -> None: ...
+    @property
+    def memory(self) -> MemoryViews: ...
 
 
 log = logging.getLogger(__name__)
@@ -177,6 +180,16 @@ class ChatCommands:
                 self.compact_now,
             )
             yield "Rename chat", "Give this chat a new name", self.rename_chat
+            yield (
+                "Edit system prompt",
+                "Rewrite this chat's prompt (its soul) from the branch on screen on",
+                self.screen.memory.edit_prompt,
+            )
+            yield (
+                "Chat parameters",
+                "Temperature, max_tokens, top_p or any LiteLLM parameter, for this chat",
+                self.screen.memory.edit_params,
+            )
             yield (
                 "Export chat as Markdown",
                 "The branch on screen, as a Markdown file (other branches are listed)",

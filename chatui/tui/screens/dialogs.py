@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -20,19 +22,30 @@ class TextPrompt(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
 
     def __init__(
-        self, title: str, value: str = "", *, multiline: bool = False, hint: str = ""
+        self,
+        title: str,
+        value: str = "",
+        *,
+        multiline: bool = False,
+        hint: str = "",
+        check: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> None:
         super().__init__()
         self.title_text = title
         self.value = clean(value)  # names and messages may hold escape sequences
         self.multiline = multiline
         self.hint = hint
+        self.check = check
+        """Saves the text and returns None, or returns why not: said in the dialog,
+        which stays open with the text as typed (nothing is lost)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(self.title_text, id="dialog-title")
             if self.multiline:
-                yield ChatInput(self.value, id="dialog-input")
+                box = ChatInput(self.value, id="dialog-input")
+                box.submit_empty = self.check is not None  # the check says why not
+                yield box
             else:
                 yield Input(self.value, id="dialog-input", select_on_focus=True)
             hint = self.hint or (
@@ -45,13 +58,23 @@ class TextPrompt(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.query_one("#dialog-input").focus()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(event.value)
+        await self._done(event.value)
 
-    def on_chat_input_submitted(self, event: ChatInput.Submitted) -> None:
+    async def on_chat_input_submitted(self, event: ChatInput.Submitted) -> None:
         event.stop()
-        self.dismiss(event.text)
+        await self._done(event.text)
+
+    async def _done(self, text: str) -> None:
+        if self.check is not None:
+            problem = await self.check(text)
+            if problem is not None:
+                hint = self.query_one("#dialog-hint", Label)
+                hint.update(clean(problem))
+                hint.add_class("-error")
+                return
+        self.dismiss(text)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -1,5 +1,7 @@
-"""The next request, as the model will get it: the system prompt and the tools, counted,
-with the whole request's figure the sidebar shows (prompt + tools + messages)."""
+"""The next request, as the model will get it: the system prompt, the chat's parameters
+and the tools, counted, with the whole request's figure the sidebar shows (prompt +
+tools + messages). `e` edits the chat's prompt and `p` its parameters (the screen
+closes with which one; the main screen opens the editor)."""
 
 from __future__ import annotations
 
@@ -17,17 +19,29 @@ from ...core.workspace import ContextUsage, NextRequest
 __all__ = ["PromptScreen"]
 
 
-class PromptScreen(ModalScreen[None]):
-    """The system prompt (whole) and each tool with its schema and token count."""
+class PromptScreen(ModalScreen[str | None]):
+    """The system prompt (whole), the parameters, each tool with its schema and token
+    count; dismissed with "prompt" or "params" to edit one, else None."""
 
     CSS_PATH = "prompt.tcss"
-    BINDINGS = [Binding("escape,q,f2", "dismiss", "Close", id="prompt.close")]
+    BINDINGS = [
+        Binding("escape,q,f2", "dismiss", "Close", id="prompt.close"),
+        Binding("e", "edit('prompt')", "Edit prompt", id="prompt.edit"),
+        Binding("p", "edit('params')", "Parameters", id="prompt.params"),
+    ]
 
-    def __init__(self, request: NextRequest, usage: ContextUsage | None = None) -> None:
+    def __init__(
+        self,
+        request: NextRequest,
+        usage: ContextUsage | None = None,
+        params: str = "",
+    ) -> None:
         super().__init__()
         self.request = request
         self.usage = usage
         """The whole request's size (the sidebar's context figure), when known."""
+        self.params = params
+        """The chat's parameters as `name = value` lines ("" for none)."""
 
     def compose(self) -> ComposeResult:
         r = self.request
@@ -44,6 +58,11 @@ class PromptScreen(ModalScreen[None]):
         with Vertical(id="prompt"):
             yield Label(Text(title), id="prompt-title")
             with VerticalScroll(id="prompt-body"):
+                yield Static(Text("PARAMETERS", style="bold"), classes="prompt--heading")
+                yield Static(
+                    Text(clean(self.params.strip()) or "(none: the provider's defaults)"),
+                    id="prompt-params",
+                )
                 yield Static(Text("SYSTEM PROMPT", style="bold"), classes="prompt--heading")
                 yield Static(Text(clean(r.system_prompt) or "(empty)"), id="prompt-text")
                 yield Static(Text("TOOLS", style="bold"), classes="prompt--heading")
@@ -57,10 +76,17 @@ class PromptScreen(ModalScreen[None]):
                         collapsed=True,
                     ):
                         yield Static(Text(tool.schema))
-            yield Static("escape closes · the counts are estimates", id="prompt-hint")
+            yield Static(
+                "e edits this chat's prompt · p its parameters · escape closes · "
+                "the counts are estimates",
+                id="prompt-hint",
+            )
 
     def on_mount(self) -> None:
         self.query_one("#prompt-body").focus()
 
-    async def action_dismiss(self, result: None = None) -> None:
+    async def action_dismiss(self, result: str | None = None) -> None:
         self.dismiss(None)
+
+    def action_edit(self, which: str) -> None:
+        self.dismiss(which)

@@ -110,8 +110,11 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         self.hits = self.workspace.search(query, self.limit) if query.strip() else []
         results.clear_options()
         results.add_options([self._option(i, hit) for i, hit in enumerate(self.hits)])
+        problem = self.workspace.search_problem(query) if query.strip() else None
         if not query.strip():
             status.update("Type to search every chat and every branch.")
+        elif problem:  # the same sentence on both engines; the plain words were searched
+            status.update(Text(f"{problem} {len(self.hits)} matches."))
         elif not self.hits:
             status.update(Text(f"Nothing matches {query!r}."))  # the query is not markup
         else:

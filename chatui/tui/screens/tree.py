@@ -109,22 +109,30 @@ class TreeScreen(Screen[tuple[str, str] | None]):
     @on(MessageTree.BranchSelected)
     def selected(self, event: MessageTree.BranchSelected) -> None:
         event.stop()
-        self.dismiss(("select", event.message_id))
+        self.leave_with(("select", event.message_id))
 
     @on(MessageTree.ActionRequested)
     def action_requested(self, event: MessageTree.ActionRequested) -> None:
         event.stop()
-        self.dismiss((event.action, event.message_id))
+        self.leave_with((event.action, event.message_id))
 
     @on(MessageTree.LeaveRequested)
     @on(MessageTree.ZoomRequested)
     def leave(self, event: MessageTree.LeaveRequested | MessageTree.ZoomRequested) -> None:
         event.stop()
-        self.dismiss(None)
+        self.leave_with(None)
 
     @on(MessageTree.ResizeRequested)
     def no_resize(self, event: MessageTree.ResizeRequested) -> None:
         event.stop()  # the full screen has no pane width to change
 
     async def action_dismiss(self, result: tuple[str, str] | None = None) -> None:
+        self.leave_with(result)
+
+    def leave_with(self, result: tuple[str, str] | None) -> None:
+        """Dismiss once. Keys typed quickly (`z z`, `z q`, `z esc`) reach this screen
+        before the first dismiss has taken it off the stack; a second dismiss would pop
+        the main screen (ScreenStackError, exit 1, the streaming reply lost)."""
+        if self.app.screen is not self:
+            return
         self.dismiss(result)

@@ -1,0 +1,64 @@
+"""Issue 22 in the app, pressed as a person would: a reply cut by the length limit
+is shown truncated and ctrl+g continues it in place (Pilot, the scripted server in
+its strict llama-cpp-python mode, LiteLLM's real client)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatui.core.config import Config
+from chatui.llm.quirks import QUIRKS
+from tests import llm_server as script
+from widgets import MessageView
+
+from .app_helpers import make_app, wait_until
+from .test_app_chat import SIZE, chat_path, idle, type_and_send
+
+
+@pytest.fixture
+def config(llm_server, fake_key):
+    QUIRKS.clear()
+    llm_server.llama_cpp_python(n_ctx=100_000)
+    return Config(model="openai/test-model", api_base=llm_server.base_url, max_retries=0)
+
+
+async def test_a_truncated_reply_is_shown_so_and_ctrl_g_continues_it_in_place(
+    store, config, llm_server
+):
+    llm_server.script(script.text("Roses are red, violets", finish_reason="length"))
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await type_and_send(pilot, "A poem")
+        await idle(pilot)
+        reply = chat_path(app)[-1]
+        view = app.main.chat_view.view_for(reply.id)
+        assert "truncated" in view.header().plain and view.has_class("-truncated")
+        notices = [str(n.render()) for n in app.main.query("ChatNotice")]
+        assert any("ctrl+g" in n for n in notices), notices
+        await pilot.press("up")
+        assert isinstance(app.focused, MessageView) and app.focused.message.id == reply.id
+        llm_server.script(script.text(" are blue."))
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: chat_path(app)[-1].text.endswith("blue."))
+        await idle(pilot)
+        path = chat_path(app)
+        assert [m.text for m in path] == ["A poem", "Roses are red, violets are blue."]
+        assert path[-1].id == reply.id  # the same reply, not a sibling
+        view = app.main.chat_view.view_for(reply.id)
+        assert "truncated" not in view.header().plain
+        assert view.shown == "Roses are red, violets are blue."
+
+
+async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, config, llm_server):
+    llm_server.script(script.text("All of it."))
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await type_and_send(pilot, "Hi")
+        await idle(pilot)
+        sent = len(llm_server.requests)
+        await pilot.press("up", "ctrl+g")
+        await pilot.pause()
+        assert len(llm_server.requests) == sent
+        assert chat_path(app)[-1].text == "All of it."

@@ -1,0 +1,376 @@
+"""`chatui ask`: one turn from the shell, end to end through LiteLLM's real client
+against the scripted server (tests/llm_server.py).
+
+Most tests run the command in this process (`main([...])`, LiteLLM imported once);
+what needs a real process (a pipe in, a reader that goes away, a terminal, the
+console script's `chatui "…"`) runs `chatui` as one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chatui.cli import ask as ask_module
+from chatui.cli import main
+from chatui.core import paths
+from store import SessionManager, Store, reply_state
+from tests.llm_server import LLMServer, context_length_error, error, text
+
+ROOT = Path(__file__).resolve().parent.parent
+CHATUI = Path(sys.executable).with_name("chatui")
+
+
+@pytest.fixture
+def server():
+    """The scripted server, and the config that sends every model to it."""
+    s = LLMServer().start()
+    write_config(s.base_url)
+    yield s
+    s.stop()
+
+
+def write_config(api_base: str, extra: str = "") -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text(
+        f'model = "test-model"\napi_base = "{api_base}"\nmax_retries = 0\n{extra}'
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch):
+    for name in list(os.environ):
+        if name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+
+
+def ask(capsys, monkeypatch, *argv, stdin: bytes | None = None):
+    """`chatui ask ARGV` in this process; `stdin`: bytes piped in (None: a terminal)."""
+    monkeypatch.setattr(ask_module, "_stdin", lambda: io.BytesIO(stdin) if stdin else None)
+    code = main(["ask", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def chats() -> list:
+    if not paths.default_db().exists():
+        return []
+    with Store(paths.default_db()) as store:
+        return SessionManager(store).list()
+
+
+def tree(chat_id: str) -> list:
+    with Store(paths.default_db()) as store:
+        return SessionManager(store).get_session(chat_id).get_tree()
+
+
+# -- the prompt and where it goes -------------------------------------------------------
+
+
+def test_a_prompt_from_the_arguments_streams_to_stdout_and_is_stored(capsys, monkeypatch, server):
+    server.script(text("Lisbon is **lovely** in May."))
+    code, out, err = ask(capsys, monkeypatch, "where", "to go?")
+    assert (code, out, err) == (0, "Lisbon is **lovely** in May.\n", "")
+    assert server.messages()[-1] == {"role": "user", "content": "where to go?"}
+    assert server.messages()[0]["role"] == "system"  # the app's prompt: soul and memory
+    [info] = chats()
+    assert info.name == "where to go?" and info.model == "test-model"
+    user, reply = tree(info.id)
+    assert user.text == "where to go?" and reply.text == "Lisbon is **lovely** in May."
+    assert reply.parent_id == user.id and reply_state(reply) == "complete"
+
+
+def test_piped_text_comes_first_then_the_words(capsys, monkeypatch, server):
+    server.script(text("It failed on line 2."))
+    code, out, _ = ask(capsys, monkeypatch, "summarise", stdin=b"line 1 ok\nline 2 FAILED\n")
+    assert code == 0 and out == "It failed on line 2.\n"
+    assert server.messages()[-1]["content"] == "line 1 ok\nline 2 FAILED\n\nsummarise"
+    assert [c.name for c in chats()] == ["summarise"]  # named by the words, not the file
+    server.script(text("Two lines."))
+    code, out, _ = ask(capsys, monkeypatch, stdin=b"only piped")
+    assert code == 0 and server.messages()[-1]["content"] == "only piped"
+
+
+def test_continue_the_last_chat(capsys, monkeypatch, server):
+    server.script(text("First answer."), text("Second answer."))
+    assert ask(capsys, monkeypatch, "first question")[0] == 0
+    code, out, _ = ask(capsys, monkeypatch, "-c", "and then?")
+    assert code == 0 and out == "Second answer.\n"
+    assert [m["content"] for m in server.messages()[1:]] == [
+        "first question",
+        "First answer.",
+        "and then?",
+    ]
+    [info] = chats()
+    assert [m.text for m in tree(info.id)] == [
+        "first question",
+        "First answer.",
+        "and then?",
+        "Second answer.",
+    ]
+
+
+def test_a_given_chat_on_its_active_branch_or_a_new_branch_at_a_message(
+    capsys, monkeypatch, server
+):
+    server.script(text("A1"), text("A2"), text("B1"))
+    ask(capsys, monkeypatch, "q1")
+    chat_id = chats()[0].id
+    code, _, _ = ask(capsys, monkeypatch, "--chat", chat_id[:6], "q2")
+    assert code == 0
+    q1, a1, q2, a2 = tree(chat_id)
+    assert q2.parent_id == a1.id
+    # --at: answer the first reply again: a sibling branch of q2, and the chat's branch.
+    code, out, _ = ask(capsys, monkeypatch, "--chat", chat_id, "--at", a1.id[:8], "other way")
+    assert (code, out) == (0, "B1\n")
+    assert [m["content"] for m in server.messages()[1:]] == ["q1", "A1", "other way"]
+    nodes = tree(chat_id)
+    other = next(m for m in nodes if m.text == "other way")
+    assert other.parent_id == a1.id and len(nodes) == 6
+    shown = json.loads(run_json(capsys, "show", chat_id, "--json"))
+    assert [m["parts"][0]["text"] for m in shown["messages"]] == ["q1", "A1", "other way", "B1"]
+
+
+def run_json(capsys, *argv) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_json_for_scripts(capsys, monkeypatch, server):
+    server.script(text("Four.", usage=(30, 2)))
+    code, out, err = ask(capsys, monkeypatch, "--json", "2+2?")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    [info] = chats()
+    user, reply = tree(info.id)
+    assert result == {
+        "chat_id": info.id,
+        "chat_name": "2+2?",
+        "user_message_id": user.id,
+        "reply_id": reply.id,
+        "model": "test-model",
+        "status": "complete",
+        "text": "Four.",
+        "reasoning": "",
+        "usage": {"input_tokens": 30, "output_tokens": 2, "cost": 0.0},
+        "error": None,
+    }
+
+
+def test_model_and_agent_flags(capsys, monkeypatch, server):
+    write_config(
+        server.base_url,
+        '[[agents]]\nname = "Researcher"\nmodel = "agent-model"\nsoul = "You dig."\n',
+    )
+    server.script(text("a"), text("b"), text("c"))
+    assert ask(capsys, monkeypatch, "--model", "other-model", "hi there")[0] == 0
+    assert server.last["model"] == "other-model"
+    assert ask(capsys, monkeypatch, "--agent", "researcher", "dig this")[0] == 0
+    assert server.last["model"] == "agent-model"
+    assert "You dig." in server.messages()[0]["content"]
+    by_name = {c.name: c for c in chats()}
+    assert by_name["hi there"].model == "other-model"
+    assert by_name["dig this"].agent_id is not None
+    # In an existing chat, --model is that turn's model; the chat keeps its own.
+    assert ask(capsys, monkeypatch, "--chat", by_name["hi there"].id, "--model", "x2", "q")[0] == 0
+    assert server.last["model"] == "x2"
+    assert {c.name: c for c in chats()}["hi there"].model == "other-model"
+
+
+# -- failures: one line on stderr, an exit code per kind, nothing lost ----------------------
+
+
+@pytest.mark.parametrize(
+    ("scripted", "code", "words"),
+    [
+        (error(500, "upstream exploded", type="server_error"), 12, "exploded"),
+        (error(401, "Incorrect API key provided", code="invalid_api_key"), 8, "key"),
+        (error(429, "Rate limit reached", code="rate_limit_exceeded"), 10, "rate"),
+        (context_length_error(), 11, "too long"),
+    ],
+)
+def test_a_server_error_is_one_line_and_its_own_exit_code(
+    capsys, monkeypatch, server, scripted, code, words
+):
+    server.script(scripted)
+    got, out, err = ask(capsys, monkeypatch, "hello")
+    assert got == code, err
+    assert out == ""
+    *notices, line = err.splitlines()  # a notice first when the request is too long
+    assert all(n.startswith("chatui: ") for n in notices)
+    assert line.startswith("chatui: error: ") and words in line.lower()
+    [info] = chats()  # the question is kept, with the failed reply marked
+    messages = tree(info.id)
+    assert messages[0].text == "hello"
+    assert all(reply_state(m) == "error" for m in messages[1:])
+
+
+def test_a_server_that_does_not_answer(capsys, monkeypatch, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    write_config(f"http://127.0.0.1:{port}/v1")
+    code, _, err = ask(capsys, monkeypatch, "anyone?")
+    assert code == 9 and err.startswith("chatui: error: ")
+
+
+def test_a_reply_cut_off_keeps_what_arrived(capsys, monkeypatch, server):
+    from tests.llm_server import broken_stream, malformed
+
+    server.script(broken_stream("half of an answer"))
+    code, out, err = ask(capsys, monkeypatch, "tell me")
+    assert code == 9 and out.startswith("half of")  # the connection broke: try again
+    assert "broke mid-reply" in err
+    [info] = chats()
+    reply = tree(info.id)[1]
+    assert reply.text and out.startswith(reply.text) and reply_state(reply) == "error"
+    server.script(malformed(text_before="some words"))
+    code, out, err = ask(capsys, monkeypatch, "again")
+    assert code == 12 and out.startswith("some words") and err.startswith("chatui: error: ")
+
+
+def test_no_key_for_a_real_model_leaves_no_chat(capsys, monkeypatch, tmp_path):
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text('model = "gpt-4o-mini"\n')
+    code, out, err = ask(capsys, monkeypatch, "hello")
+    assert code == 8 and out == "" and "OPENAI_API_KEY" in err
+    assert chats() == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "code", "words"),
+    [
+        ((), None, 2, "nothing to ask"),
+        (("   ",), None, 2, "nothing to ask"),
+        (("q",), b"\xff\xfe binary", 3, "not utf-8"),
+        (("--at", "abc", "q"), None, 2, "--at goes with"),
+        (("--chat", "nosuchchat", "q"), None, 1, "no chat"),
+        (("-c", "q"), None, 1, "no chat to continue"),
+        (("--agent", "Nobody", "q"), None, 1, "no agent"),
+        (("-c", "--chat", "x", "q"), None, 2, "not both"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_sent(
+    capsys, monkeypatch, server, argv, stdin, code, words
+):
+    got, out, err = ask(capsys, monkeypatch, *argv, stdin=stdin)
+    assert (got, out) == (code, "")
+    assert words in err.lower() and err.count("\n") == 1
+    assert server.requests == [] and chats() == []
+
+
+def test_too_much_piped_input(capsys, monkeypatch, server):
+    monkeypatch.setattr(ask_module, "MAX_STDIN", 10)
+    got, _, err = ask(capsys, monkeypatch, "q", stdin=b"x" * 11)
+    assert got == 3 and "larger" in err and server.requests == []
+
+
+def test_a_message_that_is_not_in_the_chat(capsys, monkeypatch, server):
+    server.script(text("A"))
+    ask(capsys, monkeypatch, "q")
+    chat_id = chats()[0].id
+    got, _, err = ask(capsys, monkeypatch, "--chat", chat_id, "--at", "zzz", "q2")
+    assert got == 1 and "no message" in err and len(server.requests) == 1
+
+
+def test_the_exit_codes_are_in_the_help(capsys):
+    assert main(["ask", "--help"]) == 0
+    out = capsys.readouterr().out
+    for code in (8, 9, 10, 11, 12, 130):
+        assert f"  {code}  " in out
+
+
+# -- a real process: pipes, a reader that leaves, a terminal, `chatui "…"` ------------------
+
+
+def chatui(*argv: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "CHATUI_HOME": os.environ["CHATUI_HOME"], "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([str(CHATUI), *argv], env=env, cwd=ROOT, **kwargs)
+
+
+def test_a_pipe_in_and_the_prompt_shortcut(server):
+    server.script(text("Summary: fine."))
+    cat = subprocess.Popen(["cat", str(ROOT / "pyproject.toml")], stdout=subprocess.PIPE)
+    done = chatui("what is this file?", stdin=cat.stdout, stdout=subprocess.PIPE, text=True)
+    out, _ = done.communicate(timeout=60)
+    cat.wait()
+    assert done.returncode == 0 and out == "Summary: fine.\n"
+    asked = server.messages()[-1]["content"]
+    assert asked.startswith("[build-system]") and asked.endswith("\n\nwhat is this file?")
+    # A mistyped command is not a prompt: nothing is sent.
+    typo = chatui("shwo", "3f2a", stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    _, err = typo.communicate(timeout=60)
+    assert typo.returncode == 2 and "invalid choice" in err and len(server.requests) == 1
+
+
+def test_a_reader_that_goes_away_cancels_the_reply_quietly(server):
+    words = " ".join(f"word{i}" for i in range(400))
+    server.script(text(words, delay=0.02))
+    proc = chatui(
+        "ask", "go on", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(20)  # the first words arrived
+    proc.stdout.close()  # `| head -c 20`
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr is not None and proc.stderr.read() == b""  # no traceback
+    wait = wait_until_sync(lambda: reply_state(tree(chats()[0].id)[1]) == "cancelled")
+    assert wait, "the reply was not stored as cancelled"
+    reply = tree(chats()[0].id)[1]
+    assert reply.text.startswith("word0 word1") and len(reply.text) < len(words)
+
+
+def wait_until_sync(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_terminal_gets_rendered_markdown(server):
+    server.script(text("# Plan\n\nGo **now** \x1b]0;pwned\x07.\n\n```python\nprint(1)\n```\n"))
+    leader, follower = pty.openpty()
+    proc = chatui("ask", "plan?", stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the process closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.wait(timeout=30) == 0
+    screen = seen.decode("utf-8", "replace")
+    assert "**now**" not in screen and "\x1b[1m" in screen  # bold, not asterisks
+    assert "```" not in screen and "print" in screen  # a code block, not its fence
+    assert "\x1b]0;" not in screen and "\\x1b]0;pwned" in screen  # the model's escape, shown
+
+
+def test_the_finished_blocks_of_a_streaming_reply():
+    from chatui.tui.shell_markdown import split_finished
+
+    assert split_finished("one para") == 0
+    assert split_finished("one\n\ntwo") == len("one\n\n")
+    fenced = "intro\n\n```\ncode\n\nmore code"
+    assert split_finished(fenced) == len("intro\n\n")  # not inside the open fence
+    closed = fenced + "\n```\n\nafter"
+    assert split_finished(closed) == len(closed) - len("after")

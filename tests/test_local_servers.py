@@ -1,0 +1,189 @@
+"""Real local servers' ways (issue 22), through LiteLLM's real client against the
+scripted server in its strict llama-cpp-python mode (`LLMServer.llama_cpp_python`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatui.core.events import ReplyFinished, TurnFailed
+from chatui.llm.quirks import QUIRKS
+from store import reply_state, reply_state_label
+from tests import llm_server as script
+from tests.test_engine import make_chat, of, run
+
+
+@pytest.fixture(autouse=True)
+def _fresh_quirks():
+    QUIRKS.clear()
+    yield
+    QUIRKS.clear()
+
+
+@pytest.fixture
+def local(store, llm_server, fake_key):
+    llm_server.llama_cpp_python(n_ctx=4096)
+    return make_chat(store, llm_server)
+
+
+# -- tools ---------------------------------------------------------------------------
+
+
+async def test_tools_go_with_tool_choice_auto_and_reach_the_prompt(local):
+    local.server.script(script.text("plain"), script.text("again"))
+    await run(local.engine.send(local.sid, "hello"))
+    await run(local.engine.send(local.sid, "hello again"))
+    assert all(r["tools"] and r["tool_choice"] == "auto" for r in local.server.requests)
+    first = local.server.requests[0]
+    # The strict server renders the tools only with a tool_choice: they cost tokens.
+    without = script.count_tokens(script.render_prompt(first["messages"], None))
+    assert local.server.prompt_tokens[0] > without + 100
+
+
+async def test_a_server_refusing_streamed_tool_choice_is_called_whole_from_then_on(local):
+    local.server.script(
+        script.tool_calls(
+            ("c1", "set_context", {"label": "memory", "content": "tea", "action": "append"})
+        ),
+        script.text("Saved."),
+        script.text("Still here."),
+    )
+    events = await run(local.engine.send(local.sid, "remember tea"))
+    finished = of(events, ReplyFinished)
+    assert [f.status for f in finished] == ["tool_calls", "complete"]
+    assert finished[-1].message.text == "Saved."
+    assert "tea" in local.session.get_context_block("memory").content
+    streamed = [bool(r.get("stream")) for r in local.server.requests]
+    # Refused once (streamed), then whole: the tool round and its answer.
+    assert streamed == [True, False, False]
+    await run(local.engine.send(local.sid, "and now?"))
+    assert local.server.requests[-1].get("stream") is not True  # remembered, not re-learned
+    assert len(local.server.requests) == 4
+
+
+async def test_tool_choice_refusal_is_learned_per_server(store, llm_server, fake_key):
+    from tests.llm_server import LLMServer
+
+    other = LLMServer().start()  # an ordinary server streams tools as before
+    try:
+        llm_server.llama_cpp_python()
+        strict = make_chat(store, llm_server)
+        plain = make_chat(store, other)
+        llm_server.script(script.text("a"), script.text("b"))
+        other.script(script.text("c"))
+        await run(strict.engine.send(strict.sid, "x"))
+        await run(plain.engine.send(plain.sid, "y"))
+        assert other.requests[-1]["stream"] is True
+        assert other.requests[-1]["tool_choice"] == "auto"
+    finally:
+        other.stop()
+
+
+# -- truncation ------------------------------------------------------------------------
+
+
+async def test_a_reply_cut_by_the_length_limit_is_truncated_not_complete(local):
+    local.server.script(script.text("The answer is forty", finish_reason="length"))
+    local.server.script(script.text("x"))  # the fallback's whole call, if ever made
+    events = await run(local.engine.send(local.sid, "what is it?"))
+    finished = of(events, ReplyFinished)[-1]
+    assert finished.status == "truncated"
+    stored = local.session.get_message(finished.message.id)
+    assert stored.text == "The answer is forty"
+    assert reply_state(stored) == "truncated"
+    assert "output limit" in reply_state_label(stored, "truncated")
+    assert not of(events, TurnFailed)
+
+
+async def test_a_whole_call_cut_by_the_length_limit_is_truncated_too(local):
+    QUIRKS.learn_unstreamed_tools(local.server.base_url)
+    local.server.script(script.text("Half of it", finish_reason="length"))
+    events = await run(local.engine.send(local.sid, "go"))
+    assert local.server.last.get("stream") is not True
+    assert of(events, ReplyFinished)[-1].status == "truncated"
+
+
+# -- overflow ----------------------------------------------------------------------------
+
+
+async def test_an_empty_200_on_overflow_teaches_the_window_and_says_what_to_do(local):
+    from chatui.llm.windows import WINDOWS
+
+    local.server.function_calling = False  # the default template: streams with tools
+    local.server.script(script.text("Short answer."))
+    await run(local.engine.send(local.sid, "first"))
+    assert local.engine.window("openai/test-model").tokens is None  # nothing says it
+    local.server.n_ctx = local.server.prompt_tokens[-1] + 5  # the next request overflows
+    events = await run(local.engine.send(local.sid, "a second, longer question " * 3))
+    kinds = [r.get("stream") for r in local.server.requests[1:]]
+    assert kinds[:2] == [True, None]  # the empty 200, then asked whole
+    window = WINDOWS.known("openai/test-model", local.config.options_for("openai/test-model"))
+    assert window.tokens == local.server.n_ctx and window.source == "error"
+    failed = of(events, TurnFailed)
+    assert failed and failed[-1].kind == "context_length"
+    assert "Compact now" in failed[-1].hint and "context_window" in failed[-1].hint
+    # Nothing to compact in a two-turn chat; pressing r does not send it again.
+    sent = len(local.server.requests)
+    leaf = local.session.get_latest_leaf()
+    again = await run(local.engine.regenerate(local.sid, leaf.id))
+    assert len(local.server.requests) == sent  # no loop of the same failure
+    assert of(again, TurnFailed)[-1].kind == "context_length"
+    assert "not sent again" in of(again, TurnFailed)[-1].detail
+
+
+async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake_key):
+    llm_server.llama_cpp_python(n_ctx=100_000, function_calling=False)
+    local = make_chat(store, llm_server)
+    for i in range(6):
+        llm_server.script(script.text(f"Answer {i}: " + "words " * 40))
+        await run(local.engine.send(local.sid, f"question {i} " + "more " * 40))
+    llm_server.n_ctx = llm_server.prompt_tokens[-1]  # the next request overflows
+    llm_server.script(script.text("A summary of the early talk."), script.text("Fits now."))
+    events = await run(local.engine.send(local.sid, "one more"))
+    assert not of(events, TurnFailed)
+    assert of(events, ReplyFinished)[-1].message.text == "Fits now."
+    assert local.engine.window("openai/test-model").source == "error"
+
+
+# -- continue ------------------------------------------------------------------------------
+
+
+async def test_continue_appends_to_the_same_reply_and_marks_where(local):
+    local.server.script(script.text("The answer is forty", finish_reason="length"))
+    events = await run(local.engine.send(local.sid, "what is it?"))
+    cut = of(events, ReplyFinished)[-1].message
+    local.server.script(script.text("-two, of course."))
+    events = await run(local.engine.continue_reply(local.sid, cut.id))
+    finished = of(events, ReplyFinished)[-1]
+    assert finished.message.id == cut.id and finished.status == "complete"
+    stored = local.session.get_message(cut.id)
+    assert stored.text == "The answer is forty-two, of course."
+    assert stored.metadata["continued"] == [len("The answer is forty")]
+    assert reply_state(stored) == "complete"
+    sent = local.server.last["messages"]
+    assert sent[-2] == {"role": "assistant", "content": "The answer is forty"}
+    assert sent[-1]["role"] == "user" and "Continue it exactly" in sent[-1]["content"]
+    assert "tools" not in local.server.last
+    # One reply, not a sibling: the path holds question and answer only.
+    assert [m.role for m in local.session.get_history()] == ["user", "assistant"]
+
+
+async def test_only_a_stopped_reply_with_text_can_be_continued(local):
+    local.server.script(script.text("Complete."))
+    events = await run(local.engine.send(local.sid, "hi"))
+    done = of(events, ReplyFinished)[-1].message
+    sent = len(local.server.requests)
+    for target in (done.id, done.parent_id, "no-such-id"):
+        failed = of(await run(local.engine.continue_reply(local.sid, target)), TurnFailed)
+        assert failed and failed[0].kind == "bad_input"
+    assert len(local.server.requests) == sent
+    assert local.session.get_message(done.id).text == "Complete."
+
+
+async def test_a_failed_continuation_keeps_the_reply_as_it_was(local):
+    local.server.script(script.text("Half", finish_reason="length"))
+    cut = of(await run(local.engine.send(local.sid, "go")), ReplyFinished)[-1].message
+    local.server.script(script.error(500, "the GPU caught fire"))
+    events = await run(local.engine.continue_reply(local.sid, cut.id))
+    assert of(events, TurnFailed)
+    stored = local.session.get_message(cut.id)
+    assert stored.text == "Half" and reply_state(stored) == "truncated"
