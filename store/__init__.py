@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 # First, before anything imports peewee: keeps psycopg off the start-up path.
 from . import driver as _driver  # noqa: F401
 from .agents import UNSET, AgentInfo, AgentSpec
-from .block_writes import BranchSite, StoredWrite, UnknownWriteError
+from .block_writes import BranchSite, StoredWrite, UnknownWriteError, session_writes
 from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
@@ -126,6 +126,7 @@ __all__ = [
     # memory per branch (store.block_writes)
     "BranchSite",
     "StoredWrite",
+    "session_writes",
     "UnknownWriteError",
     "ChangeWatcher",
     "CopyError",

@@ -31,6 +31,7 @@ from .schema import ContextBlockRow as B
 from .storage import walk_path
 
 __all__ = [
+    "session_writes",
     "BranchSite",
     "StoredWrite",
     "UnknownWriteError",
@@ -179,6 +180,14 @@ def block_history(store: Store, namespace: str, label: str) -> list[StoredWrite]
     rows = store.rows(
         W.select(*_COLUMNS).where(W.namespace == namespace, W.label == label).order_by(W.seq)
     )
+    return [_stored(r) for r in rows]
+
+
+def session_writes(store: Store, session_id: str) -> list[StoredWrite]:
+    """Every write a session's turns made, in any namespace (its own blocks and shared
+    ones such as "global"), oldest first: what a page of the chat shows beside the
+    messages that wrote them."""
+    rows = store.rows(W.select(*_COLUMNS).where(W.session_id == session_id).order_by(W.seq))
     return [_stored(r) for r in rows]
 
 

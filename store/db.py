@@ -53,6 +53,9 @@ class Store:
             PostgreSQL server or its OS can lose the commits of its last ~0.6 s,
             and nothing is ever corrupted. SQLite (WAL, `synchronous=NORMAL`)
             always behaves so on a power loss, except under "full".
+        read_only: open a SQLite file for reading only (a read-only mount, a file
+            this user may not write): nothing is written to it or beside it; a
+            write raises. A file that needs migrating cannot be opened so.
 
     Raises:
         DatabaseFileError: not a chatui database, or the file cannot be opened.
@@ -67,6 +70,7 @@ class Store:
         max_row_bytes: int = DEFAULT_MAX_ROW_BYTES,
         busy_timeout: float = 10.0,
         durability: Durability = "final",
+        read_only: bool = False,
     ) -> None:
         if max_row_bytes < 1024:
             raise ValueError("max_row_bytes must be at least 1024")
@@ -74,7 +78,9 @@ class Store:
             raise ValueError(f"durability must be one of {', '.join(DURABILITIES)}")
         self.durability: Durability = durability
         self.max_row_bytes = max_row_bytes
-        self.engine: Engine = open_engine(path, busy_timeout=busy_timeout, durability=durability)
+        self.engine: Engine = open_engine(
+            path, busy_timeout=busy_timeout, durability=durability, read_only=read_only
+        )
         self.path = self.engine.path
         """The file, ":memory:", or the server URL with its password redacted."""
         self.db = self.engine.db

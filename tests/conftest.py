@@ -83,7 +83,15 @@ _SKIPPED_ON_POSTGRES: list[str] = []
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line at the end saying the PostgreSQL half did not run, and why."""
+    """One line at the end saying the PostgreSQL half (or the browser tests) did not
+    run, and why."""
+    if _SKIPPED_BROWSER:
+        terminalreporter.write_line(
+            f"Browser tests SKIPPED ({len(_SKIPPED_BROWSER)} tests): {_SKIPPED_BROWSER[0]} "
+            "(CHATUI_REQUIRE_BROWSER=1 makes this fail)",
+            yellow=True,
+            bold=True,
+        )
     if _SKIPPED_ON_POSTGRES:
         terminalreporter.write_line(
             f"PostgreSQL half SKIPPED ({len(_SKIPPED_ON_POSTGRES)} tests): {_postgres_problem()}; "
@@ -217,3 +225,43 @@ def fake_key(monkeypatch):
 
 # A PostgreSQL schema of one's own (`pg_url`); see tests/pg_helpers.py.
 from tests.pg_helpers import pg_url  # noqa: E402, F401
+
+# -- a real browser (the HTML export) ------------------------------------------------
+#
+# Debian's chromium driven by the playwright package (its own browser download cannot
+# be reached from these machines). Without it the tests skip, with one line at the end;
+# CHATUI_REQUIRE_BROWSER=1 (CI) makes that a failure.
+
+CHROMIUM = os.environ.get("CHATUI_TEST_CHROMIUM", "/usr/bin/chromium")
+_SKIPPED_BROWSER: list[str] = []
+
+
+def _browser_problem() -> str:
+    """Why the browser tests cannot run ("" when they can)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (the test extra)"
+    if not os.path.exists(CHROMIUM):
+        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    return ""
+
+
+@pytest.fixture
+def browser():
+    """A headless chromium (playwright `Browser`), or a skip saying why there is none.
+
+    Per test, not per session: playwright's sync API holds an event loop on the thread
+    while it runs, and a test may need `asyncio.run` (a CLI command) before it."""
+    problem = _browser_problem()
+    if problem:
+        if os.environ.get("CHATUI_REQUIRE_BROWSER", "") == "1":
+            pytest.fail(f"{problem}; CHATUI_REQUIRE_BROWSER=1 needs it")
+        _SKIPPED_BROWSER.append(problem)
+        pytest.skip(problem)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()

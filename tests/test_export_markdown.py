@@ -197,3 +197,14 @@ async def test_attachments_are_named_not_inlined(manager):
     md = render_markdown(path_view(manager.store, manager.get(info.id)))
     assert "*[attachment: cat .png · image/png · 2.0 KB]*" in md  # escapes dropped at put
     assert "\x1b" not in md and "iVBOR" not in md  # named, the content never inlined
+
+
+def test_a_chat_made_in_the_app_is_not_imported_from_chatui(manager):
+    """Issue 20: `chatui show` and the Markdown export said "Imported from: chatui" for
+    chats made in the app; only an imported chat names where it came from."""
+    made = manager.create("Made here", source="chatui")  # as the app creates its chats
+    assert "Imported from" not in render_markdown(path_view(manager.store, made))
+    imported = manager.create("From ChatGPT", source="chatgpt:abc123")
+    assert "- **Imported from:** chatgpt:abc123" in render_markdown(
+        path_view(manager.store, imported)
+    )

@@ -77,17 +77,49 @@ def test_the_config_folder_is_private_and_the_config_file_is_never_rewritten(tmp
     assert mode(config) == PRIVATE_FILE
 
 
-def test_paths_creates_private_folders(tmp_path, monkeypatch):
+def test_paths_creates_private_folders_and_leaves_existing_ones_alone(tmp_path):
     old = os.umask(0o022)
     try:
         made = paths.ensure_private_dir(tmp_path / "a" / "b")
         assert mode(made) == PRIVATE_DIR
+        assert mode(tmp_path / "a") == PRIVATE_DIR  # every folder it makes, not only the last
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        shared.chmod(0o1777)  # a sticky shared folder, like /tmp
+        paths.ensure_private_dir(shared)
+        assert mode(shared) == 0o1777
         loose = tmp_path / "loose"
         loose.mkdir(mode=0o755)
         paths.ensure_private_dir(loose)
-        assert mode(loose) == PRIVATE_DIR  # tightened when it is ours
+        assert mode(loose) == 0o755  # ours, but it existed: never changed
     finally:
         os.umask(old)
+
+
+def test_no_command_changes_the_mode_of_a_folder_it_did_not_create(tmp_path, capsys):
+    """Issue 25 item 1: the app, `import` and `db copy` once chmodded an existing
+    (shared, sticky) database folder to 0700 on every start."""
+    from tests.test_import_chatgpt import branching_conversation
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    source = tmp_path / "conversations.json"
+    source.write_text(json.dumps([branching_conversation()]))
+    db = shared / "chats.db"
+    assert cli.main(["import", str(source), "--from", "chatgpt", "--db", str(db)]) == 0
+    assert mode(shared) == 0o1777
+    other = tmp_path / "other"
+    other.mkdir(mode=0o755)
+    other.chmod(0o755)
+    assert cli.main(["db", "copy", str(db), str(other / "copy.db")]) == 0
+    assert mode(other) == 0o755
+    assert mode(other / "copy.db") == PRIVATE_FILE
+    capsys.readouterr()
+    home = tmp_path / "home"
+    code, _, err = run_app(home, [["quit"]], "--db", str(db))
+    assert code == 0, err
+    assert mode(shared) == 0o1777
 
 
 @pytest.fixture

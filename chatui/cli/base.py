@@ -90,10 +90,19 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
             paths.create_private_file(path)  # before SQLite: its -wal/-shm copy this mode
         except OSError as exc:
             raise CliError(f"{path}: cannot create the database: {exc.strerror}", DATABASE) from exc
-    with Store(path) as store:
+    # A file this process cannot write (a read-only mount, someone else's file) is
+    # opened read-only: `list`, `search`, `show`, `export` and `db copy` from it work;
+    # a command that writes gets the database's "read-only" error.
+    read_only = existed and not create and not _writable(path)
+    with Store(path, read_only=read_only) as store:
         if not existed:
             paths.make_private(path)
         yield store
+
+
+def _writable(path: Path) -> bool:
+    """Whether SQLite could write `path` and make its -wal/-shm files beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
 def _resolve(store: Store, text: str) -> SessionInfo:
@@ -120,13 +129,24 @@ def _resolve_message(store: Store, info: SessionInfo, text: str) -> str:
 
 @contextmanager
 def _output(target: Path | None) -> Iterator[IO[str]]:
-    """stdout, or a private file written whole or not at all."""
+    """stdout, or `target`: a regular file (or a new one) is replaced whole or not at
+    all, private (0600); a symlink is followed to what it names; a FIFO, a terminal or
+    `/dev/stdout` is written through, as a shell's `>` would."""
     if target is None:
         yield sys.stdout
         return
     target = target.expanduser()
     if target.is_dir():
         raise CliError(f"{target}: is a folder (give a file name)", OUTPUT)
+    if target.exists() and not target.is_file():  # a FIFO, a device: no rename over it
+        try:
+            with target.open("w", encoding="utf-8") as fh:
+                yield fh
+        except OSError as exc:
+            raise CliError(f"{target}: cannot write: {exc.strerror or exc}", OUTPUT) from exc
+        return
+    if target.is_symlink():  # the link stays; the file it names gets the export
+        target = Path(os.path.realpath(target))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".chatui-export-", dir=target.parent)

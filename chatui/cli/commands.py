@@ -290,7 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Search every chat (all branches) for words.",
         'chatui search "connection pool" --limit 5',
     )
-    p.add_argument("query", nargs="+", metavar="QUERY", help='words; "a phrase", prefix*, OR')
+    p.add_argument(
+        "query",
+        nargs="+",
+        metavar="QUERY",
+        help='words; "a phrase", prefix*, OR (a word starting with -: search -- -word)',
+    )
     p.add_argument(
         "--limit", type=_positive, default=20, metavar="N", help="most hits (default 20)"
     )

@@ -58,8 +58,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             ]
         else:
             ids = [_resolve(store, args.id).id]
-        if args.format == "md":
-            _export_markdown(store, args, ids)
+        if args.format in ("md", "html"):
+            _export_pages(store, args, ids)
         elif args.format == "json":
             with _output(args.output) as fh:
                 if args.all:
@@ -82,17 +82,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     return OK
 
 
-def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> None:
+def _export_pages(store: Store, args: argparse.Namespace, ids: list[str]) -> None:
+    """Markdown (the branch) or HTML (the whole tree, one page per chat)."""
     from ..transfer.exports import markdown_page, slug
+    from ..transfer.html_page import html_page
 
     manager = SessionManager(store)
+    fmt = args.format
 
     def page(sid: str) -> str:
         info = manager.get(sid, include_deleted=True)
         assert info is not None
         through = _resolve_message(store, info, args.branch) if args.branch else None
+        if fmt == "html":
+            return html_page(store, info, through)
         return markdown_page(store, info, through)
 
+    if fmt == "html" and args.all and args.output is None:
+        raise CliError("--all --format html writes one page per chat: give -o FOLDER", USAGE)
     if not args.all or args.output is None:
         with _output(args.output) as fh:
             for i, sid in enumerate(ids):  # one page in memory at a time
@@ -101,7 +108,8 @@ def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> 
     folder = args.output.expanduser()
     if folder.exists() and not folder.is_dir():
         raise CliError(
-            f"{folder}: is a file; --all --format md writes one file per chat into a folder", OUTPUT
+            f"{folder}: is a file; --all --format {fmt} writes one file per chat into a folder",
+            OUTPUT,
         )
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -110,7 +118,7 @@ def _export_markdown(store: Store, args: argparse.Namespace, ids: list[str]) -> 
     for sid in ids:
         info = manager.get(sid, include_deleted=True)
         assert info is not None
-        name = f"{info.created_at:%Y-%m-%d}-{slug(info.name)}-{sid[:8]}.md"
+        name = f"{info.created_at:%Y-%m-%d}-{slug(info.name)}-{sid[:8]}.{fmt}"
         with _output(folder / name) as fh:
             fh.write(page(sid))
 
@@ -201,24 +209,30 @@ def add_transfer_commands(
     p = command(
         "export",
         cmd_export,
-        "Export chats: Markdown (one branch), JSON or JSONL (the whole tree).",
+        "Export chats: Markdown (one branch), JSON or JSONL (the whole tree), or a "
+        "self-contained HTML page (every branch, the tree as a graph).",
         "chatui export --all --format jsonl -o backup.jsonl",
     )
     p.add_argument("id", nargs="?", metavar="ID", help="chat id or unique prefix")
     p.add_argument("--all", action="store_true", help="every chat (not deleted ones)")
     p.add_argument(
         "--format",
-        choices=("md", "json", "jsonl"),
+        choices=("md", "json", "jsonl", "html"),
         default="json",
-        help="md: the active branch; json/jsonl: everything (default json)",
+        help="md: the active branch; json/jsonl: everything (default json); html: one "
+        "page per chat, every branch, nothing loaded from the network",
     )
-    p.add_argument("--branch", metavar="MESSAGE", help="md: the branch through this message")
+    p.add_argument(
+        "--branch",
+        metavar="MESSAGE",
+        help="md: the branch through this message; html: the branch shown first",
+    )
     p.add_argument(
         "-o",
         "--output",
         type=Path,
         metavar="PATH",
-        help="write here instead of stdout (with --all --format md: a folder)",
+        help="write here instead of stdout (with --all --format md or html: a folder)",
     )
 
     p = command(

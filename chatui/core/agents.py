@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -105,6 +106,8 @@ class AgentRuntime:
         self._names: dict[str, str] | None = None
         """The live agents as last read: every turn's tools name them (`reachable`), and
         they change only when the config is synced (at start) or the picker reads them."""
+        self.tool_source: Callable[[str], dict[str, Tool]] | None = None
+        """More tools for a chat, by session id (the workspace's MCP servers)."""
         self.streamer: Streamer | None = None
         """How engines stream model calls (None: in this process; the app sets its
         model process's)."""
@@ -177,7 +180,7 @@ class AgentRuntime:
             engine = ChatEngine(
                 self.manager_for_agent(agent_id),
                 config,
-                extra_tools=lambda session_id: self.peer_tools(session_id, agent_id),
+                extra_tools=lambda session_id: self.extra_tools(session_id, agent_id),
                 streamer=self.streamer,
                 agent=agent,
             )
@@ -200,6 +203,13 @@ class AgentRuntime:
         return [
             a.name for a in live if a.id != agent_id and (not allowed or a.name.lower() in allowed)
         ]
+
+    def extra_tools(self, session_id: str, agent_id: str | None) -> dict[str, Tool]:
+        """The tools a chat has beyond its memory's: `message_agent`, and its MCP tools."""
+        tools = self.peer_tools(session_id, agent_id)
+        if self.tool_source is not None:
+            tools.update(self.tool_source(session_id))
+        return tools
 
     def peer_tools(self, session_id: str, agent_id: str | None) -> dict[str, Tool]:
         """`message_agent` for a chat running `agent_id` that can reach another agent."""

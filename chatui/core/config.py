@@ -9,11 +9,13 @@ never live here: LiteLLM reads them from the environment.
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ..mcp.settings import McpServer, parse_mcp
 from . import paths
 
 __all__ = [
@@ -143,6 +145,8 @@ class Config:
     user data folder's `chats.db`; `CHATUI_DB` and `--db` take precedence)."""
     models: dict[str, ModelOptions] = field(default_factory=dict)
     agents: tuple[AgentConfig, ...] = ()
+    mcp: tuple[McpServer, ...] = ()
+    """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
     source: Path | None = None
     """The file this was read from (None: defaults)."""
 
@@ -333,6 +337,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             if names.count(name) > 1:
                 raise ValueError(f"agents: the name {name!r} is used twice")
         values["agents"] = agents
+    if "mcp" in data:
+        values["mcp"] = parse_mcp(data["mcp"])
     return Config(**values)
 
 
@@ -358,6 +364,26 @@ def load_config(path: Path | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     try:
-        return parse_config(data, source=path)
+        config = parse_config(data, source=path)
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    _warn_if_readable_secret(path, raw.decode("utf-8"))
+    return config
+
+
+def _warn_if_readable_secret(path: Path, text: str) -> None:
+    """One line on stderr when a config others can read holds a URL's password:
+    chatui never rewrites the file, so the person has to tighten it."""
+    from store import redact_urls_in
+
+    try:
+        loose = path.stat().st_mode & 0o077
+    except OSError:
+        return
+    if loose and redact_urls_in(text) != text:
+        print(
+            f"chatui: warning: {path} holds a password and is readable by others "
+            f"(mode {oct(path.stat().st_mode & 0o777)[2:].zfill(4)}): run `chmod 600 {path}`, "
+            "or keep the password in PGPASSWORD or ~/.pgpass instead",
+            file=sys.stderr,
+        )

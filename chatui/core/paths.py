@@ -69,13 +69,27 @@ def log_file() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) with mode 0700; tighten it if it exists and is ours."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
-            path.chmod(0o700)
-    except OSError:
-        pass  # a folder we cannot chmod is still usable; the files inside are 0600
+    """Create `path` and any missing parents, each with mode 0700.
+
+    A folder that exists already is never changed: it may be shared (the system's
+    temp folder, a project folder) and chmodding it would lock others out.
+    """
+    missing: list[Path] = []
+    step = path
+    while not step.exists() and step != step.parent:
+        missing.append(step)
+        step = step.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs, left as it is
+        try:
+            folder.chmod(0o700)  # mkdir's mode went through the umask; this one is ours
+        except OSError:
+            pass  # a filesystem without modes is still usable; the files inside are 0600
+    if not path.is_dir():
+        raise NotADirectoryError(20, "Not a directory", str(path))
     return path
 
 

@@ -51,6 +51,8 @@ from store.search import query_problem
 from .. import llm
 from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
+from ..mcp.hub import Answer, McpHub, ServerStatus, ToolApproval, ToolsChanged
+from . import paths
 from .agents import AgentRuntime, PeerMarks
 from .attachments import Attached, AttachmentDesk, AttachRefused, pasted_path
 from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from .inspection import BlockDetails, WriteLine
 
 __all__ = [
+    "Answer",
     "AttachRefused",
     "Attached",
     "BlockDetails",
@@ -85,7 +88,10 @@ __all__ = [
     "NextRequest",
     "ParamsError",
     "PeerMarks",
+    "ServerStatus",
+    "ToolApproval",
     "ToolLine",
+    "ToolsChanged",
     "UiState",
     "Workspace",
     "WorkspaceEvent",
@@ -126,7 +132,9 @@ class ImportFailed(Exception):
     """Nothing was imported; the message says why, naming the file."""
 
 
-WorkspaceEvent: TypeAlias = JobEvent | ModelFactsChanged | ChatsChanged
+WorkspaceEvent: TypeAlias = (
+    JobEvent | ModelFactsChanged | ChatsChanged | ToolsChanged | ToolApproval
+)
 Listener: TypeAlias = Callable[[WorkspaceEvent], None]
 
 
@@ -162,6 +170,12 @@ class Workspace:
         if model_process:
             self.worker = shared_worker()
             self._runtime.streamer = self.worker.stream
+        self.tools = McpHub(
+            config.mcp, self._manager, emit=self._emit, log_dir=paths.log_file().parent
+        )
+        """The MCP servers (`[mcp.servers.NAME]`), started by `start_tools`."""
+        if self.tools:
+            self._runtime.tool_source = self.tools.tools_for
 
     # -- attachments ----------------------------------------------------------------
 
@@ -598,6 +612,40 @@ class Workspace:
             return llm.redact(str(exc))
         return None
 
+    # -- MCP tool servers -------------------------------------------------------------
+
+    def start_tools(self) -> None:
+        """Start the MCP servers in the background (the app calls it after the first
+        frame; nothing waits for them: their tools join each chat once listed)."""
+        self.tools.start()
+
+    def tool_servers(self, session_id: str | None) -> list[ServerStatus]:
+        """Each configured server: its state, its tools, on or off in the chat."""
+        return self.tools.statuses(session_id)
+
+    def set_tool_server(self, session_id: str, server: str, on: bool) -> None:
+        """Turn a server's tools on or off in a chat (remembered in the chat)."""
+        self.tools.set_enabled(session_id, server, on)
+
+    def tool_prompts(self, session_id: str | None) -> list[tuple[str, str, str]]:
+        """(server, prompt name, description) of the MCP prompts the chat may use."""
+        return [(s, p.name, p.description) for s, p in self.tools.prompts(session_id)]
+
+    def prompt_arguments(self, server: str, name: str) -> list[tuple[str, bool]]:
+        """(argument, required) of an MCP prompt, in order."""
+        for found, prompt in self.tools.prompts(None):
+            if found == server and prompt.name == name:
+                return list(prompt.arguments)
+        return []
+
+    async def fill_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """An MCP prompt's text with its arguments filled in.
+
+        Raises:
+            RuntimeError: the server is not running or refused (the message says why).
+        """
+        return await self.tools.get_prompt(server, name, arguments)
+
     # -- replies --------------------------------------------------------------------
 
     @property
@@ -718,6 +766,7 @@ class Workspace:
         """Stop every reply (what arrived is kept, marked cancelled) and wait for peers."""
         self.stop_watching()
         await self._jobs.cancel_all()
+        await self.tools.stop()
         if self._runtime.router.pending:  # fire-and-forget peer turns still writing
             try:
                 await asyncio.wait_for(self._runtime.router.drain(), timeout=timeout)

@@ -42,7 +42,7 @@ from .env import (
     provider_of,
     warm_up,
 )
-from .errors import ErrorKind, LLMError, map_error, redact
+from .errors import ErrorKind, LLMError, map_error, redact, redact_known
 from .quirks import QUIRKS, refuses_streamed_tools
 from .windows import table_window
 
@@ -74,6 +74,7 @@ __all__ = [
     "litellm_model",
     "map_error",
     "redact",
+    "redact_known",
     "stream_completion",
     "supports_vision",
     "warm_up",

@@ -14,9 +14,19 @@ import re
 from datetime import UTC, datetime
 from typing import Literal, TypeAlias
 
+from store import redact_urls_in
+
 from .env import key_env_name, provider_of
 
-__all__ = ["ErrorKind", "LLMError", "map_error", "redact", "retry_after_of"]
+__all__ = [
+    "ErrorKind",
+    "LLMError",
+    "known_secrets",
+    "map_error",
+    "redact",
+    "redact_known",
+    "retry_after_of",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +68,12 @@ class LLMError(Exception):
         *,
         partial: bool = False,
     ) -> None:
+        title = redact(title)  # titles and hints may name the api_base: its password goes
         super().__init__(title)
         self.kind = kind
         self.title = title
         self.detail = redact(detail)
-        self.hint = hint
+        self.hint = redact(hint)
         self.retry_after = retry_after
         self.partial = partial
 
@@ -89,20 +100,33 @@ _SECRET_ENV = re.compile(
 )
 
 
-def redact(text: str) -> str:
-    """`text` with anything that looks like an API key, or is a key from the
-    environment (`*_API_KEY`, `*_TOKEN`, `*_SECRET` …), replaced by `[redacted]`."""
-    if not text:
-        return text
-    # Longest first: a secret that begins another must not leave the other's tail.
-    secrets = sorted(
+def known_secrets() -> list[str]:
+    """The values of the environment's secrets (`*_API_KEY`, `*_TOKEN`, `*_SECRET` …),
+    longest first: a secret that begins another must not leave the other's tail."""
+    return sorted(
         (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6),
         key=len,
         reverse=True,
     )
-    for value in secrets:
+
+
+def redact_known(text: str, secrets: list[str] | None = None) -> str:
+    """`text` with the environment's secret values (`known_secrets()`) replaced by
+    `[redacted]`, and nothing else touched: for a model's reply, where a pattern
+    (`api_key = …` in code) would damage what the model wrote."""
+    for value in known_secrets() if secrets is None else secrets:
         if value in text:
             text = text.replace(value, "[redacted]")
+    return text
+
+
+def redact(text: str) -> str:
+    """`text` with anything that looks like an API key, or is a key from the
+    environment (`*_API_KEY`, `*_TOKEN`, `*_SECRET` …), replaced by `[redacted]`,
+    and the password of any URL (`http://user:pass@host`, an api_base) by `***`."""
+    if not text:
+        return text
+    text = redact_known(redact_urls_in(text))
     for pattern in _KEY_PATTERNS:
         if pattern.groups:
             text = pattern.sub(lambda m: m.group(1) + "[redacted]", text)
@@ -201,6 +225,7 @@ def map_error(
     """Turn anything LiteLLM or a provider raised into an `LLMError`."""
     if isinstance(exc, LLMError):
         return exc
+    api_base = redact(api_base) if api_base else api_base
     where = f"the endpoint at {api_base}" if api_base else provider_of(model)
     pick = "pick another model with ctrl+l"
     detail = _provider_message(exc)

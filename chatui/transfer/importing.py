@@ -21,6 +21,11 @@ database as it was.
 
 from __future__ import annotations
 
+import os
+import select
+import shutil
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +119,66 @@ def import_path(
     path = path.expanduser()
     if not path.exists():
         raise ImportFormatError(f"{path}: no such file")
+    if path.is_dir() or path.is_file():
+        return _import_path(store, path, source, new_ids, dry_run, strict)
+    # A pipe (`import <(cat f)`, a FIFO) can be read once only, while an importer looks
+    # at a file several times (its format, then its content): read it into a private
+    # temporary file first, and name the pipe, not that file, in every message.
+    folder = Path(tempfile.mkdtemp(prefix="chatui-import-"))
+    try:
+        spooled = _spool(path, folder / (path.name or "pipe"))
+        try:
+            report = _import_path(store, spooled, source, new_ids, dry_run, strict)
+        except ImportFormatError as exc:
+            raise ImportFormatError(str(exc).replace(str(spooled), str(path))) from exc
+        report.path = path
+        report.rejected = [
+            Rejected(r.reason.replace(str(spooled), str(path))) for r in report.rejected
+        ]
+        return report
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+PIPE_WAIT = 30.0
+"""Seconds to wait for a pipe's first byte: a FIFO nobody writes to is refused, not
+waited on forever."""
+
+
+def _spool(pipe: Path, target: Path) -> Path:
+    """Copy what `pipe` (a FIFO, `/dev/fd/N`, a device) gives until its end into `target`."""
+    try:
+        fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO without writer: no hang
+    except OSError as exc:
+        raise ImportFormatError(f"{pipe}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP)
+            if not poller.poll(int(PIPE_WAIT * 1000)):
+                raise ImportFormatError(
+                    f"{pipe}: nothing was written to this pipe in {PIPE_WAIT:g} s "
+                    "(is the program writing it running?)"
+                )
+        os.set_blocking(fd, True)
+        with open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                out.write(chunk)
+    except OSError as exc:
+        raise ImportFormatError(f"{pipe}: cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    return target
+
+
+def _import_path(
+    store: Store,
+    path: Path,
+    source: str | None,
+    new_ids: bool,
+    dry_run: bool,
+    strict: bool,
+) -> ImportReport:
     source = source or guess_format(path)
     if source is None:
         raise ImportFormatError(

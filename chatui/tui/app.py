@@ -140,6 +140,11 @@ class ChatApp(App[int]):
         # a start that never gets there (a database error on the first read).
         self.set_timer(GC_BACKSTOP_SECONDS, launch.resume, name="gc backstop")
 
+    async def on_unmount(self) -> None:
+        # The MCP servers' sessions end with the app (a stdio server's process is
+        # stopped by the SDK), however it exits.
+        await self.workspace.tools.stop()
+
     def _poll_changes(self) -> None:
         try:
             changed = self.workspace.poll_changes()
@@ -160,6 +165,8 @@ class ChatApp(App[int]):
             # import (seconds of CPU) starts only then, so it never delays that frame.
             self.call_after_refresh(self.warm_llm)
         self.call_after_refresh(self.workspace.start_model_process)
+        # MCP servers start in the background; their tools join when listed.
+        self.call_after_refresh(self.workspace.start_tools)
 
     @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
     def warm_llm(self) -> None:

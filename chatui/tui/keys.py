@@ -83,4 +83,6 @@ KEYS: tuple[KeyHelp, ...] = (
     ),
     KeyHelp("ctrl+s", "save the block (refused over its budget or when read-only)", "block editor"),
     KeyHelp("ctrl+r", "revert the write highlighted in the block's list of writes", "block editor"),
+    KeyHelp("ctrl+home / ctrl+end", "start / end of the block's text", "block editor"),
+    KeyHelp("escape", "close (edits not saved: asks before dropping them)", "block editor"),
 )

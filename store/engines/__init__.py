@@ -27,9 +27,14 @@ POSTGRES_SCHEMES = ("postgresql", "postgres", "psycopg3")
 
 
 def open_engine(
-    location: str | os.PathLike[str], *, busy_timeout: float, durability: Durability = "final"
+    location: str | os.PathLike[str],
+    *,
+    busy_timeout: float,
+    durability: Durability = "final",
+    read_only: bool = False,
 ) -> Engine:
-    """The engine serving `location` (not yet connected).
+    """The engine serving `location` (not yet connected); `read_only` opens a SQLite
+    file for reading only (a server's grants decide that for PostgreSQL).
 
     Raises:
         DatabaseFileError: a URL of an engine chatui does not speak (password redacted).
@@ -52,4 +57,6 @@ def open_engine(
             )
     from .sqlite import SqliteEngine
 
-    return SqliteEngine(location, busy_timeout=busy_timeout, durability=durability)
+    return SqliteEngine(
+        location, busy_timeout=busy_timeout, durability=durability, read_only=read_only
+    )

@@ -56,6 +56,7 @@ class SqliteEngine(Engine):
         *,
         busy_timeout: float,
         durability: Durability = "final",
+        read_only: bool = False,
     ) -> None:
         path = os.fspath(location)
         if is_url(path):
@@ -67,10 +68,24 @@ class SqliteEngine(Engine):
             path = str(db_url.parse(path).get("database") or ":memory:")
         self.path = path
         self._checked = False
+        self.read_only = read_only and path != ":memory:"
+        pragmas: dict[str, Any] = {"journal_mode": "wal"}
+        database = self.path
+        if self.read_only:
+            # Opened for reading only (a read-only mount, a file we may not write):
+            # nothing is written, not even the WAL pragma. Where no -shm can be
+            # created beside it either, SQLite reads it as immutable: nobody can be
+            # writing a file on a read-only folder.
+            pragmas = {}
+            folder = Path(path).resolve().parent
+            database = f"{Path(path).resolve().as_uri()}?mode=ro"
+            if not os.access(folder, os.W_OK):
+                database += "&immutable=1"
         self.db = SqliteDatabase(
-            self.path,
+            database,
+            uri=self.read_only,
             pragmas={
-                "journal_mode": "wal",
+                **pragmas,
                 "foreign_keys": 1,
                 # WAL with NORMAL: a killed process loses nothing, a power loss may
                 # lose the last commits (never corrupts). FULL syncs every commit.
@@ -86,7 +101,7 @@ class SqliteEngine(Engine):
 
     def connect(self) -> None:
         if self.path != ":memory:" and not self._checked:  # once: other threads reconnect
-            _check_file(Path(self.path))
+            _check_file(Path(self.path), create=not self.read_only)
             self._checked = True
         try:
             self.db.connect(reuse_if_open=True)
@@ -184,7 +199,7 @@ class SqliteEngine(Engine):
         return [(r[0], r[1]) for r in rows]
 
 
-def _check_file(path: Path) -> None:
+def _check_file(path: Path, *, create: bool = True) -> None:
     if path.is_dir():
         raise DatabaseFileError(f"{path}: is a directory, not a database file")
     if path.exists():
@@ -197,6 +212,8 @@ def _check_file(path: Path) -> None:
             raise DatabaseFileError(f"{path}: not a SQLite database (is this the right file?)")
         if head:
             _refuse_foreign(path)
+    elif not create:
+        raise DatabaseFileError(f"{path}: no database there")
     else:
         parent = path.parent
         if not parent.exists():
@@ -206,6 +223,14 @@ def _check_file(path: Path) -> None:
                 raise DatabaseFileError(
                     f"{path}: cannot create its folder: {exc.strerror}"
                 ) from exc
+        # Private from its first byte: chats are personal, and SQLite gives the -wal
+        # and -shm files it makes beside a database that database's mode.
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass  # made meanwhile by another process: SQLite opens it as it is
+        except OSError as exc:
+            raise DatabaseFileError(f"{path}: cannot create: {exc.strerror}") from exc
 
 
 def _refuse_foreign(path: Path) -> None:

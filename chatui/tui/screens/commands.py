@@ -216,11 +216,77 @@ class ChatCommands:
             "From a ChatGPT export, a chatui export, Pi session files or an llm logs database",
             self.ask_import,
         )
+        yield from self.tool_entries()
         yield "Toggle sidebar", "Show or hide the context sidebar (ctrl+b)", screen.toggle_sidebar
         yield "Toggle tree", "Show or hide the message tree (ctrl+t focuses it)", screen.toggle_tree
         yield "Keys", "Every key chatui answers to (F1)", self.help
 
+    def tool_entries(self) -> Iterator[Entry]:
+        """The MCP servers, on or off in the chat on screen; their prompts as templates."""
+        workspace = self.pane.workspace
+        chat = self.pane.chat
+        session_id = chat.session_id if chat is not None else None
+        if chat is not None:
+            for server in workspace.tool_servers(session_id):
+                state = server.state if not server.problem else f"{server.state}: {server.problem}"
+                tools = f"{len(server.tools)} tools" if server.state == "ready" else state
+                if server.enabled:
+                    title = f"Tools: turn off {server.name}"
+                    what = f"The model stops seeing {server.name}'s tools in this chat"
+                else:
+                    title = f"Tools: turn on {server.name}"
+                    what = f"The model may call {server.name}'s tools in this chat"
+                yield (
+                    title,
+                    f"{what} ({server.where} · {tools})",
+                    partial(self.set_tool_server, server.name, not server.enabled),
+                )
+        for server_name, name, description in workspace.tool_prompts(session_id):
+            yield (
+                f"Prompt: {server_name}/{name}",
+                description or f"A prompt template from the MCP server {server_name}",
+                partial(self.use_prompt, server_name, name),
+            )
+
     # -- palette commands ----------------------------------------------------------------
+
+    async def set_tool_server(self, server: str, on: bool) -> None:
+        pane = self.pane
+        if pane.chat is None:
+            return
+        pane.workspace.set_tool_server(pane.chat.session_id, server, on)
+        await pane.remeasure()  # the gauge counts the tools the next request offers
+        self.notify(f"{server}: {'on' if on else 'off'} in this chat.", timeout=3)
+
+    def use_prompt(self, server: str, name: str) -> None:
+        self.screen.app.run_worker(
+            self._use_prompt(server, name), group="mcp-prompt", exit_on_error=False
+        )
+
+    async def _use_prompt(self, server: str, name: str) -> None:
+        """Ask for the prompt's arguments one by one, then put its text in the input box
+        (nothing is sent: the person reads it, edits it, sends it)."""
+        from .dialogs import TextPrompt
+
+        workspace = self.pane.workspace
+        values: dict[str, str] = {}
+        for argument, required in workspace.prompt_arguments(server, name):
+            hint = "required · enter sets · escape cancels" if required else "optional"
+            value = await self.screen.app.push_screen_wait(
+                TextPrompt(f"{server}/{name}: {argument}", hint=hint)
+            )
+            if value is None:
+                return
+            if value.strip() or required:
+                values[argument] = value
+        try:
+            text = await workspace.fill_prompt(server, name, values)
+        except RuntimeError as exc:
+            self.notify(f"The prompt {server}/{name} failed: {exc}", severity="error")
+            return
+        chat_input = self.pane.chat_input
+        chat_input.text = text
+        chat_input.focus()
 
     def compact_now(self) -> None:
         self.screen.app.run_worker(

@@ -36,7 +36,15 @@ from widgets import (
 
 from ...core.chat_state import ChatSnapshot, ChatState
 from ...core.events import JobEnded
-from ...core.workspace import ChatsChanged, ModelFactsChanged, UiState, Workspace, WorkspaceEvent
+from ...core.workspace import (
+    ChatsChanged,
+    ModelFactsChanged,
+    ToolApproval,
+    ToolsChanged,
+    UiState,
+    Workspace,
+    WorkspaceEvent,
+)
 from ..chat_pane import NEW_CHAT_NAME, ChatPane
 from ..chat_panes import ChatSidebar, ChatTree
 from ..memory_views import MemoryViews
@@ -189,7 +197,7 @@ class MainScreen(Screen[None]):
     def _heard(self, event: WorkspaceEvent) -> None:
         """The workspace's listener (on the event loop, synchronously): the chat on
         screen's events go to its pane as they come; the rest become messages."""
-        if isinstance(event, ModelFactsChanged | ChatsChanged):
+        if isinstance(event, ModelFactsChanged | ChatsChanged | ToolsChanged | ToolApproval):
             self.post_message(self.WorkspaceChanged(event))
         elif event.session_id == self.pane.session_id:
             self.pane.heard(event)
@@ -204,6 +212,10 @@ class MainScreen(Screen[None]):
         if isinstance(event, ModelFactsChanged):
             if event.model == pane.model:
                 await pane.remeasure()
+        elif isinstance(event, ToolsChanged):  # a server's tools joined or left: the gauge
+            await pane.remeasure()
+        elif isinstance(event, ToolApproval):
+            self.ask_approval(event)
         elif isinstance(event, ChatsChanged):
             # Another process wrote: the chat on screen is read again if it is one of
             # them (one replying here is left to its stream: this process writes it); a
@@ -227,6 +239,15 @@ class MainScreen(Screen[None]):
                 self.notify(f"“{name}” has its reply.", timeout=3)
             elif event.failure is not None:
                 self.notify(f"The reply in “{name}” failed: {event.failure[1]}", severity="warning")
+
+    def ask_approval(self, request: ToolApproval) -> None:
+        """A tool call waits for the person (any chat's: the dialog names it)."""
+        if request.future.done():  # withdrawn before the dialog could open
+            return
+        from .tool_approval import ToolApprovalScreen
+
+        info = self.workspace.chat(request.session_id, include_deleted=True)
+        self.app.push_screen(ToolApprovalScreen(request, info.name if info else "a new chat"))
 
     # -- the tree and the sidebar follow the pane --------------------------------------
 
