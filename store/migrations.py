@@ -726,6 +726,26 @@ def m011_one_tokenisation(db: Database) -> None:
 
 
 @migration
+def m012_prefix_indexes(db: Database) -> None:
+    # Issue 23: a two- or three-letter prefix (`th*`, what search-as-you-type
+    # meets first) made FTS5 merge the doclists of every term it begins: 1.25 s
+    # at 1M messages. FTS5 keeps an index of each term's first 2 and 3
+    # characters as well, so such a prefix reads one doclist. PostgreSQL's GIN
+    # index answers prefixes from its sorted terms and needs nothing.
+    if is_postgres(db):
+        return
+    _run(
+        db,
+        """
+    CREATE VIRTUAL TABLE messages_fts_new USING fts5(body, tokenize = 'ascii', prefix = '2 3');
+    INSERT INTO messages_fts_new (rowid, body) SELECT rowid, body FROM messages_fts;
+    DROP TABLE messages_fts;
+    ALTER TABLE messages_fts_new RENAME TO messages_fts
+    """,
+    )
+
+
+@migration
 def m015_attachments(db: Database) -> None:
     # Issue 21: files and images attached to messages. Content is stored once,
     # under its sha256; a message's `attachment` part names the hash, so a

@@ -185,7 +185,7 @@ async def main():
         await pilot.pause()
         assert app.main.chat_input.has_focus
     compiled = [f.cache_info().currsize for f in (text_prep._split_re, text_prep._cjk_re,
-                                                  text_prep._emoji_re, text_prep._word_re,
+                                                  text_prep._emoji_re, text_prep._chunk_re,
                                                   text_prep._stemmer)]
     print(json.dumps({"compiled": sum(compiled), "modules": sorted(sys.modules)}))
 

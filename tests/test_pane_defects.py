@@ -374,3 +374,40 @@ async def test_at_80x24_f1_wraps_every_description_whole_and_says_where(store):
             lines = Text(key.action).wrap(console, does)
             assert row.height >= len(lines), key.action
             assert table.get_row(row.key)[2].plain == key.where
+
+
+async def test_at_80x24_a_long_dialog_title_ends_in_an_ellipsis(store):
+    from chatui.tui.screens.dialogs import TextPrompt
+
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    title = "Export as Markdown to " + "/a/rather/long/path/to/the/exports/folder" * 3
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.push_screen(TextPrompt(title, "x"))
+        await wait_until(pilot, lambda: bool(app.screen.query("#dialog-title")))
+        label = app.screen.query_one("#dialog-title")
+        await wait_until(pilot, lambda: label.size.width > 0)
+        assert label.size.height == 1
+        assert label.render_line(0).text.rstrip().endswith("…")
+
+
+async def test_at_80x24_the_chat_list_shows_last_activity_and_one_notice(store):
+    """The chat list showed one character of "last activity"; deleting three chats
+    stacked three toasts over the list."""
+    ids = await populate_async(store)
+    manager = SessionManager(store)
+    manager.rename(ids["python"], "A chat with a rather long name that goes on and on and on")
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 3)
+        columns = table.ordered_columns
+        assert [str(c.label) for c in columns][:3] == ["chat", "last activity", "msgs"]
+        shown = sum(c.get_render_width(table) for c in columns[:4])
+        assert shown <= table.scrollable_content_region.width  # name, when, msgs, status
+        await pilot.press("d", "d", "d")
+        await wait_until(pilot, lambda: table.row_count == 0)
+        await pilot.pause(0.2)
+        assert len(app.screen.query("Toast")) <= 1

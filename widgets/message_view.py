@@ -307,6 +307,9 @@ class MessageView(Vertical, can_focus=True):
         model = m.metadata.get("model")
         if model and m.role == "assistant":
             parts.append((f" · {model}", "", 3))
+        if m.metadata.get("edited_from"):
+            # A person's correction (the original is kept): as lasting as ‹1/2›.
+            parts.append((" · edited", "italic", 0))
         if m.created_at is not None:
             parts.append((f" · {m.created_at.astimezone().strftime('%b %d %H:%M')}", "", 5))
         if self.position[1] > 1:

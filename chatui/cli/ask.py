@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, Protocol
 
@@ -154,8 +155,20 @@ def _stdin() -> IO[bytes] | None:
 # -- the turn -------------------------------------------------------------------------
 
 
-async def ask(request: AskRequest, out: Output) -> int:
+def open_database(db: str | None) -> AbstractContextManager[Any]:
+    """The database of `--db` (None: the configured one), created if missing."""
+    return _open(argparse.Namespace(db=db), create=True)
+
+
+async def ask(
+    request: AskRequest,
+    out: Output,
+    *,
+    opener: Callable[[str | None], AbstractContextManager[Any]] = open_database,
+) -> int:
     """Run one turn for `request`, its words to `out`; returns the exit code.
+
+    `opener`: how the database is had (the ask process keeps one open across turns).
 
     Raises:
         CliError: no such chat, message or agent; conflicting options.
@@ -168,8 +181,7 @@ async def ask(request: AskRequest, out: Output) -> int:
         config = load_config()
     except ConfigError as exc:
         raise CliError(str(exc), USAGE) from exc
-    db = argparse.Namespace(db=request.db)
-    with _open(db, create=True) as store:
+    with opener(request.db) as store:
         workspace = Workspace(store, config, launch_model=request.model)
         try:
             turn, parent = _target(workspace, store, request)
@@ -376,10 +388,18 @@ class TerminalOutput(PlainOutput):
 
 def _report(result: dict[str, Any]) -> None:
     """A failure's one line on stderr (the words that arrived stay on stdout)."""
+    line = error_line(result)
+    if line:
+        print(line, file=sys.stderr)
+
+
+def error_line(result: dict[str, Any]) -> str | None:
+    """The line a failed turn prints on stderr (None: it did not fail)."""
     error = result.get("error")
-    if error:
-        what = f"{error['title']}: {error['detail']}" if error["detail"] else error["title"]
-        print(f"chatui: error: {one_line(what, 400)}", file=sys.stderr)
+    if not error:
+        return None
+    what = f"{error['title']}: {error['detail']}" if error["detail"] else error["title"]
+    return f"chatui: error: {one_line(what, 400)}"
 
 
 def make_output(as_json: bool, stream: IO[str]) -> Output:

@@ -24,6 +24,7 @@ from store import (
     AgentSpec,
     PeerError,
     PeerRouter,
+    SessionInfo,
     SessionManager,
     Store,
     Tool,
@@ -102,6 +103,9 @@ class AgentRuntime:
         self.router = PeerRouter(self.manager, self.run_turn)
         self._managers: dict[str | None, SessionManager] = {None: self.manager}
         self._engines: dict[str | None, ChatEngine] = {}
+        self.enabled_tools: dict[str, frozenset[str]] = {}
+        """Chat id → the tools its persona enables (chats without one are not here);
+        filled from the chats' rows as they are read (`note_tools`)."""
         self._live: list[AgentInfo] | None = None
         self._names: dict[str, str] | None = None
         """The live agents as last read: every turn's tools name them (`reachable`), and
@@ -166,6 +170,12 @@ class AgentRuntime:
         info = self.manager.get(session_id, include_deleted=True)
         return self.manager_for_agent(info.agent_id if info else None)
 
+    def note_tools(self, info: SessionInfo) -> None:
+        """Remember the tools the chat's persona enables (its metadata's `tools`)."""
+        tools = info.metadata.get("tools")
+        if isinstance(tools, list):
+            self.enabled_tools[info.id] = frozenset(t for t in tools if isinstance(t, str))
+
     def engine_for_agent(self, agent_id: str | None) -> ChatEngine:
         engine = self._engines.get(agent_id)
         if engine is None:
@@ -183,6 +193,7 @@ class AgentRuntime:
                 extra_tools=lambda session_id: self.extra_tools(session_id, agent_id),
                 streamer=self.streamer,
                 agent=agent,
+                tool_filter=self.enabled_tools.get,
             )
             self._engines[agent_id] = engine
         return engine

@@ -9,6 +9,7 @@ never live here: LiteLLM reads them from the environment.
 
 from __future__ import annotations
 
+import string
 import sys
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -26,6 +27,8 @@ __all__ = [
     "Config",
     "ConfigError",
     "ModelOptions",
+    "PersonaConfig",
+    "TemplateConfig",
     "DEFAULT_BLOCKS",
     "load_config",
     "parse_blocks",
@@ -110,6 +113,44 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class PersonaConfig:
+    """A named way to start a chat, from `[personas.NAME]`: its prompt, model,
+    parameters and enabled tools (each optional: what is unset is the default)."""
+
+    name: str
+    prompt: str | None = None
+    """The chat's system prompt (its soul), written when the chat is created."""
+    model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    """Model parameters (temperature, max_tokens, ...), checked as a chat's are."""
+    tools: tuple[str, ...] | None = None
+    """The tools the model is offered (None: every tool the chat has)."""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TemplateConfig:
+    """A message with `{variables}`, from `[templates.NAME]`, filled in a small form."""
+
+    name: str
+    text: str
+    description: str = ""
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The names in braces, in order of first use (`{{` and `}}` are braces)."""
+        seen: dict[str, None] = {}
+        for _, name, _, _ in string.Formatter().parse(self.text):
+            if name is not None:
+                seen.setdefault(name, None)
+        return tuple(seen)
+
+    def fill(self, values: dict[str, str]) -> str:
+        """The text with each variable replaced by its value."""
+        return self.text.format_map(values)
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything chatui reads from `config.toml`."""
 
@@ -145,6 +186,12 @@ class Config:
     user data folder's `chats.db`; `CHATUI_DB` and `--db` take precedence)."""
     models: dict[str, ModelOptions] = field(default_factory=dict)
     agents: tuple[AgentConfig, ...] = ()
+    personas: dict[str, PersonaConfig] = field(default_factory=dict)
+    """`[personas.NAME]`: picked at ctrl+n and by `chatui ask --persona`."""
+    templates: dict[str, TemplateConfig] = field(default_factory=dict)
+    """`[templates.NAME]`: messages with `{variables}` (the palette's Use template)."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """`[keys]`: action = key, over the defaults (or a preset: `preset = "vim"`)."""
     mcp: tuple[McpServer, ...] = ()
     """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
     source: Path | None = None
@@ -262,6 +309,87 @@ def _agent(data: Any, where: str) -> AgentConfig:
     )
 
 
+def _persona(name: str, data: Any) -> PersonaConfig:
+    from .params import ParamsError, check_params  # the parameters' own rules
+
+    where = f"personas.{name}"
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a table")
+    _unknown(f"{where}: ", data, {"prompt", "model", "params", "tools", "description"})
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}.params must be a table (params = {{ temperature = 0.3 }})")
+    try:
+        params = check_params(params, None)  # the names are checked against LiteLLM's on use
+    except ParamsError as exc:
+        raise ValueError(f"{where}.params: {exc}") from None
+    tools = data.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools)
+    ):
+        raise ValueError(f"{where}.tools must be a list of tool names")
+    prompt = _check(f"{where}.", "prompt", data.get("prompt"), "str", optional=True)
+    if prompt is not None and not prompt.strip():
+        raise ValueError(f"{where}.prompt must not be empty (leave it out for the default)")
+    model = _check(f"{where}.", "model", data.get("model"), "str", optional=True)
+    if model is not None and not model.strip():
+        raise ValueError(f"{where}.model must not be empty")
+    return PersonaConfig(
+        name=name,
+        prompt=prompt,
+        model=model,
+        params=params,
+        tools=tuple(tools) if tools is not None else None,
+        description=_check(f"{where}.", "description", data.get("description", ""), "str"),
+    )
+
+
+def _template(name: str, data: Any) -> TemplateConfig:
+    where = f"templates.{name}"
+    if isinstance(data, str):
+        data = {"text": data}
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a table with a text (or the text itself)")
+    _unknown(f"{where}: ", data, {"text", "description"})
+    text = _check(f"{where}.", "text", data.get("text"), "str")
+    if not text.strip():
+        raise ValueError(f"{where}.text must not be empty")
+    try:
+        fields_ = list(string.Formatter().parse(text))
+    except ValueError as exc:  # a lone { or }
+        raise ValueError(f"{where}.text: {exc} (write {{{{ and }}}} for braces)") from None
+    for _, field_name, spec, conversion in fields_:
+        if field_name is None:
+            continue
+        if not field_name.isidentifier() or spec or conversion:
+            raise ValueError(
+                f"{where}.text: {{{field_name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} is not a variable: use {{name}}"
+            )
+    description = _check(f"{where}.", "description", data.get("description", ""), "str")
+    return TemplateConfig(name=name, text=text, description=description)
+
+
+def _named_tables(data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a table of [{where}.NAME] tables")
+    for name in data:
+        if not name.strip():
+            raise ValueError(f"{where}: a name must not be empty")
+    return data
+
+
+def _keys(data: Any) -> dict[str, str]:
+    """`[keys]` as written (checked against the app's actions when the app starts: a
+    bad entry is a warning there, not a refusal to start)."""
+    if not isinstance(data, dict):
+        raise ValueError('keys must be a table ([keys] action = "key")')
+    for action, key in data.items():
+        if not isinstance(key, str):
+            raise ValueError(f"keys.{action} must be a string of keys, not {type(key).__name__}")
+    return dict(data)
+
+
 def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
     """Build a `Config` from parsed TOML.
 
@@ -337,6 +465,18 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             if names.count(name) > 1:
                 raise ValueError(f"agents: the name {name!r} is used twice")
         values["agents"] = agents
+    if "personas" in data:
+        values["personas"] = {
+            name: _persona(name, table)
+            for name, table in _named_tables(data["personas"], "personas").items()
+        }
+    if "templates" in data:
+        values["templates"] = {
+            name: _template(name, table)
+            for name, table in _named_tables(data["templates"], "templates").items()
+        }
+    if "keys" in data:
+        values["keys"] = _keys(data["keys"])
     if "mcp" in data:
         values["mcp"] = parse_mcp(data["mcp"])
     return Config(**values)

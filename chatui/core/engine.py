@@ -28,7 +28,7 @@ import asyncio
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from contextlib import aclosing
 from typing import Any, TypeAlias
 
@@ -123,6 +123,7 @@ class ChatEngine:
         extra_tools: Callable[[str], dict[str, Tool]] | None = None,
         streamer: Streamer | None = None,
         agent: AgentInfo | None = None,
+        tool_filter: Callable[[str], Collection[str] | None] | None = None,
     ) -> None:
         self.manager = manager
         self.config = config
@@ -130,6 +131,8 @@ class ChatEngine:
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
+        self.tool_filter = tool_filter
+        """The tools a chat is limited to, by session id (a persona's), or None: all."""
         self.streamer: Streamer = streamer or llm.stream_completion
         """How a model call is streamed: in this process (the default), or the app's
         model process (`llm.worker`), which keeps LiteLLM's per-chunk work off the UI."""
@@ -161,6 +164,9 @@ class ChatEngine:
         tools.update(self.manager.tools())
         if self.extra_tools is not None:
             tools.update(self.extra_tools(session.session_id))
+        enabled = self.tool_filter(session.session_id) if self.tool_filter else None
+        if enabled is not None:
+            tools = {name: tool for name, tool in tools.items() if name in enabled}
         return tools
 
     async def measure(

@@ -45,6 +45,7 @@ from store import (
     SessionInfo,
     Store,
     estimate_string_tokens,
+    text_part,
 )
 from store.search import query_problem
 
@@ -57,12 +58,13 @@ from .agents import AgentRuntime, PeerMarks
 from .attachments import Attached, AttachmentDesk, AttachRefused, pasted_path
 from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
 from .chat_state import ChatState
-from .config import Config
+from .config import Config, PersonaConfig, TemplateConfig
 from .context_usage import ContextUsage, Measured, NextRequest, ToolLine
 from .events import JobEvent, TurnEvent, TurnKind
 from .facts import ChatFacts, ModelChoice, choose_model, window_of
 from .jobs import JobsFull, ReplyJobs
 from .params import ParamsError, check_params, params_of, params_text, parse_params
+from .replies import new_id
 from .ui_state import UiState
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ __all__ = [
     "BlockDetails",
     "ChatFacts",
     "ChatsChanged",
+    "EditRefused",
     "ContextUsage",
     "ImportFailed",
     "JobsFull",
@@ -88,6 +91,9 @@ __all__ = [
     "NextRequest",
     "ParamsError",
     "PeerMarks",
+    "PersonaConfig",
+    "TemplateConfig",
+    "UnknownPersona",
     "ServerStatus",
     "ToolApproval",
     "ToolLine",
@@ -130,6 +136,14 @@ class ChatsChanged:
 
 class ImportFailed(Exception):
     """Nothing was imported; the message says why, naming the file."""
+
+
+class UnknownPersona(ParamsError):
+    """No persona by that name in the config; the message lists the ones there are."""
+
+
+class EditRefused(ValueError):
+    """A message cannot be edited as asked; the message says why (nothing is stored)."""
 
 
 WorkspaceEvent: TypeAlias = (
@@ -287,6 +301,7 @@ class Workspace:
             raise LookupError(f"no chat {session_id!r}")
         agent = self._runtime.agent(info.agent_id)
         model = choose_model(info, agent, self.config)
+        self._runtime.note_tools(info)
         engine = self._runtime.engine_for_agent(info.agent_id)
         session = self._runtime.manager_for_agent(info.agent_id).get_session(session_id)
         measured = await engine.measure(
@@ -381,15 +396,134 @@ class Workspace:
     def message_counts(self) -> dict[str, int]:
         return self._manager.message_counts()
 
-    def create_chat(self, name: str, *, model: str, agent_id: str | None = None) -> SessionInfo:
-        return self._manager.create(name, model=model, source="chatui", agent_id=agent_id)
+    def create_chat(
+        self,
+        name: str,
+        *,
+        model: str,
+        agent_id: str | None = None,
+        persona: PersonaConfig | None = None,
+    ) -> SessionInfo:
+        """A new chat; with a `persona` (from `check_persona`), its parameters and
+        enabled tools are stored with the chat and its prompt is the chat's soul (on
+        every branch). `model`: the caller's choice (`persona_model` for a persona's)."""
+        metadata: dict[str, object] | None = None
+        if persona is not None:
+            metadata = {"persona": persona.name}
+            if persona.params:
+                metadata["params"] = dict(persona.params)
+            if persona.tools is not None:
+                metadata["tools"] = list(persona.tools)
+        info = self._manager.create(
+            name, model=model, source="chatui", agent_id=agent_id, metadata=metadata
+        )
+        if persona is not None:
+            self._runtime.note_tools(info)
+            label = self._prompt_label(self._runtime.agent(agent_id))
+            if persona.prompt and label is not None:
+                session = self._runtime.manager_for_agent(agent_id).get_session(info.id)
+                provider = session.block_provider(label)
+                provider.write_at(persona.prompt, BranchSite(info.id, None, "user"))
+        return info
+
+    # -- personas and templates -----------------------------------------------------------
+
+    def personas(self) -> list[PersonaConfig]:
+        """The config's personas, by name."""
+        return [self.config.personas[name] for name in sorted(self.config.personas)]
+
+    def persona(self, name: str) -> PersonaConfig:
+        """The persona called `name`.
+
+        Raises:
+            UnknownPersona: none by that name (the message lists the ones there are).
+        """
+        found = self.config.personas.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.config.personas)) or "none configured"
+            raise UnknownPersona(f"no persona {name!r} (personas: {known})")
+        return found
+
+    async def check_persona(self, name: str, agent_id: str | None = None) -> PersonaConfig:
+        """The persona, its parameters checked against LiteLLM's and its tools against
+        the tools a chat has: what `create_chat(persona=...)` takes. `chatui ask
+        --persona` and ctrl+n both start here.
+
+        Raises:
+            UnknownPersona: no such persona. ParamsError: a bad parameter or tool name.
+        """
+        persona = self.persona(name)
+        await llm.ensure_loaded()
+        try:
+            check_params(persona.params, llm.known_params())
+        except ParamsError as exc:
+            raise ParamsError(f"persona {name}: {exc}") from None
+        if persona.tools is not None:
+            engine = self._runtime.engine_for_agent(agent_id)
+            preview = self._runtime.manager_for_agent(agent_id).preview_session(TEMPLATE_ID)
+            known = set(await engine.tools_for(preview))
+            unknown = [t for t in persona.tools if t not in known]
+            if unknown:
+                raise ParamsError(
+                    f"persona {name}: unknown tool {unknown[0]!r} "
+                    f"(tools: {', '.join(sorted(known)) or 'none'})"
+                )
+        return persona
+
+    def persona_model(self, persona: PersonaConfig, agent_id: str | None = None) -> str:
+        """The model a persona's chat starts on: its own, else the default rule's."""
+        if persona.model:
+            return persona.model
+        agent = self._runtime.agent(agent_id)
+        return choose_model(None, agent, self.config, launch=self.launch_model).model
+
+    def templates(self) -> list[TemplateConfig]:
+        """The config's message templates, by name."""
+        return [self.config.templates[name] for name in sorted(self.config.templates)]
+
+    # -- editing a reply --------------------------------------------------------------
+
+    async def edit_reply(self, chat: ChatState, message_id: str, text: str) -> Message:
+        """A corrected copy of a model's reply, beside it (the same question), marked
+        edited; the original is kept and the branch shown moves to the copy. Nothing is
+        asked of the model: the next send continues from the corrected reply.
+
+        Raises:
+            EditRefused: not a reply, a reply that called tools, an empty or unchanged
+                text (nothing is stored).
+        """
+        message = chat.session.get_message(message_id)
+        if message is None:
+            raise EditRefused("that message does not exist (any more)")
+        if message.role != "assistant" or message.is_compaction or message.parent_id is None:
+            raise EditRefused("only a model's reply is edited this way")
+        if message.tool_calls:
+            raise EditRefused(
+                "this reply called tools (their results follow it): regenerate it instead"
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise EditRefused("the reply is empty: type the corrected text, or escape")
+        if text == message.text:
+            raise EditRefused("unchanged: edit the text, or escape to keep the reply")
+        metadata: dict[str, object] = {"status": "complete", "edited_from": message.id}
+        if message.metadata.get("model"):
+            metadata["model"] = message.metadata["model"]
+        edited = await chat.session.append_message(
+            Message(id=new_id(), role="assistant", parts=[text_part(text)], metadata=metadata),
+            message.parent_id,
+        )
+        chat.set_active(edited.id)
+        return edited
 
     # -- a chat's prompt and parameters ------------------------------------------------
 
     def prompt_label(self, facts: ChatFacts) -> str | None:
         """The block a person edits as the chat's system prompt: its `soul`, else its
         first static block (None: the chat has no static block to rewrite)."""
-        statics = [b.label for b in self._runtime.blocks_of(facts.agent) if b.kind == "static"]
+        return self._prompt_label(facts.agent)
+
+    def _prompt_label(self, agent: AgentInfo | None) -> str | None:
+        statics = [b.label for b in self._runtime.blocks_of(agent) if b.kind == "static"]
         return "soul" if "soul" in statics else (statics[0] if statics else None)
 
     def chat_prompt(self, facts: ChatFacts) -> str:
@@ -708,6 +842,8 @@ class Workspace:
         if info is None:
             info = self._manager.get(session_id, include_deleted=True)
         agent_id = info.agent_id if info is not None else None
+        if info is not None:
+            self._runtime.note_tools(info)
         engine = self._runtime.engine_for_agent(agent_id)
         chat_model = (
             facts.model.model

@@ -267,6 +267,10 @@ class ChatApp(App[int]):
 
     async def _quit_now(self) -> None:
         self._quitting = True
+        try:
+            self.main.pane.keep_draft()  # what is typed and not sent is there next time
+        except LookupError:
+            pass
         save_state(self.ui_state, self.state_path)
         if self.workspace.peer_turns_pending():
             self.notify("Waiting for agents to finish their replies…")

@@ -58,13 +58,25 @@ from ..core.events import (
     UsageRecorded,
     written_elsewhere,
 )
-from ..core.workspace import Attached, AttachRefused, ChatFacts, JobsFull, PeerMarks, Workspace
+from ..core.workspace import (
+    Attached,
+    AttachRefused,
+    ChatFacts,
+    JobsFull,
+    PeerMarks,
+    PersonaConfig,
+    UiState,
+    Workspace,
+)
 from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
 from .message_actions import MessageActions
 
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
+
+_NOTHING_SHOWN = object()
+"""No chat shown yet: the empty input is nobody's draft."""
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +141,15 @@ class ChatPane(Vertical):
         *,
         recent_models: list[str],
         on_shown: Callable[[], Awaitable[None]],
+        ui_state: UiState | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self.workspace = workspace
+        self.ui_state = ui_state if ui_state is not None else UiState()
+        """Where each chat's draft (typed, not sent) is kept; the app saves it."""
+        self._draft_for: str | None | object = _NOTHING_SHOWN
+        """The chat whose draft the input holds (None: the new chat)."""
         self.on_shown = on_shown
         """What draws the rest of the screen from this chat (the tree and the sidebar),
         awaited after each redraw: all three panes show one reading in one frame."""
@@ -149,6 +166,8 @@ class ChatPane(Vertical):
         """The model picked for a new chat before its first send (ctrl+l)."""
         self.draft_agent: str | None = None
         """The agent a new chat will run (chosen in the agent picker)."""
+        self.draft_persona: PersonaConfig | None = None
+        """The persona a new chat starts as (chosen at ctrl+n), applied when stored."""
         self.actions = MessageActions(self)
         self.stream = ChatStream(
             draw=self._post_draw,
@@ -218,27 +237,45 @@ class ChatPane(Vertical):
         reveal: str | None = None,
         model: str | None = None,
         agent_id: str | None = None,
+        persona: PersonaConfig | None = None,
     ) -> None:
-        """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch.
+        """Show a chat (None: a new, empty one running `agent_id`, as `persona`), on its
+        remembered branch.
 
         A reply being written in the chat left keeps going (its job belongs to the chat).
         """
         async with self._draw_lock:
+            self.keep_draft()
             self.stream.reset()
             if session_id is None:
                 self.chat = None
                 self.draft_agent = agent_id
                 self.draft_model = model
+                self.draft_persona = persona
             else:
                 self.chat = self.workspace.open(session_id)
                 if reveal is not None:
                     self.chat.select(reveal)
+            self._take_draft(session_id)
             self.post_message(self.ChatOpened(session_id))
             await self._redraw()
             if reveal is not None:
                 await self.chat_view.reveal(reveal)
             else:
                 self.chat_input.focus()
+
+    def keep_draft(self) -> None:
+        """Keep what the input holds as the draft of the chat it was typed in."""
+        if self._draft_for is not _NOTHING_SHOWN:
+            key = self._draft_for if isinstance(self._draft_for, str) else None
+            self.ui_state.remember_draft(key, self.chat_input.text)
+
+    def _take_draft(self, session_id: str | None) -> None:
+        """The input shows the draft of the chat now on screen (empty without one)."""
+        self._draft_for = session_id
+        box = self.chat_input
+        box.load_text(self.ui_state.draft(session_id))
+        box.move_cursor(box.document.end)
 
     async def redraw(self) -> None:
         """Re-read the chat and redraw it (a focused message keeps focus)."""
@@ -447,10 +484,16 @@ class ChatPane(Vertical):
             facts = self.facts
             agent = facts.agent if facts is not None else None
             info = self.workspace.create_chat(
-                name, model=self.model, agent_id=agent.id if agent else None
+                name,
+                model=self.model,
+                agent_id=agent.id if agent else None,
+                persona=self.draft_persona,
             )
+            self.draft_persona = None
             self._created = info.id
             self.chat = self.workspace.open(info.id, info)
+            self.ui_state.remember_draft(None, "")  # the new chat's draft is this chat's now
+            self._draft_for = info.id
             self.snapshot = ChatSnapshot(info, [], None, [])
             if facts is not None:  # what the new chat's facts were, now under its id
                 self.facts = facts.stored(info)
@@ -577,6 +620,7 @@ class ChatPane(Vertical):
             # A new chat whose turn stored nothing (no key, say): it never existed; the
             # typed text is still in the input, the error stays on screen.
             self.chat, self.snapshot = None, None
+            self._draft_for = None
             self.post_message(self.ChatOpened(None))
             await self._measure()
             await self.on_shown()

@@ -54,7 +54,11 @@ KEYS: tuple[KeyHelp, ...] = (
         "typing on a focused message types into the input (keys that spend tokens take ctrl)",
         "message",
     ),
-    KeyHelp("e", "edit your message: a new branch, then a new reply", "message or tree"),
+    KeyHelp(
+        "e",
+        "edit your message (a new branch, then a reply) or a reply (a sibling marked edited)",
+        "message or tree",
+    ),
     KeyHelp("f", "fork: a new chat holding the path up to this message", "message or tree"),
     KeyHelp("left / right", "previous / next sibling branch", "message"),
     KeyHelp(

@@ -45,7 +45,7 @@ from ..schema import MODELS
 from ..search import tsquery_expression
 from ..urls import redact_url, redact_urls_in
 from . import pg_text
-from .base import SEQ_BITS, SEQ_MASK, Durability, Engine
+from .base import BROAD, SEQ_BITS, SEQ_MASK, Durability, Engine
 
 if TYPE_CHECKING:
     from ..search import Query
@@ -367,21 +367,34 @@ class PostgresEngine(Engine):
                 SELECT sc.n FROM search_scopes sc JOIN sessions s ON s.id = sc.session_id
                 WHERE s.deleted_at IS NOT NULL)"""
         )
+        # A broad query is not ranked (see `BROAD`): its newest matches, which
+        # the planner reads off the rowid index backwards, checking each row.
+        q = tsquery_expression(query)
+        # The count stops at BROAD + 1, in no order: the planner may take the GIN
+        # index (a rare word) or read rows until enough match (a common one).
+        found = self.rows(
+            f"SELECT count(*) FROM (SELECT 1 FROM messages_fts f WHERE f.tsv @@ %s::tsquery "
+            f"{deleted} LIMIT %s) c",
+            (q, BROAD + 1),
+        )[0][0]
+        best = (
+            f"""SELECT f.rowid, -ts_rank(f.tsv, q.q) AS score
+                FROM (SELECT %s::tsquery AS q) q JOIN messages_fts f ON f.tsv @@ q.q
+                WHERE TRUE {deleted}
+                ORDER BY score, (f.rowid & {SEQ_MASK}) DESC LIMIT %s"""
+            if found <= BROAD
+            else f"""SELECT f.rowid, 0.0::float8 AS score FROM messages_fts f
+                WHERE f.tsv @@ %s::tsquery {deleted} ORDER BY f.rowid DESC LIMIT %s"""
+        )
         rows = self.rows(
             f"""
             SELECT m.id, m.role, m.content, m.created_at, m.session_id, t.score,
                    EXISTS (SELECT 1 FROM sessions s
                            WHERE s.id = m.session_id AND s.deleted_at IS NOT NULL)
-            FROM (
-                SELECT f.rowid, -ts_rank(f.tsv, q.q) AS score
-                FROM (SELECT %s::tsquery AS q) q
-                JOIN messages_fts f ON f.tsv @@ q.q
-                {deleted}
-                ORDER BY score, (f.rowid & {SEQ_MASK}) DESC LIMIT %s
-            ) t JOIN messages m ON m.seq = (t.rowid & {SEQ_MASK})
+            FROM ({best}) t JOIN messages m ON m.seq = (t.rowid & {SEQ_MASK})
             ORDER BY t.score, m.seq DESC
             """,
-            (tsquery_expression(query), int(limit)),
+            (q, int(limit)),
         )
         return [(*r[:5], float(r[5]), bool(r[6])) for r in rows]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from ...core.workspace import ImportFailed
+from ...core.workspace import ImportFailed, ParamsError, PersonaConfig, TemplateConfig
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -65,24 +65,54 @@ class ChatCommands:
     # -- keys -----------------------------------------------------------------------
 
     async def new_chat(self) -> None:
-        """A new chat; with agents configured, pick which one runs it first."""
+        """A new chat; with personas configured, pick one first; with agents, which
+        agent runs it."""
+        workspace = self.pane.workspace
+        personas = workspace.personas()
+        if not personas:
+            await self.pick_agent(None)
+            return
+        from .persona_picker import PersonaPicker
+
+        async def chosen(choice: str | None) -> None:
+            if choice is None:
+                return
+            if not choice:
+                await self.pick_agent(None)
+                return
+            try:
+                persona = await workspace.check_persona(choice)
+            except ParamsError as exc:
+                self.notify(f"Cannot start that persona: {exc}.", severity="error", timeout=8)
+                return
+            await self.pick_agent(persona)
+
+        self.screen.app.push_screen(PersonaPicker(personas), chosen)
+
+    async def pick_agent(self, persona: PersonaConfig | None) -> None:
         agents = self.pane.workspace.agents()
         if not agents:
-            await self.start_new_chat(None)
+            await self.start_new_chat(None, persona)
             return
         from .agent_picker import AgentPicker
 
         async def chosen(choice: str | None) -> None:
             if choice is not None:
-                await self.start_new_chat(choice or None)
+                await self.start_new_chat(choice or None, persona)
 
         self.screen.app.push_screen(AgentPicker(agents), chosen)
 
-    async def start_new_chat(self, agent_id: str | None) -> None:
+    async def start_new_chat(
+        self, agent_id: str | None, persona: PersonaConfig | None = None
+    ) -> None:
         """A new chat running `agent_id`, on the default model (`facts.choose_model`:
-        the agent's, else --model, else the config's; never the last chat's)."""
-        await self.pane.open_chat(None, agent_id=agent_id)
-        self.notify("New chat — it is saved when you send the first message.", timeout=3)
+        the agent's, else --model, else the config's; never the last chat's), or as
+        `persona` (its model, prompt, parameters and tools)."""
+        pane = self.pane
+        model = pane.workspace.persona_model(persona, agent_id) if persona else None
+        await pane.open_chat(None, agent_id=agent_id, model=model, persona=persona)
+        who = f" as {persona.name}" if persona else ""
+        self.notify(f"New chat{who} — it is saved when you send the first message.", timeout=3)
 
     def chats(self) -> None:
         from .chat_list import ChatListScreen  # modal screens load on first use
@@ -219,6 +249,12 @@ class ChatCommands:
         yield from self.tool_entries()
         yield "Toggle sidebar", "Show or hide the context sidebar (ctrl+b)", screen.toggle_sidebar
         yield "Toggle tree", "Show or hide the message tree (ctrl+t focuses it)", screen.toggle_tree
+        for template in self.pane.workspace.templates():
+            yield (
+                f"Use template: {template.name}",
+                template.description or template.text[:80],
+                partial(self.use_template, template),
+            )
         yield "Keys", "Every key chatui answers to (F1)", self.help
 
     def tool_entries(self) -> Iterator[Entry]:
@@ -249,6 +285,25 @@ class ChatCommands:
             )
 
     # -- palette commands ----------------------------------------------------------------
+
+    def use_template(self, template: TemplateConfig) -> None:
+        """Fill the template's variables in a small form, then send the text."""
+        from .template_form import TemplateForm
+
+        pane = self.pane
+
+        def filled(text: str | None) -> None:
+            if text is None:
+                return
+            if pane.generating:
+                self.notify("Still replying — press escape to cancel first.", severity="warning")
+                return
+            pane.start_turn("send", text=text)
+
+        if not template.variables:
+            filled(template.fill({}))
+            return
+        self.screen.app.push_screen(TemplateForm(template), filled)
 
     async def set_tool_server(self, server: str, on: bool) -> None:
         pane = self.pane

@@ -125,6 +125,7 @@ class MainScreen(Screen[None]):
             yield ChatPane(
                 self.workspace,
                 recent_models=list(self.ui_state.recent_models),
+                ui_state=self.ui_state,
                 on_shown=self._pane_shown,
                 id="center",
             )
