@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from peewee import Database, PostgresqlDatabase
 
@@ -45,7 +45,13 @@ def is_postgres(db: Database) -> bool:
     return isinstance(db, PostgresqlDatabase)
 
 
-def migration(fn: Migration | None = None, *, postgres: Any = _SAME) -> Any:
+@overload
+def migration(fn: Migration, *, postgres: Any = ...) -> Migration: ...
+@overload
+def migration(fn: None = None, *, postgres: Any = ...) -> Callable[[Migration], Migration]: ...
+def migration(
+    fn: Migration | None = None, *, postgres: Any = _SAME
+) -> Migration | Callable[[Migration], Migration]:
     """Register the next migration (order of definition is order of application).
 
     `@migration`: one function for both engines. `@migration(postgres=other)`:

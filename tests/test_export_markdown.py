@@ -208,3 +208,31 @@ def test_a_chat_made_in_the_app_is_not_imported_from_chatui(manager):
     assert "- **Imported from:** chatgpt:abc123" in render_markdown(
         path_view(manager.store, imported)
     )
+
+
+async def test_a_reply_another_live_process_writes_is_writing_in_chatui_show(manager):
+    """`chatui show` runs in a process of its own: a reply the app is streaming carries
+    its writer (host, pid), so it reads as being written, not interrupted; once that
+    process is gone it is interrupted."""
+    import os
+    import subprocess
+    import sys
+
+    from store import writer_mark
+
+    info = manager.create("Live elsewhere")
+    await manager.append(info.id, text("q", "user", "Hi"))
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        mark = {**writer_mark(), "pid": writer.pid}
+        live = text("a", "assistant", "Half of")
+        live["metadata"] = {"status": "streaming", "incomplete": True, "writer": mark}
+        await manager.append(info.id, live, "q")
+        md = render_markdown(path_view(manager.store, manager.get(info.id)))
+        assert "> *writing… in another window*" in md and "interrupted" not in md
+    finally:
+        writer.kill()
+        writer.wait()
+    md = render_markdown(path_view(manager.store, manager.get(info.id)))
+    assert "> *incomplete — the reply was interrupted*" in md
+    assert os.getpid() != mark["pid"]

@@ -103,7 +103,7 @@ def _strings(where: str, value: Any) -> dict[str, str]:
 def _approval(where: str, value: Any) -> Approval:
     if value not in APPROVALS:
         raise ValueError(f"{where} must be one of {', '.join(APPROVALS)}, not {value!r}")
-    return value  # type: ignore[no-any-return]  # checked above
+    return value  # checked above
 
 
 def _server(name: str, data: Any) -> McpServer:
