@@ -165,8 +165,8 @@ class ChatApp(App[int]):
             # import (seconds of CPU) starts only then, so it never delays that frame.
             self.call_after_refresh(self.warm_llm)
         self.call_after_refresh(self.workspace.start_model_process)
-        # MCP servers start in the background; their tools join when listed.
-        self.call_after_refresh(self.workspace.start_tools)
+        if not self._warm:
+            self.call_after_refresh(self.workspace.start_tools)
 
     @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
     def warm_llm(self) -> None:
@@ -181,6 +181,10 @@ class ChatApp(App[int]):
 
     async def _llm_ready(self) -> None:
         self.workspace.llm_ready = True
+        # MCP servers start now, in the background (their tools join each chat once
+        # listed): the SDK's import (about a second of CPU in a thread) would otherwise
+        # compete with LiteLLM's and with the first screen's drawing for the GIL.
+        self.workspace.start_tools()
         # LiteLLM leaves ~350k long-lived objects; every full garbage collection would
         # walk them (a ~0.3 s stall in the middle of a streaming reply): freeze them.
         # Drawing makes many short-lived cycles; collecting them less often turns

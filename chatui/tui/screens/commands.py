@@ -279,8 +279,9 @@ class ChatCommands:
                 )
         for server_name, name, description in workspace.tool_prompts(session_id):
             yield (
-                f"Prompt: {server_name}/{name}",
-                description or f"A prompt template from the MCP server {server_name}",
+                f"Use template: {server_name}/{name}",
+                f"MCP prompt of {server_name}, filled into the input"
+                + (f": {description}" if description else ""),
                 partial(self.use_prompt, server_name, name),
             )
 
