@@ -58,6 +58,11 @@ KEYS: tuple[KeyHelp, ...] = (
         ids=("app.sidebar",),
     ),
     KeyHelp("ctrl+l", "choose the model", "anywhere", ids=("app.model",)),
+    KeyHelp(
+        "ctrl+o",
+        "attach an image or a text file to the next message (pasting a file's path does too)",
+    ),
+    KeyHelp("backspace", "in an empty input: remove the last attachment", "input"),
     KeyHelp("ctrl+p", "command palette: compact now, rename, export, import, theme, …"),
     KeyHelp("f1", "this help", "anywhere", ids=("app.help",)),
     KeyHelp(
