@@ -43,6 +43,7 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py $(ARGS)
 	$(BIN)/python bench/pg_bench.py $(PG_ARGS)
+	$(BIN)/python bench/search_bench.py $(SEARCH_ARGS)
 	$(BIN)/python bench/app_bench.py
 	$(BIN)/python bench/tree_bench.py
 	$(BIN)/python bench/live_bench.py

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from store import Session, SessionManager, Store  # noqa: E402
 from store.message_search import index_rowid, scope_range  # noqa: E402
 from store.search import match_expression, scoped_expression  # noqa: E402
+from store.text_prep import index_tokens  # noqa: E402
 
 VOCAB_SIZE = 5_000
 
@@ -79,7 +80,7 @@ def build_corpus(path: Path, n_messages: int, n_sessions: int, seed: int = 7) ->
             )
             con.execute(
                 "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                (index_rowid(scope, seq), text),
+                (index_rowid(scope, seq), index_tokens(text)),
             )
             ids.append(mid)
         leaves.append((sid, ids[-1]))
@@ -91,7 +92,7 @@ def build_corpus(path: Path, n_messages: int, n_sessions: int, seed: int = 7) ->
     con.close()
     # query words: a mix of mid-frequency words (realistic search terms)
     queries = [vocab[rng.randrange(20, 400)] for _ in range(200)]
-    return {"leaves": leaves, "queries": queries}
+    return {"leaves": leaves, "queries": queries, "vocab": vocab}
 
 
 def print_size(path: Path) -> None:

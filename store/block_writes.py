@@ -18,6 +18,9 @@ Design notes and invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,6 +41,7 @@ __all__ = [
     "block_history",
     "content_on_path",
     "path_ids",
+    "shared_paths",
     "record_write",
     "revert_write",
 ]
@@ -122,11 +126,35 @@ _LIVE_WRITES = Prepared(
 _CONTENT = Prepared(lambda seq: W.select(W.content).where(W.seq == seq))
 
 
+# Paths already walked inside a `shared_paths()` scope: every branch-aware block of one
+# prompt reads from the same message, and a path never changes while it is read.
+_PATHS: ContextVar[dict[tuple[int, str, str], set[str]] | None] = ContextVar(
+    "block_paths", default=None
+)
+
+
+@contextmanager
+def shared_paths() -> Iterator[None]:
+    """Within this scope, each path is walked once however many blocks read along it."""
+    token = _PATHS.set({})
+    try:
+        yield
+    finally:
+        _PATHS.reset(token)
+
+
 def path_ids(store: Store, session_id: str | None, message_id: str | None) -> set[str]:
     """Ids on the path root → `message_id` (empty for no message or an unknown one)."""
     if session_id is None or message_id is None:
         return set()
-    return {row[1] for row in walk_path(store, session_id, message_id, full=False)}
+    memo = _PATHS.get()
+    key = (id(store), session_id, message_id)
+    if memo is not None and key in memo:
+        return memo[key]
+    ids = {row[1] for row in walk_path(store, session_id, message_id, full=False)}
+    if memo is not None:
+        memo[key] = ids
+    return ids
 
 
 def content_on_path(store: Store, namespace: str, label: str, path: set[str]) -> str | None:

@@ -43,9 +43,9 @@ def load_psycopg() -> None:
     peewee.Json_pg3 = Json  # type: ignore[attr-defined]
     peewee.Jsonb_pg3 = Jsonb  # type: ignore[attr-defined]
     adapter = peewee.Psycopg3Adapter
-    adapter.txn_idle = TransactionStatus.IDLE  # type: ignore[attr-defined]
-    adapter.txn_inerror = TransactionStatus.INERROR  # type: ignore[attr-defined]
-    adapter.txn_unknown = TransactionStatus.UNKNOWN  # type: ignore[attr-defined]
+    adapter.txn_idle = TransactionStatus.IDLE
+    adapter.txn_inerror = TransactionStatus.INERROR
+    adapter.txn_unknown = TransactionStatus.UNKNOWN
 
 
 defer()

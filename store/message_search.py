@@ -37,7 +37,7 @@ from .schema import MessageRow, SearchScopeRow, SessionRow
 from .search import Query, parse_query, positive_terms
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
-from .text_prep import index_text, index_tokens, mark, snippet
+from .text_prep import index_text, index_tokens, marked_snippet, snippet
 
 __all__ = [
     "index_body",
@@ -173,7 +173,7 @@ def _result(
     text = index_text(Message.from_stored(json.loads(content), None, created))
     # The snippet is cut here, from the message as written, for the rows returned
     # only: the same on both engines (their index rows hold terms, not text).
-    snippet_text, spans = unmark(snippet(mark(text, *positive_terms(query))))
+    snippet_text, spans = unmark(marked_snippet(text, *positive_terms(query)))
     return SearchResult(
         id=mid,
         role=role,
@@ -187,6 +187,9 @@ def _result(
     )
 
 
+_MARKS = re.compile(f"([{_OPEN}{_CLOSE}])")
+
+
 def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """Text with the index's match marks removed, and where each mark was.
 
@@ -197,7 +200,7 @@ def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     spans: list[tuple[int, int]] = []
     length = 0
     start: int | None = None
-    for piece in re.split(f"([{_OPEN}{_CLOSE}])", marked):
+    for piece in _MARKS.split(marked):
         if piece == _OPEN:
             start = length
         elif piece == _CLOSE:

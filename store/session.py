@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .block_writes import BranchSite, StoredWrite
+from .block_writes import BranchSite, StoredWrite, shared_paths
 from .compaction import CompactFunction
 from .context import (
     ContextBlock,
@@ -456,14 +456,15 @@ class Session:
             at: read as seen from this message (a branch shown on screen)
                 without moving the session's own branch; None: the session's.
         """
-        if not self._own_position(at):
-            blocks = []
+        with shared_paths():  # the blocks read along one path: it is walked once
+            if not self._own_position(at):
+                blocks = []
+                for config in self._configs:
+                    content = await self._read(config, at)
+                    blocks.append(make_block(config, self._block_provider(config), content))
+                return blocks
             for config in self._configs:
-                content = await self._read(config, at)
-                blocks.append(make_block(config, self._block_provider(config), content))
-            return blocks
-        for config in self._configs:
-            await self._load(config)
+                await self._load(config)
         return self.get_context_blocks()
 
     def _writable_provider(self, label: str) -> tuple[ContextConfig, Any]:

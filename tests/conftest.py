@@ -43,7 +43,7 @@ def _fresh_window_book():
 # one it is skipped with the reason, unless CHATUI_REQUIRE_POSTGRES=1 (CI) makes
 # that a failure. Each PostgreSQL test gets a schema of its own, dropped after it.
 
-POSTGRES_URL = os.environ.get(
+POSTGRES_URL: str = os.environ.get(
     "CHATUI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_POSTGRES = os.environ.get("CHATUI_REQUIRE_POSTGRES", "") == "1"

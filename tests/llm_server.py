@@ -114,7 +114,7 @@ def tool_calls(
         if len(call) == 2:
             call_id, name, args = f"call_{i}_{uuid.uuid4().hex[:6]}", call[0], call[1]
         else:
-            call_id, name, args = call  # type: ignore[misc]
+            call_id, name, args = call
         raw = args if isinstance(args, str) else json.dumps(args)
         normalised.append((call_id, name, raw))
     return Scripted(

@@ -141,14 +141,23 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
         store.run(BlockWriteRow.update(written_at=T0.isoformat()))
 
     async def inspect(pilot) -> None:
-        await wait_until(pilot, lambda: pilot.app.main.chat is not None)
-        pilot.app.main.sidebar.gauge("scratchpad").focus()
-        await pilot.press("enter")
+        # The sidebar draws its gauges after the chat opens (and may draw them again):
+        # open the inspector from the gauge drawn now, as enter on it does.
+        await wait_until(
+            pilot,
+            lambda: (
+                pilot.app.main.chat is not None
+                and pilot.app.main.sidebar.gauge("scratchpad") is not None
+            ),
+        )
+        pilot.app.main.sidebar.gauge("scratchpad").action_open()
         # Under load the inspector opens later than any fixed pause: wait for its writes.
         await wait_until(
             pilot,
-            lambda: isinstance(pilot.app.screen, BlockScreen)
-            and pilot.app.screen.query_one("#block-writes", OptionList).option_count == 2,
+            lambda: (
+                isinstance(pilot.app.screen, BlockScreen)
+                and pilot.app.screen.query_one("#block-writes", OptionList).option_count == 2
+            ),
         )
         await pilot.pause()
         pilot.app.screen.set_focus(None)  # no blinking cursor
@@ -156,3 +165,24 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
 
     app = make_app(store, warm_llm=False)
     assert snap_compare(app, terminal_size=(120, 30), run_before=inspect)
+
+
+async def test_after_a_revert_the_block_editors_title_counts_the_content_shown(store, chats):
+    """Issue 20: after ctrl+r the title's token count was the block's before the revert."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.main.sidebar.gauge("scratchpad") is not None)
+        app.main.sidebar.gauge("scratchpad").focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, BlockScreen))
+        screen = app.screen
+        title = screen.query_one("#block-title")
+        assert "/600 tokens" in str(title.render())
+        assert not str(title.render()).endswith(" 0/600 tokens")  # "Belém first"
+        listing = screen.query_one("#block-writes", OptionList)
+        listing.focus()
+        listing.highlighted = 0
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: screen.writes[0].reverted)
+        assert screen.query_one(TextArea).text == ""
+        assert str(title.render()).endswith(" 0/600 tokens")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Collapsible
 
-from chatui.core.config import Config, parse_config
+from chatui.core.config import BranchNotes, Config, parse_config
 from chatui.tui.screens.dialogs import Confirm
 from store import SessionManager
 from widgets import MessageView
@@ -22,7 +22,7 @@ def chats(store):
     return populate(store)
 
 
-def config(server, mode: str) -> Config:
+def config(server, mode: BranchNotes) -> Config:
     return Config(
         compaction_model="openai/test-model",
         api_base=server.base_url,

@@ -146,7 +146,9 @@ async def test_e_edits_into_a_new_branch_and_replies(store, config, llm_server):
         assert llm_server.messages(-1)[-1]["content"] == "Tell me about dogs"
 
 
-async def test_e_on_a_reply_explains_instead_of_editing(store, config, llm_server):
+async def test_e_on_a_reply_opens_its_editor_and_escape_stores_nothing(store, config, llm_server):
+    """Issue 24: a reply is edited into a sibling (tests/test_app_edit_and_drafts.py);
+    escape leaves the chat as it was and asks the model nothing."""
     llm_server.text("An answer.")
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
@@ -155,8 +157,12 @@ async def test_e_on_a_reply_explains_instead_of_editing(store, config, llm_serve
         await idle(pilot)
         await pilot.press("up", "e")
         await pilot.pause()
+        assert isinstance(app.screen, TextPrompt)
+        await pilot.press("escape")
+        await pilot.pause()
         assert not isinstance(app.screen, TextPrompt)
         assert len(app.main.chat.session.get_tree()) == 2
+        assert len(llm_server.requests) == 1
 
 
 async def test_memory_gauge_fills_when_the_model_writes_memory(store, config, llm_server):

@@ -6,6 +6,7 @@ import json
 import stat
 
 import pytest
+from textual.widgets import Input
 
 from chatui.core.config import Config
 from chatui.tui.screens.dialogs import TextPrompt
@@ -34,7 +35,7 @@ async def run_command(pilot, name: str) -> None:
 
 async def answer(pilot, text: str) -> None:
     assert isinstance(pilot.app.screen, TextPrompt)
-    field = pilot.app.screen.query_one("#dialog-input")
+    field = pilot.app.screen.query_one("#dialog-input", Input)
     field.value = text
     await pilot.press("enter")
     await pilot.pause()

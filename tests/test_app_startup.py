@@ -34,7 +34,7 @@ def _frames(app: App) -> list[str]:
     frames: list[str] = []
     shown = app._display
 
-    def display(screen, renderable):  # type: ignore[no-untyped-def]
+    def display(screen, renderable):
         shown(screen, renderable)
         render = getattr(renderable, "render_segments", None)
         if render is not None:
@@ -93,7 +93,7 @@ async def test_an_empty_database_starts_with_the_whole_screen_in_the_first_frame
     app = make_app(store, warm_llm=False, model_process=False)
     frames = _frames(app)
     shown: list[bool] = []
-    app._first_chat_shown = lambda: shown.append(True)  # type: ignore[method-assign]
+    app._first_chat_shown = lambda: shown.append(True)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         first = frames[0]
@@ -185,7 +185,7 @@ async def main():
         await pilot.pause()
         assert app.main.chat_input.has_focus
     compiled = [f.cache_info().currsize for f in (text_prep._split_re, text_prep._cjk_re,
-                                                  text_prep._emoji_re, text_prep._word_re,
+                                                  text_prep._emoji_re, text_prep._chunk_re,
                                                   text_prep._stemmer)]
     print(json.dumps({"compiled": sum(compiled), "modules": sorted(sys.modules)}))
 
@@ -269,11 +269,11 @@ async def test_new_memory_gauges_are_styled_once():
         restyled: list[object] = []
         update_styles = app.update_styles
 
-        def record(node, animate=True):  # type: ignore[no-untyped-def]
+        def record(node, animate=True):
             restyled.append(node)
             update_styles(node, animate=animate)
 
-        app.update_styles = record  # type: ignore[method-assign]
+        app.update_styles = record
         sidebar = app.query_one(ContextSidebar)
         await sidebar.show_blocks([block("soul", 50, None, "readonly"), block("memory", 990, 1000)])
         await pilot.pause()
@@ -293,7 +293,7 @@ async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_res
     parsed: list[str] = []
     parse = stylesheet.parse
 
-    def counting(scope, css, read_from, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(scope, css, read_from, **kwargs):
         parsed.append(str(read_from[0]))
         return parse(scope, css, read_from, **kwargs)
 

@@ -22,6 +22,7 @@ import pytest
 
 from chatui.cli import ask as ask_module
 from chatui.cli import main
+from chatui.cli.ask_client import frame, socket_path, stamp
 from chatui.core import paths
 from store import SessionManager, Store, reply_state
 from tests.llm_server import LLMServer, context_length_error, error, text
@@ -186,6 +187,30 @@ def test_model_and_agent_flags(capsys, monkeypatch, server):
     assert {c.name: c for c in chats()}["hi there"].model == "other-model"
 
 
+def test_a_persona_starts_the_chat_as_ctrl_n_does(capsys, monkeypatch, server):
+    write_config(
+        server.base_url,
+        '[personas.terse]\nprompt = "Answer in one word."\nmodel = "persona-model"\n'
+        "params = { temperature = 0.1 }\n",
+    )
+    server.script(text("Yes."), text("No."))
+    assert ask(capsys, monkeypatch, "--persona", "terse", "is it?")[0] == 0
+    sent = server.last
+    assert sent["model"] == "persona-model" and sent["temperature"] == 0.1
+    assert "Answer in one word." in server.messages()[0]["content"]
+    [info] = chats()
+    assert info.metadata["persona"] == "terse" and info.model == "persona-model"
+    # The chat keeps them: -c sends the persona's prompt and parameters again.
+    assert ask(capsys, monkeypatch, "-c", "sure?")[0] == 0
+    assert server.last["temperature"] == 0.1
+    assert "Answer in one word." in server.messages()[0]["content"]
+    code, _, err = ask(capsys, monkeypatch, "--persona", "nobody", "q")
+    assert code == 1 and "no persona 'nobody' (personas: terse)" in err
+    code, _, err = ask(capsys, monkeypatch, "-c", "--persona", "terse", "q")
+    assert code == 2 and "--persona starts a new chat" in err
+    assert len(server.requests) == 2 and len(chats()) == 1
+
+
 # -- failures: one line on stderr, an exit code per kind, nothing lost ----------------------
 
 
@@ -294,8 +319,22 @@ def test_the_exit_codes_are_in_the_help(capsys):
 # -- a real process: pipes, a reader that leaves, a terminal, `chatui "…"` ------------------
 
 
-def chatui(*argv: str, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "CHATUI_HOME": os.environ["CHATUI_HOME"], "PYTHONUNBUFFERED": "1"}
+@pytest.fixture(autouse=True)
+def _ask_process(monkeypatch):
+    """The ask process a test's `chatui` starts (one per CHATUI_HOME) is sent away at
+    the end: its socket removed, which it notices within a second and exits."""
+    monkeypatch.setenv("CHATUI_ASK_IDLE", "60")
+    monkeypatch.delenv("CHATUI_ASK_DAEMON", raising=False)
+    yield
+    path = socket_path()
+    if path and os.path.exists(path):
+        os.unlink(path)
+
+
+def chatui(*argv: str, daemon: bool = True, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not daemon:
+        env["CHATUI_ASK_DAEMON"] = "0"
     return subprocess.Popen([str(CHATUI), *argv], env=env, cwd=ROOT, **kwargs)
 
 
@@ -314,11 +353,17 @@ def test_a_pipe_in_and_the_prompt_shortcut(server):
     assert typo.returncode == 2 and "invalid choice" in err and len(server.requests) == 1
 
 
-def test_a_reader_that_goes_away_cancels_the_reply_quietly(server):
+@pytest.mark.parametrize("daemon", [True, False], ids=["ask process", "in process"])
+def test_a_reader_that_goes_away_cancels_the_reply_quietly(server, daemon):
     words = " ".join(f"word{i}" for i in range(400))
     server.script(text(words, delay=0.02))
     proc = chatui(
-        "ask", "go on", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        "ask",
+        "go on",
+        daemon=daemon,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None
     assert proc.stdout.read(20)  # the first words arrived
@@ -374,3 +419,92 @@ def test_the_finished_blocks_of_a_streaming_reply():
     assert split_finished(fenced) == len("intro\n\n")  # not inside the open fence
     closed = fenced + "\n```\n\nafter"
     assert split_finished(closed) == len(closed) - len("after")
+
+
+# -- the warm ask process ----------------------------------------------------------------
+
+
+def run_chatui(*argv: str, env: dict | None = None, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(CHATUI), *argv],
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_the_ask_process_serves_each_ask_with_its_own_environment(server, tmp_path):
+    server.script(text("One."), text("Two."), text("Three."))
+    done = run_chatui("ask", "first")
+    assert (done.returncode, done.stdout) == (0, "One.\n")
+    path = socket_path()
+    assert path and os.path.exists(path)
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    serving = os.stat(path).st_ino
+    # The next ask goes to the same process, with this shell's environment: here
+    # another database (a key exported since would reach the model call the same way).
+    other = tmp_path / "other.db"
+    done = run_chatui("ask", "second", env={"CHATUI_DB": str(other)})
+    assert (done.returncode, done.stdout) == (0, "Two.\n")
+    assert os.stat(path).st_ino == serving
+    with Store(other) as store:
+        assert [c.name for c in SessionManager(store).list()] == ["second"]
+    # A relative --db is the asking shell's: resolved in its folder, not the process's.
+    done = run_chatui("--db", "rel.db", "ask", "third", "--json", cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["text"] == "Three."
+    with Store(tmp_path / "rel.db") as store:
+        assert [c.name for c in SessionManager(store).list()] == ["third"]
+    assert [c.name for c in chats()] == ["first"]
+
+
+def test_usage_errors_and_failures_read_the_same_through_the_ask_process(server):
+    server.script(error(500, "upstream exploded", type="server_error"))
+    done = run_chatui("ask", "--at", "x", "q")
+    assert done.returncode == 2 and "--at goes with" in done.stderr and done.stdout == ""
+    done = run_chatui("ask", "--frobnicate", "q")
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+    done = run_chatui("ask", "hello")
+    assert done.returncode == 12 and done.stderr.startswith("chatui: error: ")
+    assert server.requests and os.path.exists(socket_path() or "")
+
+
+def test_an_ask_process_running_older_code_steps_aside(server):
+    server.script(text("Fresh."))
+    assert run_chatui("ask", "start it").returncode == 0
+    path = socket_path()
+    assert path and os.path.exists(path)
+    import socket as socketlib
+
+    with socketlib.socket(socketlib.AF_UNIX) as sock:
+        sock.connect(path)
+        sock.sendall(frame({"argv": ["ask", "x"], "stamp": stamp() + "-older", "env": {}}))
+        reply = sock.recv(100)
+    assert b"stale" in reply
+    assert wait_until_sync(lambda: not os.path.exists(path))  # it left
+
+
+def test_ctrl_c_keeps_what_arrived(server):
+    import signal
+
+    words = " ".join(f"word{i}" for i in range(400))
+    server.script(text(words, delay=0.02))
+    proc = chatui(
+        "ask", "go on", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stdout.read(20)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert wait_until_sync(lambda: reply_state(tree(chats()[0].id)[1]) == "cancelled")
+
+
+def test_no_private_folder_for_the_socket_means_in_process(monkeypatch, tmp_path):
+    shared = tmp_path / f"chatui-{os.getuid()}"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)  # others may enter: not a place for a socket carrying keys
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert socket_path() is None
+    shared.chmod(0o700)
+    assert socket_path() is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,7 @@ def table_rows(store: Store) -> dict[str, list[tuple]]:
     """Every row of every table, in key order: the copy must hold exactly these."""
     out = {}
     for model in MODELS:
-        key = model._meta.primary_key
+        key: Any = model._meta.primary_key
         order = (
             [model._meta.fields[n] for n in key.field_names]
             if hasattr(key, "field_names")

@@ -80,10 +80,10 @@ def _foreign_table(store_url: str, engine: str) -> None:
     else:
         import sqlite3
 
-        with sqlite3.connect(store_url) as c:
-            c.execute("CREATE TABLE notes (id int primary key, body text)")
-            c.execute("INSERT INTO notes VALUES (1, 'mine')")
-        c.close()
+        with sqlite3.connect(store_url) as lite:
+            lite.execute("CREATE TABLE notes (id int primary key, body text)")
+            lite.execute("INSERT INTO notes VALUES (1, 'mine')")
+        lite.close()
 
 
 def _notes(store_url: str, engine: str) -> list[tuple]:
@@ -97,12 +97,12 @@ def _notes(store_url: str, engine: str) -> list[tuple]:
             return [tuple(r) for r in c.execute("SELECT * FROM notes")] + tables
     import sqlite3
 
-    c = sqlite3.connect(store_url)
+    lite = sqlite3.connect(store_url)
     try:
-        tables = c.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        return c.execute("SELECT * FROM notes").fetchall() + tables
+        tables = lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        return lite.execute("SELECT * FROM notes").fetchall() + tables
     finally:
-        c.close()
+        lite.close()
 
 
 def test_a_foreign_database_is_refused_and_left_unchanged(store_url, db_engine):

@@ -28,7 +28,7 @@ KEY_NAMES = {
 
 
 def bindings() -> list[str]:
-    keys = []
+    keys: list[str] = []
     for owner in (ChatApp, MainScreen, MessageView, MessageTree, ChatInput, ContextSidebar):
         for binding in owner.BINDINGS:
             if isinstance(binding, Binding):

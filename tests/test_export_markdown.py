@@ -197,3 +197,42 @@ async def test_attachments_are_named_not_inlined(manager):
     md = render_markdown(path_view(manager.store, manager.get(info.id)))
     assert "*[attachment: cat .png · image/png · 2.0 KB]*" in md  # escapes dropped at put
     assert "\x1b" not in md and "iVBOR" not in md  # named, the content never inlined
+
+
+def test_a_chat_made_in_the_app_is_not_imported_from_chatui(manager):
+    """Issue 20: `chatui show` and the Markdown export said "Imported from: chatui" for
+    chats made in the app; only an imported chat names where it came from."""
+    made = manager.create("Made here", source="chatui")  # as the app creates its chats
+    assert "Imported from" not in render_markdown(path_view(manager.store, made))
+    imported = manager.create("From ChatGPT", source="chatgpt:abc123")
+    assert "- **Imported from:** chatgpt:abc123" in render_markdown(
+        path_view(manager.store, imported)
+    )
+
+
+async def test_a_reply_another_live_process_writes_is_writing_in_chatui_show(manager):
+    """`chatui show` runs in a process of its own: a reply the app is streaming carries
+    its writer (host, pid), so it reads as being written, not interrupted; once that
+    process is gone it is interrupted."""
+    import os
+    import subprocess
+    import sys
+
+    from store import writer_mark
+
+    info = manager.create("Live elsewhere")
+    await manager.append(info.id, text("q", "user", "Hi"))
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        mark = {**writer_mark(), "pid": writer.pid}
+        live = text("a", "assistant", "Half of")
+        live["metadata"] = {"status": "streaming", "incomplete": True, "writer": mark}
+        await manager.append(info.id, live, "q")
+        md = render_markdown(path_view(manager.store, manager.get(info.id)))
+        assert "> *writing… in another window*" in md and "interrupted" not in md
+    finally:
+        writer.kill()
+        writer.wait()
+    md = render_markdown(path_view(manager.store, manager.get(info.id)))
+    assert "> *incomplete — the reply was interrupted*" in md
+    assert os.getpid() != mark["pid"]

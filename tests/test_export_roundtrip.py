@@ -27,7 +27,7 @@ from store import (
 )
 
 # Text with the awkward bits: controls, escapes, emoji, RTL, quotes.
-texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**6), 10**6) | texts,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
@@ -115,7 +115,7 @@ def build(store: Store, chat: dict) -> str:
     info = manager.create(chat["name"], model=chat["model"], metadata=chat["metadata"])
     provider = StoreSessionProvider(store, info.id)
     attachments = Attachments(store)
-    ids = []
+    ids: list[str] = []
     for m in chat["messages"]:
         body = {k: v for k, v in m.items() if k != "parent"}
         body["parts"] = [

@@ -123,12 +123,12 @@ async def _play(pilot, action: str) -> None:
         await _settle(pilot, 0.1)
     elif action == "type_on_message":
         if await _focus_last_message(pilot) and not main.generating:
-            asked = len(app.fuzz_server.requests)  # type: ignore[attr-defined]
+            asked = len(app.fuzz_server.requests)
             main.chat_input.clear()
             await pilot.press(*SENTENCE)
             await _settle(pilot, 0.2)
             assert main.chat_input.text == SENTENCE
-            assert len(app.fuzz_server.requests) == asked  # type: ignore[attr-defined]
+            assert len(app.fuzz_server.requests) == asked
             main.chat_input.clear()
     elif action == "edit":
         views = main.chat_view.views
@@ -174,6 +174,7 @@ def _check_screen(app: ChatApp) -> None:
     if main.chat is None:
         return
     stored = {m.id: m for m in main.chat.session.get_tree()}
+    assert main.snapshot is not None
     assert {m.id for m in main.snapshot.tree} == set(stored)  # the tree draws them all
     for view in main.query(MessageView):
         message = stored.get(view.message_id)

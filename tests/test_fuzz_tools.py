@@ -117,7 +117,7 @@ TOOL_NAMES = ["set_context", "load_context", "unload_context", "search_context",
 
 
 texts = st.text(max_size=120) | huge
-VALID = {
+VALID: dict[str, Any] = {
     "set_context": st.fixed_dictionaries(
         {"label": st.sampled_from(["memory", "notes", "skills", "docs"]), "content": texts},
         optional={
@@ -308,7 +308,7 @@ def peer_calls(draw: st.DrawFn) -> dict[str, Any]:
                 st.sampled_from(["agent", "text", "wait", "self", "x"]), values, max_size=4
             )
         )
-    args = {
+    args: dict[str, Any] = {
         "agent": draw(st.just("Bob") | st.sampled_from(["bob", "Alice", "ghost", ""])),
         "text": draw(st.text(min_size=1, max_size=80) | huge | st.just("  ")),
     }

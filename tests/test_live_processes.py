@@ -108,7 +108,7 @@ async def app_sees_other_process(location: str) -> None:
 
             done = await writer.do("message m-afar")
             await seen_within(pilot, lambda: "m-afar" in main.chat_view.shown_ids, done)
-            assert main.chat.snapshot().active_leaf == "m-afar"
+            assert main.chat is not None and main.chat.snapshot().active_leaf == "m-afar"
 
             done = await writer.do("memory The user moved to Porto")
             await seen_within(

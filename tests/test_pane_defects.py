@@ -4,11 +4,15 @@ the model the scripted server on 127.0.0.1 (or the offline demo)."""
 from __future__ import annotations
 
 import pytest
+from rich.text import Text
 from textual import events
+from textual.widgets import DataTable, TextArea
 
 from chatui.core.config import Config, ModelOptions
 from chatui.llm.errors import map_error
 from chatui.tui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.dialogs import Confirm
+from chatui.tui.screens.memory import BlockScreen
 from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager
 from widgets import ChatNotice, MessageView, TokenGauge
@@ -291,3 +295,119 @@ async def test_at_80_columns_a_cancelled_replys_header_drops_the_date_not_its_st
         assert "Oct 03" not in shown  # the date went first
         await pilot.resize_terminal(200, 50)
         await wait_until(pilot, lambda: "Oct 03" in str(header.render()))
+
+
+# -- 10: the block editor ----------------------------------------------------------------
+
+
+async def open_block(pilot, label: str) -> BlockScreen:
+    await wait_until(pilot, lambda: pilot.app.main.sidebar.gauge(label) is not None)
+    pilot.app.main.sidebar.gauge(label).focus()
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, BlockScreen))
+    return pilot.app.screen
+
+
+async def test_the_block_editor_opens_at_the_end_and_asks_before_dropping_edits(store):
+    """Escape dropped unsaved edits without asking; the cursor opened at the top and
+    ctrl+end did nothing."""
+    await populate_async(store)
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_until(pilot, lambda: app.main.sidebar.gauge("scratchpad") is not None)
+        screen = await open_block(pilot, "scratchpad")
+        editor = screen.query_one(TextArea)
+        editor.text = "Line one\nLine two"
+        await pilot.press("ctrl+home")
+        assert editor.cursor_location == (0, 0)
+        await pilot.press("ctrl+end")
+        assert editor.cursor_location == (1, 8)
+        await pilot.press(*" and three")
+        await pilot.press("escape")  # edits not saved: asked, not dropped
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("n")  # keep editing
+        await wait_until(pilot, lambda: app.screen is screen)
+        assert editor.text == "Line one\nLine two and three"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.screen is app.main)
+        screen = await open_block(pilot, "scratchpad")
+        editor = screen.query_one(TextArea)
+        assert editor.cursor_location == (1, len("Line two and three"))  # at the end
+        await pilot.press("escape")  # nothing changed: closes at once
+        await wait_until(pilot, lambda: app.screen is app.main)
+        screen = await open_block(pilot, "scratchpad")
+        await pilot.press(*" more")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("y")  # discard
+        await wait_until(pilot, lambda: app.screen is app.main)
+        assert app.main.chat.session.get_context_block("scratchpad").content == (
+            "Line one\nLine two and three"
+        )
+
+
+# -- 13: at 80×24 -------------------------------------------------------------------------
+
+
+async def test_at_80x24_f1_wraps_every_description_whole_and_says_where(store):
+    """F1 cut descriptions mid-word and had no "where" column (three `enter` rows read
+    alike). Every row is as tall as its wrapped description, and no column runs past
+    the table."""
+    from rich.console import Console
+
+    from chatui.tui.keys import KEYS
+    from chatui.tui.screens.help import HelpScreen
+
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == len(KEYS))
+        labels = [str(c.label) for c in table.ordered_columns]
+        assert labels == ["key", "does", "where"]
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        assert sum(widths) <= table.scrollable_content_region.width
+        does = table.ordered_columns[1].width
+        console = Console(width=200)
+        for row, key in zip(table.ordered_rows, KEYS, strict=True):
+            lines = Text(key.action).wrap(console, does)
+            assert row.height >= len(lines), key.action
+            assert table.get_row(row.key)[2].plain == key.where
+
+
+async def test_at_80x24_a_long_dialog_title_ends_in_an_ellipsis(store):
+    from chatui.tui.screens.dialogs import TextPrompt
+
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    title = "Export as Markdown to " + "/a/rather/long/path/to/the/exports/folder" * 3
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.push_screen(TextPrompt(title, "x"))
+        await wait_until(pilot, lambda: bool(app.screen.query("#dialog-title")))
+        label = app.screen.query_one("#dialog-title")
+        await wait_until(pilot, lambda: label.size.width > 0)
+        assert label.size.height == 1
+        assert label.render_line(0).text.rstrip().endswith("…")
+
+
+async def test_at_80x24_the_chat_list_shows_last_activity_and_one_notice(store):
+    """The chat list showed one character of "last activity"; deleting three chats
+    stacked three toasts over the list."""
+    ids = await populate_async(store)
+    manager = SessionManager(store)
+    manager.rename(ids["python"], "A chat with a rather long name that goes on and on and on")
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 3)
+        columns = table.ordered_columns
+        assert [str(c.label) for c in columns][:3] == ["chat", "last activity", "msgs"]
+        shown = sum(c.get_render_width(table) for c in columns[:4])
+        assert shown <= table.scrollable_content_region.width  # name, when, msgs, status
+        await pilot.press("d", "d", "d")
+        await wait_until(pilot, lambda: table.row_count == 0)
+        await pilot.pause(0.2)
+        assert len(app.screen.query("Toast")) <= 1

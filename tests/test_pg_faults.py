@@ -65,7 +65,7 @@ async def test_the_server_restarting_mid_reply_loses_nothing(pg_url, config, llm
                     break
             assert sid is not None
             watcher = app.workspace._watcher
-            listener = watcher._feed._listener if watcher else None  # type: ignore[attr-defined]
+            listener = watcher._feed._listener if watcher else None
             pids = backends_of(store) + ([listener.info.backend_pid] if listener else [])
             terminate(pids)
             await idle(pilot)

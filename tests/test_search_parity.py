@@ -264,3 +264,31 @@ def test_a_pasted_page_searches_its_first_64_words(stores):
         assert SessionManager(store).search(pasted, session_id="chat-1") == []
     first = " ".join(pasted.split()[:3])
     assert hits(stores[0], first) == hits(stores[1], first)
+
+
+def test_a_broad_query_gives_its_newest_matches_on_both_engines(stores, monkeypatch):
+    """Past `BROAD` matches a query is not ranked (bm25 would read every match of
+    every term first): the newest live matches come first, the same on both."""
+    import store.engines.postgres as pg_engine
+    import store.engines.sqlite as sqlite_engine
+
+    for module in (pg_engine, sqlite_engine):
+        monkeypatch.setattr(module, "BROAD", 10)
+    # The newest: chat-11's messages have the highest rowids, chat-10's the next.
+    newest = []
+    for store in stores:
+        every = hits(store, "the")
+        assert len(every) > 10
+        found = SessionManager(store).search("the", limit=30, include_deleted=False)
+        assert len(found) == 30 and {(h.session_id, h.id) for h in found} <= every
+        rowids = dict(
+            ((sid, mid), rowid)
+            for sid, mid, rowid in store.query(
+                "SELECT s.session_id, m.id, (s.n << 32) + m.seq FROM messages m "
+                "JOIN search_scopes s ON s.session_id = m.session_id"
+            )
+        )
+        live = sorted((rowids[h] for h in every if h[0] != "deleted"), reverse=True)
+        assert [rowids[(h.session_id, h.id)] for h in found] == live[:30]
+        newest.append([(h.session_id, h.id) for h in found])
+    assert newest[0] == newest[1]

@@ -58,7 +58,8 @@ def appenders_race(location: str, count: int = 1000) -> None:
             mine = [i for i in ids if i.startswith(tag)]
             assert mine == [f"{tag}-{i}" for i in range(count)]
         assert {h.id for h in SessionManager(store).search("left message 999")} >= {"left-999"}
-        assert SessionManager(store).get(chat.id).updated_at is not None
+        info = SessionManager(store).get(chat.id)
+        assert info is not None and info.updated_at is not None
 
 
 def test_two_processes_append_to_one_sqlite_chat(tmp_path):

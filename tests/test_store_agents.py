@@ -199,7 +199,7 @@ def test_sync_can_archive_agents_the_config_dropped(manager):
         [AgentSpec("Fine"), AgentSpec("Bad", config={"x": {1, 2}})],
         [AgentSpec("Fine"), AgentSpec("")],
         [AgentSpec("Fine"), "Coder"],
-        [AgentSpec("Fine"), AgentSpec("Bad", soul=5)],
+        [AgentSpec("Fine"), AgentSpec("Bad", soul=5)],  # type: ignore[arg-type]  # bad input
     ],
 )
 def test_sync_bad_specs_write_nothing(manager, specs):

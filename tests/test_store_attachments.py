@@ -164,7 +164,7 @@ def test_bad_names_types_and_content_are_refused(store):
     _refused(attachments, lambda: attachments.put("\x1b[2J", "text/plain", b"x"), "needs a name")
     _refused(attachments, lambda: attachments.put("a", "plain", b"x"), "not a media type")
     _refused(attachments, lambda: attachments.put("a", "text/plain\n", b"x"), "not a media type")
-    _refused(attachments, lambda: attachments.put("a", "text/plain", "str"), "must be bytes")  # type: ignore[arg-type]
+    _refused(attachments, lambda: attachments.put("a", "text/plain", "str"), "must be bytes")
     _refused(attachments, lambda: attachments.put("l.txt", "text/plain", b"caf\xe9"), "not UTF-8")
     with pytest.raises(ValueError):
         Attachments(store, max_bytes=0)

@@ -99,7 +99,7 @@ async def test_a_dropped_listener_reconnects_and_reports_what_it_missed(location
         other = SessionManager(theirs)
         chat = other.create("shared")
         assert poll(watcher) == {chat.id}
-        listener = watcher._feed._listener  # type: ignore[attr-defined]
+        listener = watcher._feed._listener
         with psycopg.connect(SERVER, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (listener.info.backend_pid,))
         time.sleep(0.1)

@@ -25,7 +25,7 @@ def waits(store: Store) -> str:
 
 def test_an_unknown_durability_is_refused(tmp_path):
     with pytest.raises(ValueError, match="full, final, relaxed"):
-        Store(tmp_path / "chat.db", durability="sometimes")  # type: ignore[arg-type]
+        Store(tmp_path / "chat.db", durability="sometimes")
     assert not (tmp_path / "chat.db").exists()
 
 

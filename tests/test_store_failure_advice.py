@@ -23,7 +23,7 @@ from .pg_helpers import SERVER
 def wrapped(exc: Exception) -> Exception:
     """`exc` as peewee raises it from a driver call."""
     try:
-        with peewee.__exception_wrapper__:
+        with peewee.__exception_wrapper__:  # type: ignore[attr-defined]  # peewee's own
             raise exc
     except Exception as peewee_error:
         return peewee_error

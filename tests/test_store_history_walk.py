@@ -44,7 +44,7 @@ def chain_of(store, sid: str, leaf: str) -> list[str]:
     parent = dict(store.rows(M.select(M.id, M.parent_id).where(M.session_id == sid)))
     path: list[str] = []
     at: str | None = leaf
-    while at in parent and at not in path:
+    while at is not None and at in parent and at not in path:
         path.append(at)
         at = parent.get(at)
     return path[::-1]

@@ -14,6 +14,7 @@ figure for the request's tokens wherever it is shown or acted on.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -28,7 +29,7 @@ SIZE = (140, 40)
 CONTROL = re.compile(r"^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b", re.IGNORECASE)
 
 
-def trace(store) -> tuple[list[str], callable]:
+def trace(store) -> tuple[list[str], Callable[[], None]]:
     """Every statement the store's connection runs from now on (SQLite's trace hook)."""
     statements: list[str] = []
     connection = store.connection()

@@ -10,6 +10,8 @@ lists every key, so nothing is out of reach.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
@@ -28,7 +30,7 @@ class FittingFooter(Footer):
         more_label: its label in the footer.
     """
 
-    def __init__(self, *, more_key: str = "f1", more_label: str = "Keys", **kwargs) -> None:
+    def __init__(self, *, more_key: str = "f1", more_label: str = "Keys", **kwargs: Any) -> None:
         kwargs.setdefault("compact", True)
         super().__init__(**kwargs)
         self.more_key = more_key

@@ -2,12 +2,16 @@
 
 `main` is the console script. It pauses garbage collection before anything else is
 imported (`chatui.launch` says why), then loads the commands: this package's
-`__init__` imports nothing else, so the pause comes first.
+`__init__` imports nothing else, so the pause comes first. `chatui ask` from the
+console script goes to the warm ask process instead (`ask_client`), before the
+commands (and the store) are imported at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+TYPE_CHECKING = False  # `collections.abc` costs start-up time that `chatui ask` counts
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["main"]
 
@@ -17,6 +21,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .. import launch
 
     launch.pause()
+    if argv is None:  # the console script: `chatui ask` runs in the warm ask process
+        import sys
+
+        from .ask_client import run_remote, wants_daemon
+
+        if wants_daemon(sys.argv[1:]):
+            code = run_remote(sys.argv[1:])
+            if code is not None:
+                return code
     from .commands import run
 
     return run(argv)

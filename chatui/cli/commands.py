@@ -51,7 +51,7 @@ from .base import (
 from .db import add_db_commands
 from .transfer import add_transfer_commands
 
-__all__ = ["EXIT_CODES", "CliError", "build_parser", "run"]
+__all__ = ["EXIT_CODES", "CliError", "build_parser", "failure_of", "prompt_shortcut", "run"]
 
 
 # -- commands ---------------------------------------------------------------------
@@ -384,21 +384,31 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _launch(args)
         launch.resume()  # paused by `chatui.launch` for the app's start only
         return int(args.run(args))
-    except CliError as exc:
-        message, code = str(exc), exc.code
-    except DatabaseUnavailableError as exc:  # a server that may come back: its own code
-        message, code = str(exc), UNREACHABLE
-    except (DatabaseFileError, SchemaVersionError) as exc:
-        message, code = str(exc), DATABASE
-    except (sqlite3.Error, PeeweeDatabaseError) as exc:
-        message, code = f"database error: {_first_database_error(exc)}", DATABASE
     except BrokenPipeError:  # `chatui list | head`
         sys.stdout = open(os.devnull, "w")  # silence the exit flush
         return OK
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        failure = failure_of(exc)
+        if failure is None:
+            raise
+        message, code = failure
     print(f"chatui: error: {one_line(message)}", file=sys.stderr)
     return code
+
+
+def failure_of(exc: BaseException) -> tuple[str, int] | None:
+    """(one line, exit code) of a failure a command reports; None: a bug (raise it)."""
+    if isinstance(exc, CliError):
+        return str(exc), exc.code
+    if isinstance(exc, DatabaseUnavailableError):  # a server that may come back: its own code
+        return str(exc), UNREACHABLE
+    if isinstance(exc, DatabaseFileError | SchemaVersionError):
+        return str(exc), DATABASE
+    if isinstance(exc, sqlite3.Error | PeeweeDatabaseError):
+        return f"database error: {_first_database_error(exc)}", DATABASE
+    return None
 
 
 def _first_database_error(exc: BaseException) -> BaseException:
@@ -407,3 +417,4 @@ def _first_database_error(exc: BaseException) -> BaseException:
     while isinstance(exc.__context__, sqlite3.Error | PeeweeDatabaseError):
         exc = exc.__context__
     return exc
+

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from store import (
     AgentSpec,
     PeerError,
     PeerRouter,
+    SessionInfo,
     SessionManager,
     Store,
     Tool,
@@ -101,10 +103,15 @@ class AgentRuntime:
         self.router = PeerRouter(self.manager, self.run_turn)
         self._managers: dict[str | None, SessionManager] = {None: self.manager}
         self._engines: dict[str | None, ChatEngine] = {}
+        self.enabled_tools: dict[str, frozenset[str]] = {}
+        """Chat id → the tools its persona enables (chats without one are not here);
+        filled from the chats' rows as they are read (`note_tools`)."""
         self._live: list[AgentInfo] | None = None
         self._names: dict[str, str] | None = None
         """The live agents as last read: every turn's tools name them (`reachable`), and
         they change only when the config is synced (at start) or the picker reads them."""
+        self.tool_source: Callable[[str], dict[str, Tool]] | None = None
+        """More tools for a chat, by session id (the workspace's MCP servers)."""
         self.streamer: Streamer | None = None
         """How engines stream model calls (None: in this process; the app sets its
         model process's)."""
@@ -163,6 +170,12 @@ class AgentRuntime:
         info = self.manager.get(session_id, include_deleted=True)
         return self.manager_for_agent(info.agent_id if info else None)
 
+    def note_tools(self, info: SessionInfo) -> None:
+        """Remember the tools the chat's persona enables (its metadata's `tools`)."""
+        tools = info.metadata.get("tools")
+        if isinstance(tools, list):
+            self.enabled_tools[info.id] = frozenset(t for t in tools if isinstance(t, str))
+
     def engine_for_agent(self, agent_id: str | None) -> ChatEngine:
         engine = self._engines.get(agent_id)
         if engine is None:
@@ -177,9 +190,10 @@ class AgentRuntime:
             engine = ChatEngine(
                 self.manager_for_agent(agent_id),
                 config,
-                extra_tools=lambda session_id: self.peer_tools(session_id, agent_id),
+                extra_tools=lambda session_id: self.extra_tools(session_id, agent_id),
                 streamer=self.streamer,
                 agent=agent,
+                tool_filter=self.enabled_tools.get,
             )
             self._engines[agent_id] = engine
         return engine
@@ -200,6 +214,13 @@ class AgentRuntime:
         return [
             a.name for a in live if a.id != agent_id and (not allowed or a.name.lower() in allowed)
         ]
+
+    def extra_tools(self, session_id: str, agent_id: str | None) -> dict[str, Tool]:
+        """The tools a chat has beyond its memory's: `message_agent`, and its MCP tools."""
+        tools = self.peer_tools(session_id, agent_id)
+        if self.tool_source is not None:
+            tools.update(self.tool_source(session_id))
+        return tools
 
     def peer_tools(self, session_id: str, agent_id: str | None) -> dict[str, Tool]:
         """`message_agent` for a chat running `agent_id` that can reach another agent."""

@@ -9,12 +9,14 @@ never live here: LiteLLM reads them from the environment.
 
 from __future__ import annotations
 
+import string
 import sys
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ..mcp.settings import McpServer, parse_mcp
 from . import paths
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "Config",
     "ConfigError",
     "ModelOptions",
+    "PersonaConfig",
+    "TemplateConfig",
     "DEFAULT_BLOCKS",
     "load_config",
     "parse_blocks",
@@ -90,6 +94,8 @@ class ModelOptions:
     """An OpenAI-compatible endpoint for this model (a local server, a proxy)."""
     context_window: int | None = None
     """Overrides LiteLLM's figure (needed for models LiteLLM does not know)."""
+    vision: bool | None = None
+    """The model takes images (overrides LiteLLM's table; needed for models it does not know)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,44 @@ class AgentConfig:
     skills_dir: str | None = None
     peers: tuple[str, ...] = ()
     """Agents this one may message (empty: every other agent)."""
+
+
+@dataclass(frozen=True)
+class PersonaConfig:
+    """A named way to start a chat, from `[personas.NAME]`: its prompt, model,
+    parameters and enabled tools (each optional: what is unset is the default)."""
+
+    name: str
+    prompt: str | None = None
+    """The chat's system prompt (its soul), written when the chat is created."""
+    model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    """Model parameters (temperature, max_tokens, ...), checked as a chat's are."""
+    tools: tuple[str, ...] | None = None
+    """The tools the model is offered (None: every tool the chat has)."""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TemplateConfig:
+    """A message with `{variables}`, from `[templates.NAME]`, filled in a small form."""
+
+    name: str
+    text: str
+    description: str = ""
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The names in braces, in order of first use (`{{` and `}}` are braces)."""
+        seen: dict[str, None] = {}
+        for _, name, _, _ in string.Formatter().parse(self.text):
+            if name is not None:
+                seen.setdefault(name, None)
+        return tuple(seen)
+
+    def fill(self, values: dict[str, str]) -> str:
+        """The text with each variable replaced by its value."""
+        return self.text.format_map(values)
 
 
 @dataclass(frozen=True)
@@ -131,6 +175,8 @@ class Config:
     """Retries after a rate limit (429), honouring Retry-After."""
     max_live_replies: int = 3
     """Chats that may be writing a reply at once (a send beyond it is refused, saying so)."""
+    max_attachment_mb: float = 20.0
+    """The largest file that may be attached to a message, in MiB (bigger ones are refused)."""
     blocks: tuple[BlockConfig, ...] = DEFAULT_BLOCKS
     """The context blocks of every chat, in prompt order."""
     skills_dir: str | None = None
@@ -140,6 +186,14 @@ class Config:
     user data folder's `chats.db`; `CHATUI_DB` and `--db` take precedence)."""
     models: dict[str, ModelOptions] = field(default_factory=dict)
     agents: tuple[AgentConfig, ...] = ()
+    personas: dict[str, PersonaConfig] = field(default_factory=dict)
+    """`[personas.NAME]`: picked at ctrl+n and by `chatui ask --persona`."""
+    templates: dict[str, TemplateConfig] = field(default_factory=dict)
+    """`[templates.NAME]`: messages with `{variables}` (the palette's Use template)."""
+    keys: dict[str, Any] = field(default_factory=dict)
+    """`[keys]`: action = key, over the defaults (or a preset: `preset = "vim"`)."""
+    mcp: tuple[McpServer, ...] = ()
+    """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
     source: Path | None = None
     """The file this was read from (None: defaults)."""
 
@@ -147,8 +201,15 @@ class Config:
         """The model's own options, with the global `api_base` as fallback."""
         own = self.models.get(model, ModelOptions())
         return ModelOptions(
-            api_base=own.api_base or self.api_base, context_window=own.context_window
+            api_base=own.api_base or self.api_base,
+            context_window=own.context_window,
+            vision=own.vision,
         )
+
+    @property
+    def max_attachment_bytes(self) -> int:
+        """`max_attachment_mb` in bytes."""
+        return int(self.max_attachment_mb * 1024 * 1024)
 
 
 # -- parsing -------------------------------------------------------------------
@@ -248,6 +309,91 @@ def _agent(data: Any, where: str) -> AgentConfig:
     )
 
 
+def _persona(name: str, data: Any) -> PersonaConfig:
+    from .params import ParamsError, check_params  # the parameters' own rules
+
+    where = f"personas.{name}"
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a table")
+    _unknown(f"{where}: ", data, {"prompt", "model", "params", "tools", "description"})
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}.params must be a table (params = {{ temperature = 0.3 }})")
+    try:
+        params = check_params(params, None)  # the names are checked against LiteLLM's on use
+    except ParamsError as exc:
+        raise ValueError(f"{where}.params: {exc}") from None
+    tools = data.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools)
+    ):
+        raise ValueError(f"{where}.tools must be a list of tool names")
+    prompt = _check(f"{where}.", "prompt", data.get("prompt"), "str", optional=True)
+    if prompt is not None and not prompt.strip():
+        raise ValueError(f"{where}.prompt must not be empty (leave it out for the default)")
+    model = _check(f"{where}.", "model", data.get("model"), "str", optional=True)
+    if model is not None and not model.strip():
+        raise ValueError(f"{where}.model must not be empty")
+    return PersonaConfig(
+        name=name,
+        prompt=prompt,
+        model=model,
+        params=params,
+        tools=tuple(tools) if tools is not None else None,
+        description=_check(f"{where}.", "description", data.get("description", ""), "str"),
+    )
+
+
+def _template(name: str, data: Any) -> TemplateConfig:
+    where = f"templates.{name}"
+    if isinstance(data, str):
+        data = {"text": data}
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a table with a text (or the text itself)")
+    _unknown(f"{where}: ", data, {"text", "description"})
+    text = _check(f"{where}.", "text", data.get("text"), "str")
+    if not text.strip():
+        raise ValueError(f"{where}.text must not be empty")
+    try:
+        fields_ = list(string.Formatter().parse(text))
+    except ValueError as exc:  # a lone { or }
+        raise ValueError(f"{where}.text: {exc} (write {{{{ and }}}} for braces)") from None
+    for _, field_name, spec, conversion in fields_:
+        if field_name is None:
+            continue
+        if not field_name.isidentifier() or spec or conversion:
+            raise ValueError(
+                f"{where}.text: {{{field_name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} is not a variable: use {{name}}"
+            )
+    description = _check(f"{where}.", "description", data.get("description", ""), "str")
+    return TemplateConfig(name=name, text=text, description=description)
+
+
+def _named_tables(data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a table of [{where}.NAME] tables")
+    for name in data:
+        if not name.strip():
+            raise ValueError(f"{where}: a name must not be empty")
+    return data
+
+
+def _keys(data: Any, prefix: str = "") -> dict[str, Any]:
+    """`[keys]` flattened to action id → keys (`app.new_chat = "f5"` is a dotted
+    TOML key, read as a nested table). Checked when the app starts: a bad entry is a
+    warning there, its default kept, never a refusal to start."""
+    if not isinstance(data, dict):
+        raise ValueError('keys must be a table ([keys] action = "key")')
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, dict):
+            flat.update(_keys(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
 def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
     """Build a `Config` from parsed TOML.
 
@@ -268,6 +414,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         ("max_tool_rounds", "int", False),
         ("max_retries", "int", False),
         ("max_live_replies", "int", False),
+        ("max_attachment_mb", "float", False),
         ("branch_notes", "str", False),
     ):
         if name in data:
@@ -284,6 +431,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         raise ValueError("max_retries must be between 0 and 10")
     if not 1 <= values.get("max_live_replies", 1) <= 20:
         raise ValueError("max_live_replies must be between 1 and 20")
+    if not 0 < values.get("max_attachment_mb", 1.0) <= 1024:
+        raise ValueError("max_attachment_mb must be more than 0 and at most 1024 (MiB)")
     if values.get("branch_notes", "off") not in BRANCH_NOTES:
         raise ValueError(f"branch_notes must be one of {', '.join(BRANCH_NOTES)}")
     if "blocks" in data:
@@ -296,7 +445,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             where = f"models.{name!r}"
             if not isinstance(options, dict):
                 raise ValueError(f"{where} must be a table")
-            _unknown(f"{where}: ", options, {"api_base", "context_window"})
+            _unknown(f"{where}: ", options, {"api_base", "context_window", "vision"})
             models[name] = ModelOptions(
                 api_base=_check(
                     f"{where}.", "api_base", options.get("api_base"), "str", optional=True
@@ -308,6 +457,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
                     "int",
                     optional=True,
                 ),
+                vision=_check(f"{where}.", "vision", options.get("vision"), "bool", optional=True),
             )
         values["models"] = models
     if "agents" in data:
@@ -319,6 +469,20 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             if names.count(name) > 1:
                 raise ValueError(f"agents: the name {name!r} is used twice")
         values["agents"] = agents
+    if "personas" in data:
+        values["personas"] = {
+            name: _persona(name, table)
+            for name, table in _named_tables(data["personas"], "personas").items()
+        }
+    if "templates" in data:
+        values["templates"] = {
+            name: _template(name, table)
+            for name, table in _named_tables(data["templates"], "templates").items()
+        }
+    if "keys" in data:
+        values["keys"] = _keys(data["keys"])
+    if "mcp" in data:
+        values["mcp"] = parse_mcp(data["mcp"])
     return Config(**values)
 
 

@@ -118,21 +118,22 @@ def _check_value(name: str, value: Any) -> Any:
     return value
 
 
-def check_params(params: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
+def check_params(params: Mapping[str, Any], known: Collection[str] | None) -> dict[str, Any]:
     """The parameters, checked: names against `known` (LiteLLM's list, see
-    `llm.known_params`), values by type and range.
+    `llm.known_params`; None: only the reserved names, as the config is read before
+    LiteLLM is loaded), values by type and range.
 
     Raises:
         ParamsError: the first bad name or value (nothing is kept).
     """
     checked: dict[str, Any] = {}
-    allowed = (set(known) | EXTRA_PARAMS) - set(RESERVED)
+    allowed = (set(known or ()) | EXTRA_PARAMS) - set(RESERVED)
     for name, value in params.items():
         if not isinstance(name, str) or not name:
             raise ParamsError("a parameter needs a name")
         if name in RESERVED:
             raise ParamsError(f"{name} cannot be set for a chat: {RESERVED[name]}")
-        if name not in allowed:
+        if known is not None and name not in allowed:
             close = difflib.get_close_matches(name, sorted(allowed), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise ParamsError(f"unknown parameter {name!r}{hint}")

@@ -13,6 +13,7 @@ mid-reply. Nothing else keeps a copy.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -249,34 +250,54 @@ async def run_tools(
     """
     parts: list[dict[str, Any]] = []
     changed: list[str] = []
-    for call in calls:
-        name = str(call.get("tool_name") or "")
-        tool = tools.get(name)
-        if tool is None:
-            output = (
-                f"Error: unknown tool {name!r}; available: {', '.join(sorted(tools)) or 'none'}"
-            )
-        else:
-            arguments = call.get("input")
-            try:
-                output = await tool.call_json(
-                    arguments if isinstance(arguments, str | dict) else json.dumps(arguments)
+    try:
+        for call in calls:
+            parts.append(await _run_one(tools, call, changed))
+    except asyncio.CancelledError:
+        # Stopped (esc) while a tool ran — an MCP server may take its time: every call
+        # still gets its one result, so the branch reads whole and can be continued.
+        for call in calls[len(parts) :]:
+            parts.append(
+                tool_result_part(
+                    str(call.get("tool_call_id") or ""),
+                    str(call.get("tool_name") or ""),
+                    "Error: the user stopped this call before it finished.",
+                    True,
                 )
-            except Exception as exc:  # tools promise not to raise; a bug must not end the turn
-                log.warning("tool %s raised", name, exc_info=True)
-                output = f"Error: {name} failed: {exc}"
-        is_error = output.startswith("Error:")
-        parts.append(tool_result_part(str(call.get("tool_call_id") or ""), name, output, is_error))
-        arguments = call.get("input")
-        if isinstance(arguments, str):  # a caller may hand over the raw JSON text
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                arguments = None
-        if name == "set_context" and not is_error and isinstance(arguments, dict):
-            label = arguments.get("label")
-            if isinstance(label, str) and label not in changed:
-                changed.append(label)
+            )
+        await session.append_message(Message(id=new_id(), role="tool", parts=parts), parent_id)
+        raise
     message = Message(id=new_id(), role="tool", parts=parts)
     stored = await session.append_message(message, parent_id)
     return ToolRun(stored, changed)
+
+
+async def _run_one(
+    tools: dict[str, Tool], call: dict[str, Any], changed: list[str]
+) -> dict[str, Any]:
+    """One call's result part (`changed`: memory labels a `set_context` wrote)."""
+    name = str(call.get("tool_name") or "")
+    tool = tools.get(name)
+    if tool is None:
+        output = f"Error: unknown tool {name!r}; available: {', '.join(sorted(tools)) or 'none'}"
+    else:
+        arguments = call.get("input")
+        try:
+            output = await tool.call_json(
+                arguments if isinstance(arguments, str | dict) else json.dumps(arguments)
+            )
+        except Exception as exc:  # tools promise not to raise; a bug must not end the turn
+            log.warning("tool %s raised", name, exc_info=True)
+            output = f"Error: {name} failed: {exc}"
+    is_error = output.startswith("Error:")
+    arguments = call.get("input")
+    if isinstance(arguments, str):  # a caller may hand over the raw JSON text
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    if name == "set_context" and not is_error and isinstance(arguments, dict):
+        label = arguments.get("label")
+        if isinstance(label, str) and label not in changed:
+            changed.append(label)
+    return tool_result_part(str(call.get("tool_call_id") or ""), name, output, is_error)

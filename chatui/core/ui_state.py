@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 
 MAX_FOLDED_CHATS = 200
 MAX_FOLDS_PER_CHAT = 500
+MAX_DRAFTS = 200
+MAX_DRAFT_CHARS = 100_000
+NEW_CHAT_DRAFT = ""
+"""The drafts key of the new chat on screen (not stored yet)."""
 
 
 @dataclass
@@ -41,10 +45,27 @@ class UiState:
     """Columns of the context sidebar (changed with < and > in the sidebar)."""
     tree_unfolded: dict[str, list[str]] = field(default_factory=dict)
     """Chat id → keys of the folded runs the user opened in its tree (newest chats last)."""
+    drafts: dict[str, str] = field(default_factory=dict)
+    """Chat id ("" for a new chat) → what was typed in its input and not sent: kept
+    across chat switches and restarts (newest chats last)."""
 
     def remember_model(self, model: str) -> None:
         self.model = model
         self.recent_models = [model] + [m for m in self.recent_models if m != model][:9]
+
+    def remember_draft(self, session_id: str | None, text: str) -> None:
+        """Keep what is typed in a chat's input (blank: forget it); the newest
+        `MAX_DRAFTS` chats are kept, each up to `MAX_DRAFT_CHARS` characters."""
+        key = session_id or NEW_CHAT_DRAFT
+        self.drafts.pop(key, None)
+        if text.strip():
+            self.drafts[key] = text[:MAX_DRAFT_CHARS]
+        while len(self.drafts) > MAX_DRAFTS:
+            self.drafts.pop(next(iter(self.drafts)))
+
+    def draft(self, session_id: str | None) -> str:
+        """What was typed in the chat's input and not sent ("" for none)."""
+        return self.drafts.get(session_id or NEW_CHAT_DRAFT, "")
 
     def remember_unfolded(self, session_id: str, keys: Iterable[str]) -> None:
         """Keep a chat's open folds; the file keeps the newest `MAX_FOLDED_CHATS` chats."""
@@ -82,6 +103,12 @@ def load_state(path: Path | None = None) -> UiState:
                 k: [key for key in v if isinstance(key, str)][:MAX_FOLDS_PER_CHAT]
                 for k, v in list(value.items())[-MAX_FOLDED_CHATS:]
                 if isinstance(k, str) and isinstance(v, list)
+            }
+        elif f.name == "drafts" and isinstance(value, dict):
+            state.drafts = {
+                k: v[:MAX_DRAFT_CHARS]
+                for k, v in list(value.items())[-MAX_DRAFTS:]
+                if isinstance(k, str) and isinstance(v, str) and v.strip()
             }
         elif isinstance(default, int) and not isinstance(default, bool):
             if isinstance(value, int) and not isinstance(value, bool):

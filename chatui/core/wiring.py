@@ -71,7 +71,11 @@ class ChatPrompt:
         return await self._writes.get_at(site)
 
     async def set_at(self, content: str, site: BranchSite) -> None:
-        await self._writes.set_at(content, site)
+        self._writes.write_at(content, site)
+
+    def write_at(self, content: str, site: BranchSite) -> None:
+        """`set_at` without an event loop (a persona's prompt, written with its chat)."""
+        self._writes.write_at(content, site)
 
     def history(self) -> list[StoredWrite]:
         return self._writes.history()

@@ -13,6 +13,8 @@ Screens get decisions, not the parts that make them:
   the sidebar, the title, F2 and auto-compaction all read it.
 - Chats: open, create, rename, fork, delete (its reply stopped first), search,
   export and import.
+- Attachments: `attach_file`, `attach_bytes` (content from elsewhere: an MCP
+  resource) and `pasted_path` give what `start_reply` sends with the text.
 - Replies (`jobs.ReplyJobs`): a turn belongs to its chat, not to a screen.
 - Model facts learned later (an `api_base` server's window) are emitted as
   `ModelFactsChanged`; other processes' writes (`store.ChangeWatcher`) as
@@ -43,33 +45,43 @@ from store import (
     SessionInfo,
     Store,
     estimate_string_tokens,
+    text_part,
 )
 from store.search import query_problem
 
 from .. import llm
 from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
+from ..mcp.hub import Answer, McpHub, ServerStatus, ToolApproval, ToolsChanged
+from . import paths
 from .agents import AgentRuntime, PeerMarks
+from .attachments import Attached, AttachmentDesk, AttachRefused, pasted_path
 from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
 from .chat_state import ChatState
-from .config import Config
+from .config import Config, PersonaConfig, TemplateConfig
 from .context_usage import ContextUsage, Measured, NextRequest, ToolLine
 from .events import JobEvent, TurnEvent, TurnKind
 from .facts import ChatFacts, ModelChoice, choose_model, window_of
 from .jobs import JobsFull, ReplyJobs
 from .params import ParamsError, check_params, params_of, params_text, parse_params
+from .replies import new_id
 from .ui_state import UiState
 
 if TYPE_CHECKING:
     from store import ContextBlock, StoredCompaction, StoredWrite
 
     from ..transfer.importing import ImportReport
+    from .engine import ChatEngine
     from .inspection import BlockDetails, WriteLine
 
 __all__ = [
+    "Answer",
+    "AttachRefused",
+    "Attached",
     "BlockDetails",
     "ChatFacts",
     "ChatsChanged",
+    "EditRefused",
     "ContextUsage",
     "ImportFailed",
     "JobsFull",
@@ -80,7 +92,13 @@ __all__ = [
     "NextRequest",
     "ParamsError",
     "PeerMarks",
+    "PersonaConfig",
+    "TemplateConfig",
+    "UnknownPersona",
+    "ServerStatus",
+    "ToolApproval",
     "ToolLine",
+    "ToolsChanged",
     "UiState",
     "Workspace",
     "WorkspaceEvent",
@@ -121,7 +139,17 @@ class ImportFailed(Exception):
     """Nothing was imported; the message says why, naming the file."""
 
 
-WorkspaceEvent: TypeAlias = JobEvent | ModelFactsChanged | ChatsChanged
+class UnknownPersona(ParamsError):
+    """No persona by that name in the config; the message lists the ones there are."""
+
+
+class EditRefused(ValueError):
+    """A message cannot be edited as asked; the message says why (nothing is stored)."""
+
+
+WorkspaceEvent: TypeAlias = (
+    JobEvent | ModelFactsChanged | ChatsChanged | ToolsChanged | ToolApproval
+)
 Listener: TypeAlias = Callable[[WorkspaceEvent], None]
 
 
@@ -149,6 +177,7 @@ class Workspace:
         self._key_checked: set[str] = set()
         self._asking: set[asyncio.Task[None]] = set()
         self._watcher: ChangeWatcher | None = None
+        self._desk: AttachmentDesk | None = None
         self._jobs.subscribe(self._emit)
         self.worker: StreamWorker | None = None
         """The model process replies stream from (`model_process=True`), else None:
@@ -156,6 +185,41 @@ class Workspace:
         if model_process:
             self.worker = shared_worker()
             self._runtime.streamer = self.worker.stream
+        self.tools = McpHub(
+            config.mcp, self._manager, emit=self._emit, log_dir=paths.log_file().parent
+        )
+        """The MCP servers (`[mcp.servers.NAME]`), started by `start_tools`."""
+        if self.tools:
+            self._runtime.tool_source = self.tools.tools_for
+
+    # -- attachments ----------------------------------------------------------------
+
+    @property
+    def desk(self) -> AttachmentDesk:
+        if self._desk is None:
+            self._desk = AttachmentDesk(self.store, self.config.max_attachment_bytes)
+        return self._desk
+
+    def attach_file(self, path: str | Path) -> Attached:
+        """Check and store a file for the next message (an image or a text file).
+
+        Raises:
+            AttachRefused: missing, a folder, unreadable, over `max_attachment_mb`, a
+                type no model takes, or a damaged image; the message says which.
+        """
+        return self.desk.file(path)
+
+    def attach_bytes(self, name: str, mime: str, data: bytes) -> Attached:
+        """Check and store content from elsewhere (an MCP resource) for the next message.
+
+        Raises:
+            AttachRefused: as `attach_file`.
+        """
+        return self.desk.content(name, mime, data)
+
+    def pasted_path(self, text: str) -> Path | None:
+        """The existing file a paste names, when the whole paste is one path; else None."""
+        return pasted_path(text)
 
     # -- listeners ------------------------------------------------------------------
 
@@ -231,6 +295,7 @@ class Workspace:
             session = self._runtime.manager_for_agent(agent_id).preview_session(TEMPLATE_ID)
             measured = await engine.measure(session, None, model.model, history=[])
             self._ask_window(model.model)
+            self._count(engine, model.model, measured)
             return ChatFacts(None, None, agent, model, measured, self.config.compact_at)
         if info is None:
             info = self._manager.get(session_id, include_deleted=True)
@@ -238,13 +303,37 @@ class Workspace:
             raise LookupError(f"no chat {session_id!r}")
         agent = self._runtime.agent(info.agent_id)
         model = choose_model(info, agent, self.config)
+        self._runtime.note_tools(info)
         engine = self._runtime.engine_for_agent(info.agent_id)
         session = self._runtime.manager_for_agent(info.agent_id).get_session(session_id)
         measured = await engine.measure(
             session, at, model.model, history=list(history) if history is not None else None
         )
         self._ask_window(model.model)
+        self._count(engine, model.model, measured)
         return ChatFacts(session_id, info, agent, model, measured, self.config.compact_at)
+
+    def _count(self, engine: ChatEngine, model: str, measured: Measured) -> None:
+        """Have the server count what the figure estimated (llama.cpp's `/tokenize`), in
+        the background; the exact figure comes as `ModelFactsChanged`."""
+        if not measured.uncounted:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._counted(engine, model, measured), name=f"count:{model}")
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _counted(self, engine: ChatEngine, model: str, measured: Measured) -> None:
+        try:
+            learned = await engine.count_tokens(model, measured)
+        except Exception:
+            log.debug("counting tokens for %s failed", model, exc_info=True)
+            return
+        if learned:
+            self._emit(ModelFactsChanged(model))
 
     def _ask_window(self, model: str) -> None:
         """Ask an `api_base` server for the model's window once; its answer comes as
@@ -332,15 +421,134 @@ class Workspace:
     def message_counts(self) -> dict[str, int]:
         return self._manager.message_counts()
 
-    def create_chat(self, name: str, *, model: str, agent_id: str | None = None) -> SessionInfo:
-        return self._manager.create(name, model=model, source="chatui", agent_id=agent_id)
+    def create_chat(
+        self,
+        name: str,
+        *,
+        model: str,
+        agent_id: str | None = None,
+        persona: PersonaConfig | None = None,
+    ) -> SessionInfo:
+        """A new chat; with a `persona` (from `check_persona`), its parameters and
+        enabled tools are stored with the chat and its prompt is the chat's soul (on
+        every branch). `model`: the caller's choice (`persona_model` for a persona's)."""
+        metadata: dict[str, object] | None = None
+        if persona is not None:
+            metadata = {"persona": persona.name}
+            if persona.params:
+                metadata["params"] = dict(persona.params)
+            if persona.tools is not None:
+                metadata["tools"] = list(persona.tools)
+        info = self._manager.create(
+            name, model=model, source="chatui", agent_id=agent_id, metadata=metadata
+        )
+        if persona is not None:
+            self._runtime.note_tools(info)
+            label = self._prompt_label(self._runtime.agent(agent_id))
+            if persona.prompt and label is not None:
+                session = self._runtime.manager_for_agent(agent_id).get_session(info.id)
+                provider = session.block_provider(label)
+                provider.write_at(persona.prompt, BranchSite(info.id, None, "user"))
+        return info
+
+    # -- personas and templates -----------------------------------------------------------
+
+    def personas(self) -> list[PersonaConfig]:
+        """The config's personas, by name."""
+        return [self.config.personas[name] for name in sorted(self.config.personas)]
+
+    def persona(self, name: str) -> PersonaConfig:
+        """The persona called `name`.
+
+        Raises:
+            UnknownPersona: none by that name (the message lists the ones there are).
+        """
+        found = self.config.personas.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.config.personas)) or "none configured"
+            raise UnknownPersona(f"no persona {name!r} (personas: {known})")
+        return found
+
+    async def check_persona(self, name: str, agent_id: str | None = None) -> PersonaConfig:
+        """The persona, its parameters checked against LiteLLM's and its tools against
+        the tools a chat has: what `create_chat(persona=...)` takes. `chatui ask
+        --persona` and ctrl+n both start here.
+
+        Raises:
+            UnknownPersona: no such persona. ParamsError: a bad parameter or tool name.
+        """
+        persona = self.persona(name)
+        await llm.ensure_loaded()
+        try:
+            check_params(persona.params, llm.known_params())
+        except ParamsError as exc:
+            raise ParamsError(f"persona {name}: {exc}") from None
+        if persona.tools is not None:
+            engine = self._runtime.engine_for_agent(agent_id)
+            preview = self._runtime.manager_for_agent(agent_id).preview_session(TEMPLATE_ID)
+            known = set(await engine.tools_for(preview))
+            unknown = [t for t in persona.tools if t not in known]
+            if unknown:
+                raise ParamsError(
+                    f"persona {name}: unknown tool {unknown[0]!r} "
+                    f"(tools: {', '.join(sorted(known)) or 'none'})"
+                )
+        return persona
+
+    def persona_model(self, persona: PersonaConfig, agent_id: str | None = None) -> str:
+        """The model a persona's chat starts on: its own, else the default rule's."""
+        if persona.model:
+            return persona.model
+        agent = self._runtime.agent(agent_id)
+        return choose_model(None, agent, self.config, launch=self.launch_model).model
+
+    def templates(self) -> list[TemplateConfig]:
+        """The config's message templates, by name."""
+        return [self.config.templates[name] for name in sorted(self.config.templates)]
+
+    # -- editing a reply --------------------------------------------------------------
+
+    async def edit_reply(self, chat: ChatState, message_id: str, text: str) -> Message:
+        """A corrected copy of a model's reply, beside it (the same question), marked
+        edited; the original is kept and the branch shown moves to the copy. Nothing is
+        asked of the model: the next send continues from the corrected reply.
+
+        Raises:
+            EditRefused: not a reply, a reply that called tools, an empty or unchanged
+                text (nothing is stored).
+        """
+        message = chat.session.get_message(message_id)
+        if message is None:
+            raise EditRefused("that message does not exist (any more)")
+        if message.role != "assistant" or message.is_compaction or message.parent_id is None:
+            raise EditRefused("only a model's reply is edited this way")
+        if message.tool_calls:
+            raise EditRefused(
+                "this reply called tools (their results follow it): regenerate it instead"
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise EditRefused("the reply is empty: type the corrected text, or escape")
+        if text == message.text:
+            raise EditRefused("unchanged: edit the text, or escape to keep the reply")
+        metadata: dict[str, object] = {"status": "complete", "edited_from": message.id}
+        if message.metadata.get("model"):
+            metadata["model"] = message.metadata["model"]
+        edited = await chat.session.append_message(
+            Message(id=new_id(), role="assistant", parts=[text_part(text)], metadata=metadata),
+            message.parent_id,
+        )
+        chat.set_active(edited.id)
+        return edited
 
     # -- a chat's prompt and parameters ------------------------------------------------
 
     def prompt_label(self, facts: ChatFacts) -> str | None:
         """The block a person edits as the chat's system prompt: its `soul`, else its
         first static block (None: the chat has no static block to rewrite)."""
-        statics = [b.label for b in self._runtime.blocks_of(facts.agent) if b.kind == "static"]
+        return self._prompt_label(facts.agent)
+
+    def _prompt_label(self, agent: AgentInfo | None) -> str | None:
+        statics = [b.label for b in self._runtime.blocks_of(agent) if b.kind == "static"]
         return "soul" if "soul" in statics else (statics[0] if statics else None)
 
     def chat_prompt(self, facts: ChatFacts) -> str:
@@ -563,6 +771,40 @@ class Workspace:
             return llm.redact(str(exc))
         return None
 
+    # -- MCP tool servers -------------------------------------------------------------
+
+    def start_tools(self) -> None:
+        """Start the MCP servers in the background (the app calls it after the first
+        frame; nothing waits for them: their tools join each chat once listed)."""
+        self.tools.start()
+
+    def tool_servers(self, session_id: str | None) -> list[ServerStatus]:
+        """Each configured server: its state, its tools, on or off in the chat."""
+        return self.tools.statuses(session_id)
+
+    def set_tool_server(self, session_id: str, server: str, on: bool) -> None:
+        """Turn a server's tools on or off in a chat (remembered in the chat)."""
+        self.tools.set_enabled(session_id, server, on)
+
+    def tool_prompts(self, session_id: str | None) -> list[tuple[str, str, str]]:
+        """(server, prompt name, description) of the MCP prompts the chat may use."""
+        return [(s, p.name, p.description) for s, p in self.tools.prompts(session_id)]
+
+    def prompt_arguments(self, server: str, name: str) -> list[tuple[str, bool]]:
+        """(argument, required) of an MCP prompt, in order."""
+        for found, prompt in self.tools.prompts(None):
+            if found == server and prompt.name == name:
+                return list(prompt.arguments)
+        return []
+
+    async def fill_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """An MCP prompt's text with its arguments filled in.
+
+        Raises:
+            RuntimeError: the server is not running or refused (the message says why).
+        """
+        return await self.tools.get_prompt(server, name, arguments)
+
     # -- replies --------------------------------------------------------------------
 
     @property
@@ -606,8 +848,11 @@ class Workspace:
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
         facts: ChatFacts | None = None,
+        attachments: Sequence[Attached] = (),
     ) -> None:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
+
+        `attachments`: sent with a send's text (`attach_file`, `attach_bytes`).
 
         `model`: a send or regenerate written by another model than the chat's (that
         turn only; `chatui ask --model` on an existing chat).
@@ -622,6 +867,8 @@ class Workspace:
         if info is None:
             info = self._manager.get(session_id, include_deleted=True)
         agent_id = info.agent_id if info is not None else None
+        if info is not None:
+            self._runtime.note_tools(info)
         engine = self._runtime.engine_for_agent(agent_id)
         chat_model = (
             facts.model.model
@@ -632,7 +879,12 @@ class Workspace:
         events: AsyncGenerator[TurnEvent, None]
         if kind == "send":
             events = engine.send(
-                session_id, text, parent_id=parent_id, model=model or chat_model, params=params
+                session_id,
+                text,
+                parent_id=parent_id,
+                model=model or chat_model,
+                params=params,
+                attachments=[a.part for a in attachments],
             )
         elif kind == "regenerate":
             assert message_id is not None
@@ -675,6 +927,7 @@ class Workspace:
         """Stop every reply (what arrived is kept, marked cancelled) and wait for peers."""
         self.stop_watching()
         await self._jobs.cancel_all()
+        await self.tools.stop()
         if self._runtime.router.pending:  # fire-and-forget peer turns still writing
             try:
                 await asyncio.wait_for(self._runtime.router.drain(), timeout=timeout)

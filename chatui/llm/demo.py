@@ -377,7 +377,7 @@ def make_provider(litellm: Any, delay: float | None = None) -> Any:
     """An instance of the demo's `CustomLLM` subclass (built here so that importing
     this module does not import LiteLLM)."""
 
-    class DemoLLM(litellm.CustomLLM):  # type: ignore[name-defined,misc]
+    class DemoLLM(litellm.CustomLLM):
         """LiteLLM custom provider behind `--model demo`."""
 
         async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:

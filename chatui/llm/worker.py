@@ -282,7 +282,7 @@ class StreamWorker:
         try:
             self.start()
             call.process = self._process
-            if os.environ != self._sent_env:
+            if dict(os.environ) != self._sent_env:
                 self._sent_env = dict(os.environ)
                 request["env"] = self._sent_env
             self._send(request)

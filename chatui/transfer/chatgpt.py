@@ -267,16 +267,21 @@ def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
     return parts
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """`value` when it is an object, else an empty one (exports hold nulls and lists)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _message(
     raw: dict[str, Any], parent: str | None, fallback_time: str | None
 ) -> dict[str, Any] | None:
     """A chatui message dict, or None for a node the ChatGPT UI does not show."""
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    meta = _dict(raw.get("metadata"))
     if meta.get("is_visually_hidden_from_conversation") or meta.get("is_user_system_message"):
         return None
-    author = raw.get("author") if isinstance(raw.get("author"), dict) else {}
+    author = _dict(raw.get("author"))
     role = author.get("role") if isinstance(author.get("role"), str) else "unknown"
-    content = raw.get("content") if isinstance(raw.get("content"), dict) else {}
+    content = _dict(raw.get("content"))
     parts = _parts(content)
     finish = meta.get("finish_details")
     finish_type = finish.get("type") if isinstance(finish, dict) else None

@@ -197,14 +197,14 @@ def _check_links(nodes: dict[str, Node], where: str) -> None:
     for start in nodes:
         trail: list[str] = []
         on_trail: set[str] = set()
-        node: str | None = start
-        while node is not None and node not in done:
-            if node in on_trail:
-                loop = trail[trail.index(node) :] + [node]
+        step: str | None = start
+        while step is not None and step not in done:
+            if step in on_trail:
+                loop = trail[trail.index(step) :] + [step]
                 raise ImportFormatError(f"{where}: parent links form a cycle ({' → '.join(loop)})")
-            trail.append(node)
-            on_trail.add(node)
-            node = nodes[node].parent
+            trail.append(step)
+            on_trail.add(step)
+            step = nodes[step].parent
         done.update(trail)
 
 

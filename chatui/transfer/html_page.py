@@ -75,7 +75,7 @@ def _markdown() -> Callable[[str], str]:
     # An image in a message would be a request to its server when the page opens (the
     # policy refuses it anyway): it stays a link, to follow by choice.
     md.disable("image")
-    return md.render  # type: ignore[no-any-return]
+    return md.render
 
 
 def _code_css() -> str:

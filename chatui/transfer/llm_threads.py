@@ -67,11 +67,18 @@ def _root(threads: dict[str, dict[str, Any]], tid: str) -> str:
     return tid
 
 
+def _int(value: Any) -> int:
+    """A fragment number as the file gives it (-1, found nowhere, when it is not one)."""
+    return value if isinstance(value, int) else -1
+
+
 def _decode_text(payload: dict[str, Any], fragments: dict[int, str]) -> str:
     pieces = payload.get("text_ref")
     if isinstance(pieces, list):
         return "".join(
-            str(p.get("literal", "")) if "literal" in p else fragments.get(p.get("fragment"), "")
+            str(p.get("literal", ""))
+            if "literal" in p
+            else fragments.get(_int(p.get("fragment")), "")
             for p in pieces
             if isinstance(p, dict)
         )
@@ -269,7 +276,9 @@ def _family(
     nodes = [
         Node(
             id=prefix + mhash,
-            parent=prefix + parents[mhash] if parents[mhash] in held else None,
+            parent=prefix + parent_hash
+            if (parent_hash := parents[mhash]) is not None and parent_hash in held
+            else None,
             message={
                 "role": roles[mhash],
                 "parts": _parts(part_rows.get(mhash, []), fragments, attachments),

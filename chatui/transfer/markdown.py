@@ -101,6 +101,10 @@ def _body(message: Message) -> str:
     return "\n\n".join(chunks) if chunks else "*(empty)*"
 
 
+APP_SOURCE = "chatui"
+"""The `source` of chats made in the app (`Workspace.create_chat`): nothing was imported."""
+
+
 def render_markdown(
     view: PathView,
     *,
@@ -119,7 +123,7 @@ def render_markdown(
     ]
     if info.model:
         lines.append(f"- **Model:** {one_line(info.model)}")
-    if info.source:
+    if info.source and info.source != APP_SOURCE:
         lines.append(f"- **Imported from:** {one_line(info.source)}")
     if info.deleted_at:
         lines.append(f"- **Deleted:** {when(info.deleted_at)} (restorable in the app)")

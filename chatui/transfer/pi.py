@@ -58,7 +58,7 @@ def load_pi(path: Path, rejected: list[Rejected] | None = None) -> list[dict[str
 
 
 def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    entries = []
+    entries: list[tuple[int, dict[str, Any]]] = []
     for n, line in enumerate(read_text(path, "Pi session").splitlines(), 1):
         if not line.strip():
             continue
@@ -335,7 +335,7 @@ def _message(m: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     if role == "toolResult":
         blocks = _content_parts(m.get("content"))
         output = "\n".join(p["text"] for p in blocks if p.get("type") == "text")
-        part = {
+        part: dict[str, Any] = {
             "type": "tool-result",
             "tool_call_id": str(m.get("toolCallId", "")),
             "tool_name": str(m.get("toolName", "")),

@@ -38,7 +38,7 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 
 from store import SessionInfo
-from widgets import ChatInput, ChatView, MessageView, one_line
+from widgets import AttachmentTray, ChatInput, ChatView, MessageView, one_line
 
 from ..core.chat_state import ChatSnapshot, ChatState
 from ..core.events import (
@@ -58,13 +58,25 @@ from ..core.events import (
     UsageRecorded,
     written_elsewhere,
 )
-from ..core.workspace import ChatFacts, JobsFull, PeerMarks, Workspace
+from ..core.workspace import (
+    Attached,
+    AttachRefused,
+    ChatFacts,
+    JobsFull,
+    PeerMarks,
+    PersonaConfig,
+    UiState,
+    Workspace,
+)
 from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
 from .message_actions import MessageActions
 
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
+
+_NOTHING_SHOWN = object()
+"""No chat shown yet: the empty input is nobody's draft."""
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +141,15 @@ class ChatPane(Vertical):
         *,
         recent_models: list[str],
         on_shown: Callable[[], Awaitable[None]],
+        ui_state: UiState | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self.workspace = workspace
+        self.ui_state = ui_state if ui_state is not None else UiState()
+        """Where each chat's draft (typed, not sent) is kept; the app saves it."""
+        self._draft_for: str | None | object = _NOTHING_SHOWN
+        """The chat whose draft the input holds (None: the new chat)."""
         self.on_shown = on_shown
         """What draws the rest of the screen from this chat (the tree and the sidebar),
         awaited after each redraw: all three panes show one reading in one frame."""
@@ -149,6 +166,8 @@ class ChatPane(Vertical):
         """The model picked for a new chat before its first send (ctrl+l)."""
         self.draft_agent: str | None = None
         """The agent a new chat will run (chosen in the agent picker)."""
+        self.draft_persona: PersonaConfig | None = None
+        """The persona a new chat starts as (chosen at ctrl+n), applied when stored."""
         self.actions = MessageActions(self)
         self.stream = ChatStream(
             draw=self._post_draw,
@@ -168,10 +187,16 @@ class ChatPane(Vertical):
         self._elsewhere: frozenset[str] = frozenset()
         """Replies on screen another process is writing (`written_elsewhere`)."""
         self._writers_timer: Timer | None = None
+        self.attached: list[Attached] = []
+        """What goes with the next message (the tray above the input shows it)."""
+        self._sending: list[Attached] | None = None
+        """The attachments of the send whose question is not stored yet (they leave
+        the tray once it is; a failed send keeps them there)."""
 
     def compose(self) -> ComposeResult:
         yield ChatTitle(id="chat-title")
         yield ChatView(id="chat")
+        yield AttachmentTray(id="tray")
         yield ChatInput(id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys")
 
     # -- facts ------------------------------------------------------------------------
@@ -212,27 +237,45 @@ class ChatPane(Vertical):
         reveal: str | None = None,
         model: str | None = None,
         agent_id: str | None = None,
+        persona: PersonaConfig | None = None,
     ) -> None:
-        """Show a chat (None: a new, empty one running `agent_id`), on its remembered branch.
+        """Show a chat (None: a new, empty one running `agent_id`, as `persona`), on its
+        remembered branch.
 
         A reply being written in the chat left keeps going (its job belongs to the chat).
         """
         async with self._draw_lock:
+            self.keep_draft()
             self.stream.reset()
             if session_id is None:
                 self.chat = None
                 self.draft_agent = agent_id
                 self.draft_model = model
+                self.draft_persona = persona
             else:
                 self.chat = self.workspace.open(session_id)
                 if reveal is not None:
                     self.chat.select(reveal)
+            self._take_draft(session_id)
             self.post_message(self.ChatOpened(session_id))
             await self._redraw()
             if reveal is not None:
                 await self.chat_view.reveal(reveal)
             else:
                 self.chat_input.focus()
+
+    def keep_draft(self) -> None:
+        """Keep what the input holds as the draft of the chat it was typed in."""
+        if self._draft_for is not _NOTHING_SHOWN:
+            key = self._draft_for if isinstance(self._draft_for, str) else None
+            self.ui_state.remember_draft(key, self.chat_input.text)
+
+    def _take_draft(self, session_id: str | None) -> None:
+        """The input shows the draft of the chat now on screen (empty without one)."""
+        self._draft_for = session_id
+        box = self.chat_input
+        box.load_text(self.ui_state.draft(session_id))
+        box.move_cursor(box.document.end)
 
     async def redraw(self) -> None:
         """Re-read the chat and redraw it (a focused message keeps focus)."""
@@ -401,8 +444,10 @@ class ChatPane(Vertical):
         try:
             chat = self._ensure_chat(text) if kind == "send" else self.chat
             assert chat is not None
+            attached = list(self.attached) if kind == "send" else []
             if kind == "send":
                 self._sent = text
+                self._sending = attached
             self._asked_at = time.monotonic()
             self._measured = False
             workspace.start_reply(
@@ -416,6 +461,7 @@ class ChatPane(Vertical):
                 else None,
                 model=model,
                 facts=self.facts,
+                attachments=attached,
             )
         except JobsFull as exc:
             self.notify(str(exc), severity="warning")
@@ -431,15 +477,23 @@ class ChatPane(Vertical):
         self.set_timer(BUSY_AFTER, self.sync_busy)
 
     def _ensure_chat(self, first_text: str) -> ChatState:
+        if not first_text.strip() and self.attached:  # an attachment sent alone names it
+            first_text = self.attached[0].name
         name = one_line(first_text, 48) or NEW_CHAT_NAME
         if self.chat is None:
             facts = self.facts
             agent = facts.agent if facts is not None else None
             info = self.workspace.create_chat(
-                name, model=self.model, agent_id=agent.id if agent else None
+                name,
+                model=self.model,
+                agent_id=agent.id if agent else None,
+                persona=self.draft_persona,
             )
+            self.draft_persona = None
             self._created = info.id
             self.chat = self.workspace.open(info.id, info)
+            self.ui_state.remember_draft(None, "")  # the new chat's draft is this chat's now
+            self._draft_for = info.id
             self.snapshot = ChatSnapshot(info, [], None, [])
             if facts is not None:  # what the new chat's facts were, now under its id
                 self.facts = facts.stored(info)
@@ -460,6 +514,10 @@ class ChatPane(Vertical):
                 # Stored: only what was sent leaves the input, at once (its own frame).
                 self.chat_input.remove_sent(self._sent)
                 self._sent = None
+            if event.message.role == "user" and self._sending is not None:
+                sent, self._sending = self._sending, None
+                self.attached = [a for a in self.attached if a not in sent]
+                self._show_tray()
         self.stream.heard(event)
 
     def _post_draw(self, release: Release) -> None:
@@ -556,11 +614,13 @@ class ChatPane(Vertical):
         if event.session_id != self.session_id:
             return
         self._sent = None
+        self._sending = None  # not stored: what was attached stays in the tray
         created, self._created = self._created, None
         if created is not None and self.workspace.discard_if_empty(created):
             # A new chat whose turn stored nothing (no key, say): it never existed; the
             # typed text is still in the input, the error stays on screen.
             self.chat, self.snapshot = None, None
+            self._draft_for = None
             self.post_message(self.ChatOpened(None))
             await self._measure()
             await self.on_shown()
@@ -610,6 +670,59 @@ class ChatPane(Vertical):
 
     def on_mount(self) -> None:
         self.chat_view.type_into = self._type_into
+        self.chat_input.take_paste = self._take_paste
+        self.chat_input.remove_before = self._remove_last
+
+    # -- attachments --------------------------------------------------------------------
+
+    def attach(self, attached: Attached) -> None:
+        """Put checked, stored content (`Workspace.attach_file` / `attach_bytes`) in the
+        tray: it goes with the next message."""
+        if any(a.part == attached.part for a in self.attached):
+            self.notify(f"{attached.name} is attached already.")
+            return
+        self.attached.append(attached)
+        self._show_tray()
+
+    def attach_path(self, path: str) -> bool:
+        """Attach the file at `path`; a refusal is shown with its reason. True if attached."""
+        try:
+            attached = self.workspace.attach_file(path)
+        except AttachRefused as exc:
+            self.notify(str(exc), title="Not attached", severity="error", timeout=8)
+            return False
+        self.attach(attached)
+        return True
+
+    def remove_attachment(self, index: int) -> None:
+        if 0 <= index < len(self.attached):
+            removed = self.attached.pop(index)
+            self._show_tray()
+            self.notify(f"Removed {removed.name}.", timeout=2)
+
+    def _show_tray(self) -> None:
+        self.query_one(AttachmentTray).show([a.label for a in self.attached])
+        self.chat_input.submit_empty = bool(self.attached)
+
+    def _take_paste(self, text: str) -> bool:
+        """A paste that is one path to an existing file attaches it (a file dropped on
+        the terminal); anything else is typed."""
+        path = self.workspace.pasted_path(text)
+        if path is None:
+            return False
+        self.attach_path(str(path))
+        return True  # refused or not, a path is not typed into the message
+
+    def _remove_last(self) -> bool:
+        if not self.attached:
+            return False
+        self.remove_attachment(len(self.attached) - 1)
+        return True
+
+    @on(AttachmentTray.Removed)
+    def _tray_removed(self, event: AttachmentTray.Removed) -> None:
+        event.stop()
+        self.remove_attachment(event.index)
 
     def _type_into(self, character: str) -> None:
         """Typing on a focused message: the key goes to the input at once (in order with

@@ -151,9 +151,12 @@ class MessageActions:
         from .screens.dialogs import TextPrompt
 
         pane = self.pane
+        if message.role == "assistant":
+            self.edit_reply(message)
+            return
         if message.role != "user":
             pane.app.notify(
-                "Only your own messages can be edited; ctrl+r regenerates a reply.",
+                "Only your messages and the model's replies can be edited.",
                 severity="warning",
             )
             return
@@ -173,6 +176,42 @@ class MessageActions:
                 multiline=True,
             ),
             edited,
+        )
+
+    def edit_reply(self, message: Message) -> None:
+        """Correct a model's reply: a sibling marked edited (the original kept), shown."""
+        from ..core.workspace import EditRefused
+        from .screens.dialogs import TextPrompt
+
+        pane = self.pane
+        chat = pane.chat
+        assert chat is not None
+        made: list[str] = []
+
+        async def save(text: str) -> str | None:
+            try:
+                edited = await pane.workspace.edit_reply(chat, message.id, text)
+            except EditRefused as exc:
+                return f"Not saved: {exc}."
+            made.append(edited.id)
+            return None
+
+        async def saved(text: str | None) -> None:
+            if not made or pane.chat is not chat:
+                return
+            await pane.redraw()
+            await pane.chat_view.reveal(made[0])
+            pane.app.notify("Reply edited: a new branch marked edited; the original is kept.")
+
+        pane.app.push_screen(
+            TextPrompt(
+                "Edit the reply — the correction becomes a sibling marked edited; the "
+                "original stays",
+                message.text,
+                multiline=True,
+                check=save,
+            ),
+            saved,
         )
 
     async def fork(self, message_id: str) -> None:

@@ -11,7 +11,7 @@ from peewee import Database
 if TYPE_CHECKING:
     from ..search import Query
 
-__all__ = ["DURABILITIES", "Durability", "Engine", "SEQ_BITS", "SEQ_MASK", "rank_by_hits"]
+__all__ = ["BROAD", "DURABILITIES", "Durability", "Engine", "SEQ_BITS", "SEQ_MASK", "rank_by_hits"]
 
 Durability = Literal["full", "final", "relaxed"]
 """When a commit waits for the database's disk (see `Store`)."""
@@ -22,6 +22,14 @@ DURABILITIES: tuple[Durability, ...] = ("full", "final", "relaxed")
 SEQ_BITS = 32
 SEQ_MASK = (1 << SEQ_BITS) - 1
 
+
+BROAD = 2_000
+"""A query matching more messages than this is broad ("the", "th*"): its
+newest matches come first, unranked. Ranking needs every match's statistics
+(bm25() reads each term's whole doclist; ts_rank each match's row), which for
+a word in half of 1M messages took over a second; the best of thousands of
+equally plain matches is no better an answer than the newest. A search in one
+chat ranks its newest BROAD matches."""
 
 K1, B = 1.2, 0.75  # the usual BM25 constants, as FTS5's bm25() uses
 _TOKEN = re.compile(r"\w+", re.UNICODE)

@@ -75,6 +75,10 @@ class StoreContextProvider:
 
     async def set_at(self, content: str, site: BranchSite) -> None:
         """Replace the content, recording the write at `site`."""
+        self.write_at(content, site)
+
+    def write_at(self, content: str, site: BranchSite) -> None:
+        """`set_at` for a caller with no event loop at hand (the store is synchronous)."""
         if not isinstance(content, str):
             raise TypeError("block content must be a string")
         with self.store.write():

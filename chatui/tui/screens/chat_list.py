@@ -16,6 +16,7 @@ from widgets import clean, one_line
 
 from ...core.workspace import Workspace
 from .dialogs import TextPrompt
+from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["ChatListScreen", "relative_time"]
 
@@ -40,7 +41,7 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     )
 
 
-class ChatListScreen(ModalScreen[str | None]):
+class ChatListScreen(ListKeys, ModalScreen[str | None]):
     """Dismisses with the id of the chat to open, or None."""
 
     CSS_PATH = "chat_list.tcss"
@@ -52,6 +53,7 @@ class ChatListScreen(ModalScreen[str | None]):
         Binding("u", "undo", "Undo delete", id="chats.undo"),
         Binding("t", "toggle_trash", "Deleted chats", id="chats.trash"),
         Binding("slash", "filter", "Filter", id="chats.filter"),
+        *LIST_BINDINGS,
     ]
 
     def __init__(self, workspace: Workspace, current: str | None = None) -> None:
@@ -79,8 +81,10 @@ class ChatListScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
+        # When and how much come right after the name: at 80 columns the columns past
+        # them scroll off to the right (the last activity showed one character).
         table.add_columns(
-            "chat", "agent", "status", "last activity", "msgs", "model", "forked from"
+            "chat", "last activity", "msgs", "status", "model", "agent", "forked from"
         )
         self.reload()
         table.focus()
@@ -156,7 +160,7 @@ class ChatListScreen(ModalScreen[str | None]):
         agents: dict[str, str],
         counts: dict[str, int],
     ) -> list[Text | str]:
-        name = Text(one_line(info.name or "Untitled", 44))
+        name = Text(one_line(info.name or "Untitled", self._name_width()))
         if info.id == self.current:
             name.stylize("bold")
             name.append(" ●", "bold")
@@ -172,13 +176,29 @@ class ChatListScreen(ModalScreen[str | None]):
             name.append(" ✎", "italic")
         return [
             name,
-            clean(agents.get(info.agent_id or "", "")),
-            clean(status),
             relative_time(info.updated_at),
             str(counts.get(info.id, 0)),
+            clean(status),
             clean(info.model or ""),
+            clean(agents.get(info.agent_id or "", "")),
             lineage,
         ]
+
+    def _name_width(self) -> int:
+        """Names are cut to leave the last activity, the count and the status in view
+        (44 columns on a wide screen; fewer at 80)."""
+        width = self.query_one(DataTable).size.width or self.app.size.width
+        return max(min(44, width - 44), 12)
+
+    def on_resize(self) -> None:
+        if self.query_one(DataTable).columns:
+            selected = self.selected()
+            self.reload(keep=selected.id if selected else None)
+
+    def _say(self, text: str, *, timeout: float = 3) -> None:
+        """One notice at a time: stacked toasts covered the list's rows."""
+        self.app.clear_notifications()
+        self.notify(text, timeout=timeout)
 
     def selected(self) -> SessionInfo | None:
         table = self.query_one(DataTable)
@@ -200,7 +220,7 @@ class ChatListScreen(ModalScreen[str | None]):
             return
         if info.deleted_at is not None:
             self.workspace.restore_chat(info.id)
-            self.notify(f"Restored {info.name!r}")
+            self._say(f"Restored {info.name!r}")
         self.dismiss(info.id)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -226,7 +246,7 @@ class ChatListScreen(ModalScreen[str | None]):
         await self.workspace.delete_chat(info.id)  # a reply it writes is stored first
         self.live.discard(info.id)
         self.undo_stack.append(info.id)
-        self.notify(
+        self._say(
             f"Deleted {info.name!r} — press u to undo (or restore it from the "
             "deleted chats with t)",
             timeout=6,
@@ -235,11 +255,11 @@ class ChatListScreen(ModalScreen[str | None]):
 
     def action_undo(self) -> None:
         if not self.undo_stack:
-            self.notify("Nothing to undo")
+            self._say("Nothing to undo")
             return
         session_id = self.undo_stack.pop()
         info = self.workspace.restore_chat(session_id)
-        self.notify(f"Restored {info.name!r}")
+        self._say(f"Restored {info.name!r}")
         self.reload(keep=session_id)
 
     def action_toggle_trash(self) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from ...core.workspace import ImportFailed
+from ...core.workspace import ImportFailed, ParamsError, PersonaConfig, TemplateConfig
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -65,24 +65,54 @@ class ChatCommands:
     # -- keys -----------------------------------------------------------------------
 
     async def new_chat(self) -> None:
-        """A new chat; with agents configured, pick which one runs it first."""
+        """A new chat; with personas configured, pick one first; with agents, which
+        agent runs it."""
+        workspace = self.pane.workspace
+        personas = workspace.personas()
+        if not personas:
+            await self.pick_agent(None)
+            return
+        from .persona_picker import PersonaPicker
+
+        async def chosen(choice: str | None) -> None:
+            if choice is None:
+                return
+            if not choice:
+                await self.pick_agent(None)
+                return
+            try:
+                persona = await workspace.check_persona(choice)
+            except ParamsError as exc:
+                self.notify(f"Cannot start that persona: {exc}.", severity="error", timeout=8)
+                return
+            await self.pick_agent(persona)
+
+        self.screen.app.push_screen(PersonaPicker(personas), chosen)
+
+    async def pick_agent(self, persona: PersonaConfig | None) -> None:
         agents = self.pane.workspace.agents()
         if not agents:
-            await self.start_new_chat(None)
+            await self.start_new_chat(None, persona)
             return
         from .agent_picker import AgentPicker
 
         async def chosen(choice: str | None) -> None:
             if choice is not None:
-                await self.start_new_chat(choice or None)
+                await self.start_new_chat(choice or None, persona)
 
         self.screen.app.push_screen(AgentPicker(agents), chosen)
 
-    async def start_new_chat(self, agent_id: str | None) -> None:
+    async def start_new_chat(
+        self, agent_id: str | None, persona: PersonaConfig | None = None
+    ) -> None:
         """A new chat running `agent_id`, on the default model (`facts.choose_model`:
-        the agent's, else --model, else the config's; never the last chat's)."""
-        await self.pane.open_chat(None, agent_id=agent_id)
-        self.notify("New chat — it is saved when you send the first message.", timeout=3)
+        the agent's, else --model, else the config's; never the last chat's), or as
+        `persona` (its model, prompt, parameters and tools)."""
+        pane = self.pane
+        model = pane.workspace.persona_model(persona, agent_id) if persona else None
+        await pane.open_chat(None, agent_id=agent_id, model=model, persona=persona)
+        who = f" as {persona.name}" if persona else ""
+        self.notify(f"New chat{who} — it is saved when you send the first message.", timeout=3)
 
     def chats(self) -> None:
         from .chat_list import ChatListScreen  # modal screens load on first use
@@ -129,11 +159,36 @@ class ChatCommands:
         choices = pane.workspace.model_choices(pane.model, pane.recent_models)
         self.screen.app.push_screen(ModelPicker(pane.model, choices), chosen)
 
+    def attach(self) -> None:
+        """Ask for a file to attach to the next message (refusals say why)."""
+        from .dialogs import TextPrompt
+
+        pane = self.pane
+
+        def done(answer: str | None) -> None:
+            if not answer or not answer.strip():
+                return
+            # A path pasted in quotes or as file://… (as terminals paste a dropped file).
+            path = pane.workspace.pasted_path(answer) or answer.strip()
+            if pane.attach_path(str(path)):
+                pane.chat_input.focus()
+
+        self.screen.app.push_screen(
+            TextPrompt(
+                "Attach a file to the next message: an image (PNG, JPEG, GIF, WebP) or a text file",
+                "",
+                hint="a path · enter attaches · escape cancels · pasting a path into the "
+                "message box attaches it too",
+            ),
+            done,
+        )
+
     def help(self) -> None:
         from .help import HelpScreen
 
         if not isinstance(self.screen.app.screen, HelpScreen):
-            self.screen.app.push_screen(HelpScreen())
+            keymap = getattr(self.screen.app, "keys_in_force", {})
+            self.screen.app.push_screen(HelpScreen(keymap))
 
     # -- the palette ----------------------------------------------------------------
 
@@ -144,6 +199,11 @@ class ChatCommands:
         yield "Chats", "List, open, rename, delete chats (ctrl+s)", self.chats
         yield "Search", "Search every chat (ctrl+f)", self.search
         yield "Model", "Choose the model for this chat (ctrl+l)", self.choose_model
+        yield (
+            "Attach a file",
+            "An image or a text file for the next message (ctrl+o; or paste its path)",
+            self.attach,
+        )
         if self.pane.chat is not None:
             yield (
                 "Compact now",
@@ -187,11 +247,103 @@ class ChatCommands:
             "From a ChatGPT export, a chatui export, Pi session files or an llm logs database",
             self.ask_import,
         )
+        yield from self.tool_entries()
         yield "Toggle sidebar", "Show or hide the context sidebar (ctrl+b)", screen.toggle_sidebar
         yield "Toggle tree", "Show or hide the message tree (ctrl+t focuses it)", screen.toggle_tree
+        for template in self.pane.workspace.templates():
+            yield (
+                f"Use template: {template.name}",
+                template.description or template.text[:80],
+                partial(self.use_template, template),
+            )
         yield "Keys", "Every key chatui answers to (F1)", self.help
 
+    def tool_entries(self) -> Iterator[Entry]:
+        """The MCP servers, on or off in the chat on screen; their prompts as templates."""
+        workspace = self.pane.workspace
+        chat = self.pane.chat
+        session_id = chat.session_id if chat is not None else None
+        if chat is not None:
+            for server in workspace.tool_servers(session_id):
+                state = server.state if not server.problem else f"{server.state}: {server.problem}"
+                tools = f"{len(server.tools)} tools" if server.state == "ready" else state
+                if server.enabled:
+                    title = f"Tools: turn off {server.name}"
+                    what = f"The model stops seeing {server.name}'s tools in this chat"
+                else:
+                    title = f"Tools: turn on {server.name}"
+                    what = f"The model may call {server.name}'s tools in this chat"
+                yield (
+                    title,
+                    f"{what} ({server.where} · {tools})",
+                    partial(self.set_tool_server, server.name, not server.enabled),
+                )
+        for server_name, name, description in workspace.tool_prompts(session_id):
+            yield (
+                f"Use template: {server_name}/{name}",
+                f"MCP prompt of {server_name}, filled into the input"
+                + (f": {description}" if description else ""),
+                partial(self.use_prompt, server_name, name),
+            )
+
     # -- palette commands ----------------------------------------------------------------
+
+    def use_template(self, template: TemplateConfig) -> None:
+        """Fill the template's variables in a small form, then send the text."""
+        from .template_form import TemplateForm
+
+        pane = self.pane
+
+        def filled(text: str | None) -> None:
+            if text is None:
+                return
+            if pane.generating:
+                self.notify("Still replying — press escape to cancel first.", severity="warning")
+                return
+            pane.start_turn("send", text=text)
+
+        if not template.variables:
+            filled(template.fill({}))
+            return
+        self.screen.app.push_screen(TemplateForm(template), filled)
+
+    async def set_tool_server(self, server: str, on: bool) -> None:
+        pane = self.pane
+        if pane.chat is None:
+            return
+        pane.workspace.set_tool_server(pane.chat.session_id, server, on)
+        await pane.remeasure()  # the gauge counts the tools the next request offers
+        self.notify(f"{server}: {'on' if on else 'off'} in this chat.", timeout=3)
+
+    def use_prompt(self, server: str, name: str) -> None:
+        self.screen.app.run_worker(
+            self._use_prompt(server, name), group="mcp-prompt", exit_on_error=False
+        )
+
+    async def _use_prompt(self, server: str, name: str) -> None:
+        """Ask for the prompt's arguments one by one, then put its text in the input box
+        (nothing is sent: the person reads it, edits it, sends it)."""
+        from .dialogs import TextPrompt
+
+        workspace = self.pane.workspace
+        values: dict[str, str] = {}
+        for argument, required in workspace.prompt_arguments(server, name):
+            hint = "required · enter sets · escape cancels" if required else "optional"
+            value = await self.screen.app.push_screen_wait(
+                TextPrompt(f"{server}/{name}: {argument}", hint=hint)
+            )
+            if value is None:
+                return
+            if value.strip() or required:
+                values[argument] = value
+        try:
+            text = await workspace.fill_prompt(server, name, values)
+        except RuntimeError as exc:
+            self.notify(f"The prompt {server}/{name} failed: {exc}", severity="error")
+            return
+        chat_input = self.pane.chat_input
+        chat_input.text = text
+        chat_input.focus()
 
     def compact_now(self) -> None:
         self.screen.app.run_worker(

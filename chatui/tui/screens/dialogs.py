@@ -96,7 +96,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(self.question, id="dialog-title")
+            yield Label(self.question, id="dialog-title", classes="-question")
             with Horizontal(id="dialog-buttons"):
                 yield Button(self.yes, id="yes", variant="error")
                 yield Button(self.no, id="no")

@@ -36,7 +36,15 @@ from widgets import (
 
 from ...core.chat_state import ChatSnapshot, ChatState
 from ...core.events import JobEnded
-from ...core.workspace import ChatsChanged, ModelFactsChanged, UiState, Workspace, WorkspaceEvent
+from ...core.workspace import (
+    ChatsChanged,
+    ModelFactsChanged,
+    ToolApproval,
+    ToolsChanged,
+    UiState,
+    Workspace,
+    WorkspaceEvent,
+)
 from ..chat_pane import NEW_CHAT_NAME, ChatPane
 from ..chat_panes import ChatSidebar, ChatTree
 from ..memory_views import MemoryViews
@@ -61,6 +69,7 @@ class MainScreen(Screen[None]):
         Binding("ctrl+s", "chats", "Chats", id="app.chats"),
         Binding("ctrl+f", "search", "Search", id="app.search"),
         Binding("ctrl+l", "choose_model", "Model", id="app.model"),
+        Binding("ctrl+o", "attach", "Attach", id="app.attach", show=False),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
         Binding("ctrl+t", "focus_tree", "Tree", id="app.tree"),
         Binding("f1", "help", "Help", id="app.help", show=False),
@@ -116,6 +125,7 @@ class MainScreen(Screen[None]):
             yield ChatPane(
                 self.workspace,
                 recent_models=list(self.ui_state.recent_models),
+                ui_state=self.ui_state,
                 on_shown=self._pane_shown,
                 id="center",
             )
@@ -188,7 +198,7 @@ class MainScreen(Screen[None]):
     def _heard(self, event: WorkspaceEvent) -> None:
         """The workspace's listener (on the event loop, synchronously): the chat on
         screen's events go to its pane as they come; the rest become messages."""
-        if isinstance(event, ModelFactsChanged | ChatsChanged):
+        if isinstance(event, ModelFactsChanged | ChatsChanged | ToolsChanged | ToolApproval):
             self.post_message(self.WorkspaceChanged(event))
         elif event.session_id == self.pane.session_id:
             self.pane.heard(event)
@@ -203,6 +213,10 @@ class MainScreen(Screen[None]):
         if isinstance(event, ModelFactsChanged):
             if event.model == pane.model:
                 await pane.remeasure()
+        elif isinstance(event, ToolsChanged):  # a server's tools joined or left: the gauge
+            await pane.remeasure()
+        elif isinstance(event, ToolApproval):
+            self.ask_approval(event)
         elif isinstance(event, ChatsChanged):
             # Another process wrote: the chat on screen is read again if it is one of
             # them (one replying here is left to its stream: this process writes it); a
@@ -226,6 +240,15 @@ class MainScreen(Screen[None]):
                 self.notify(f"“{name}” has its reply.", timeout=3)
             elif event.failure is not None:
                 self.notify(f"The reply in “{name}” failed: {event.failure[1]}", severity="warning")
+
+    def ask_approval(self, request: ToolApproval) -> None:
+        """A tool call waits for the person (any chat's: the dialog names it)."""
+        if request.future.done():  # withdrawn before the dialog could open
+            return
+        from .tool_approval import ToolApprovalScreen
+
+        info = self.workspace.chat(request.session_id, include_deleted=True)
+        self.app.push_screen(ToolApprovalScreen(request, info.name if info else "a new chat"))
 
     # -- the tree and the sidebar follow the pane --------------------------------------
 
@@ -350,6 +373,9 @@ class MainScreen(Screen[None]):
 
     def action_choose_model(self) -> None:
         self.commands.choose_model()
+
+    def action_attach(self) -> None:
+        self.commands.attach()
 
     def action_help(self) -> None:
         self.commands.help()

@@ -25,6 +25,8 @@ from textual.widgets.option_list import Option
 from store import ContextLimitError, ReadOnlyBlockError, StoreError, estimate_string_tokens
 from widgets import clean, format_tokens
 
+from .dialogs import Confirm
+
 if TYPE_CHECKING:
     from ...core.workspace import BlockDetails, WriteLine
 
@@ -43,7 +45,10 @@ class BlockScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="block.save"),
         Binding("ctrl+r", "revert", "Revert write", id="block.revert"),
-        Binding("escape", "dismiss", "Close", id="block.close"),
+        Binding("escape", "close", "Close", id="block.close"),
+        # TextArea has no keys for the text's ends (home/end are the line's).
+        Binding("ctrl+end", "text_end", "End of text", show=False),
+        Binding("ctrl+home", "text_start", "Start of text", show=False),
     ]
 
     def __init__(
@@ -60,16 +65,14 @@ class BlockScreen(ModalScreen[bool]):
         self.writes = writes or []
         self._revert = revert
         self._changed = False
+        self._stored = details.block.content
+        """The block's content as stored (opened, or after a revert): escape asks
+        before leaving edits that differ from it."""
 
     def compose(self) -> ComposeResult:
         block = self.details.block
-        budget = (
-            f"{block.tokens:,}/{block.max_tokens:,} tokens"
-            if block.max_tokens
-            else f"{format_tokens(block.tokens)} tokens, no budget"
-        )
         with Vertical(id="block"):
-            yield Label(Text(f"{block.label} · {block.kind} · {budget}"), id="block-title")
+            yield Label(self._title(block.content), id="block-title")
             facts = [f"belongs to {self.details.owner}"]
             if block.description:
                 facts.append(block.description)
@@ -93,6 +96,17 @@ class BlockScreen(ModalScreen[bool]):
                 hint += " · tab to a write, ctrl+r reverts it"
             yield Static(Text(hint), id="block-status")
 
+    def _title(self, content: str) -> Text:
+        """The title with the stored content's size (counted again after a revert)."""
+        block = self.details.block
+        tokens = estimate_string_tokens(content) if content != block.content else block.tokens
+        budget = (
+            f"{tokens:,}/{block.max_tokens:,} tokens"
+            if block.max_tokens
+            else f"{format_tokens(tokens)} tokens, no budget"
+        )
+        return Text(f"{block.label} · {block.kind} · {budget}")
+
     def _options(self) -> list[Option]:
         return [
             Option(Text(clean(w.text), style="dim strike" if w.reverted else ""), id=str(w.seq))
@@ -100,7 +114,16 @@ class BlockScreen(ModalScreen[bool]):
         ]
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        editor = self.query_one(TextArea)
+        editor.focus()
+        self.action_text_end()  # one adds to a block more often than rewrites its start
+
+    def action_text_end(self) -> None:
+        editor = self.query_one(TextArea)
+        editor.move_cursor(editor.document.end)
+
+    def action_text_start(self) -> None:
+        self.query_one(TextArea).move_cursor((0, 0))
 
     async def action_revert(self) -> None:
         """Undo the write highlighted in the list (tab to it first)."""
@@ -119,7 +142,9 @@ class BlockScreen(ModalScreen[bool]):
             self._status(f"Not reverted: {exc}", error=True)
             return
         self._changed = True
+        self._stored = content
         self.query_one(TextArea).text = content
+        self.query_one("#block-title", Label).update(self._title(content))
         listing.clear_options()
         listing.add_options(self._options())
         listing.highlighted = index
@@ -159,3 +184,19 @@ class BlockScreen(ModalScreen[bool]):
 
     async def action_dismiss(self, result: bool | None = False) -> None:
         self.dismiss(bool(result) or self._changed)
+
+    def action_close(self) -> None:
+        """Escape: close, asking first when the text has edits not saved."""
+        if self.app.screen is not self:
+            return  # a second escape while the question is up
+        if self.query_one(TextArea).text == self._stored:
+            self.dismiss(self._changed)
+            return
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(self._changed)
+
+        self.app.push_screen(
+            Confirm("Discard your edits to this block?", "Discard", "Keep editing"), answered
+        )

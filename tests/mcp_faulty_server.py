@@ -1,0 +1,55 @@
+"""A tiny stdio MCP server (the official SDK's `MCPServer`) for the faults no real
+server shows on demand: a crash mid-call, a call that never answers. It also
+reports which environment variables it got, and offers a prompt and a resource.
+
+Run as `python tests/mcp_faulty_server.py`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("faulty")
+
+
+@server.tool(description="Echo the text back")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Crash the server process in the middle of the call")
+def crash() -> str:
+    os._exit(3)
+
+
+@server.tool(description="Never answer")
+async def hang() -> str:
+    await anyio.sleep(3600)
+    return "late"
+
+
+@server.tool(description="Names of the environment variables this server was started with")
+def env_names() -> str:
+    return " ".join(sorted(os.environ))
+
+
+@server.tool(description="Text with terminal escape sequences in it")
+def escapes() -> str:
+    return "red \x1b[31mtext\x1b[0m and a title \x1b]0;pwned\x07 bell\x07 done"
+
+
+@server.prompt(description="Review some code")
+def review(code: str) -> str:
+    return f"Please review this code:\n{code}"
+
+
+@server.resource("note://hello", description="A short note", mime_type="text/plain")
+def hello() -> str:
+    return "hello from a resource"
+
+
+if __name__ == "__main__":
+    server.run()
