@@ -209,6 +209,7 @@ def _text(value: Any) -> str:
 def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
     """chatui parts for one ChatGPT `content` (text kept, other parts noted as-is)."""
     kind = content.get("content_type", "text")
+    kind = kind if isinstance(kind, str) else "unknown"  # a list there is no content type
     parts: list[dict[str, Any]] = []
     if kind in ("text", "multimodal_text"):
         for part in content.get("parts") or []:
