@@ -187,6 +187,30 @@ def test_model_and_agent_flags(capsys, monkeypatch, server):
     assert {c.name: c for c in chats()}["hi there"].model == "other-model"
 
 
+def test_a_persona_starts_the_chat_as_ctrl_n_does(capsys, monkeypatch, server):
+    write_config(
+        server.base_url,
+        '[personas.terse]\nprompt = "Answer in one word."\nmodel = "persona-model"\n'
+        "params = { temperature = 0.1 }\n",
+    )
+    server.script(text("Yes."), text("No."))
+    assert ask(capsys, monkeypatch, "--persona", "terse", "is it?")[0] == 0
+    sent = server.last
+    assert sent["model"] == "persona-model" and sent["temperature"] == 0.1
+    assert "Answer in one word." in server.messages()[0]["content"]
+    [info] = chats()
+    assert info.metadata["persona"] == "terse" and info.model == "persona-model"
+    # The chat keeps them: -c sends the persona's prompt and parameters again.
+    assert ask(capsys, monkeypatch, "-c", "sure?")[0] == 0
+    assert server.last["temperature"] == 0.1
+    assert "Answer in one word." in server.messages()[0]["content"]
+    code, _, err = ask(capsys, monkeypatch, "--persona", "nobody", "q")
+    assert code == 1 and "no persona 'nobody' (personas: terse)" in err
+    code, _, err = ask(capsys, monkeypatch, "-c", "--persona", "terse", "q")
+    assert code == 2 and "--persona starts a new chat" in err
+    assert len(server.requests) == 2 and len(chats()) == 1
+
+
 # -- failures: one line on stderr, an exit code per kind, nothing lost ----------------------
 
 

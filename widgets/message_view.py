@@ -151,6 +151,7 @@ class MessageView(Vertical, can_focus=True):
     MessageView Collapsible { padding: 0; margin: 0; border: none; background: $boost; }
     MessageView Collapsible > Contents { padding: 0 1; }
     MessageView .message--tool-output { color: $text-muted; }
+    MessageView .message--attachments { color: $text-muted; }
     MessageView .message--covered { color: $text-muted; }
     MessageView .message--note { color: $secondary; }
     MessageView .message--note-text { color: $text-muted; }
@@ -175,8 +176,8 @@ class MessageView(Vertical, can_focus=True):
         Binding("v", "act('compare')", "Compare siblings", id="message.compare", show=False),
         Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
         Binding("right", "act('next')", "Branch ›", id="message.next"),
-        Binding("up,k", "move(-1)", "Previous message", show=False),
-        Binding("down,j", "move(1)", "Next message", show=False),
+        Binding("up,k", "move(-1)", "Previous message", id="message.up", show=False),
+        Binding("down,j", "move(1)", "Next message", id="message.down", show=False),
         Binding("enter", "act('originals')", "Originals", id="message.originals", show=False),
     ]
 
@@ -350,6 +351,8 @@ class MessageView(Vertical, can_focus=True):
             with Collapsible(title="thinking", collapsed=True):
                 yield Static(Text(reasoning), classes="message--tool-output")
         yield self._body()
+        if self.message.attachments:
+            yield Static(self._attachments_line(), classes="message--attachments")
         yield from self._compose_tools()
         if self.covered:
             with Collapsible(
@@ -362,6 +365,17 @@ class MessageView(Vertical, can_focus=True):
                     yield Static(
                         Text(f"{role}: {one_line(m.text or '', 400)}"), classes="message--covered"
                     )
+
+    def _attachments_line(self) -> Text:
+        """`📎 photo.png · image/png · 5.0 MB   notes.txt · …`: named, never drawn."""
+        from store import format_size
+
+        items = [
+            f"{one_line(str(p.get('name') or '?'), 60)} · {clean(str(p.get('mime') or ''))}"
+            f" · {format_size(int(p.get('size') or 0))}"
+            for p in self.message.attachments
+        ]
+        return Text("📎 " + "   ".join(items), style="italic")
 
     def _body(self) -> Static | Markdown:
         """The message text: a Markdown widget while streaming Markdown, otherwise a
@@ -547,7 +561,7 @@ class MessageView(Vertical, can_focus=True):
         before the focus has moved)."""
         if not (event.is_printable and event.character):
             return
-        if self._typing or event.key not in _COMMAND_KEYS:
+        if self._typing or event.key not in self.command_keys():
             event.stop()
             event.prevent_default()
             self._typing = True
@@ -558,6 +572,19 @@ class MessageView(Vertical, can_focus=True):
 
     def on_blur(self) -> None:
         self._typing = False
+
+    def command_keys(self) -> frozenset[str]:
+        """The keys this view answers to itself, as the app's keymap (`App.set_keymap`:
+        a `[keys]` config) binds them; every other printable key is typing."""
+        keymap = getattr(self.app, "_keymap", None)
+        if not keymap:
+            return _COMMAND_KEYS
+        return frozenset(
+            key.strip()
+            for binding in self.BINDINGS
+            if isinstance(binding, Binding)
+            for key in (keymap.get(binding.id, binding.key) if binding.id else binding.key).split(",")
+        )
 
     def typing_to(self, target: Callable[[str], None] | None) -> MessageView:
         """Send typing to `target` (see `type_into`); returns the view."""

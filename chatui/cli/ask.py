@@ -50,6 +50,7 @@ class AskRequest:
     db: str | None = None
     model: str | None = None
     agent: str | None = None
+    persona: str | None = None
     continue_last: bool = False
     chat: str | None = None
     at: str | None = None
@@ -184,7 +185,7 @@ async def ask(
     with opener(request.db) as store:
         workspace = Workspace(store, config, launch_model=request.model)
         try:
-            turn, parent = _target(workspace, store, request)
+            turn, parent = await _target(workspace, store, request)
             events: asyncio.Queue[Any] = asyncio.Queue()
             unsubscribe = workspace.subscribe(
                 lambda e: (
@@ -215,7 +216,7 @@ async def ask(
     return code
 
 
-def _target(workspace: Any, store: Any, request: AskRequest) -> tuple[_Turn, Any]:
+async def _target(workspace: Any, store: Any, request: AskRequest) -> tuple[_Turn, Any]:
     """The chat the turn goes to and the message it answers (LATEST: the newest
     message; a new chat is created here)."""
     from store import LATEST
@@ -228,8 +229,9 @@ def _target(workspace: Any, store: Any, request: AskRequest) -> tuple[_Turn, Any
     if request.chat and request.continue_last:
         raise CliError("give --chat ID or -c, not both", USAGE)
     if request.chat or request.continue_last:
-        if request.agent:
-            raise CliError("--agent picks the agent of a new chat; this chat has its own", USAGE)
+        if request.agent or request.persona:
+            which = "--agent" if request.agent else "--persona"
+            raise CliError(f"{which} starts a new chat; this chat has its own", USAGE)
         if request.chat:
             info = _resolve(store, request.chat)
             if info.deleted_at is not None:
@@ -252,10 +254,22 @@ def _target(workspace: Any, store: Any, request: AskRequest) -> tuple[_Turn, Any
         if agent is None:
             names = ", ".join(a.name for a in workspace.agents()) or "none configured"
             raise CliError(f"no agent {one_line(request.agent)!r} (agents: {names})", NOT_FOUND)
-    model = choose_model(None, agent, workspace.config, launch=request.model).model
-    if request.model:
-        model = request.model
-    info = workspace.create_chat(request.name, model=model, agent_id=agent.id if agent else None)
+    agent_id = agent.id if agent else None
+    persona = None
+    if request.persona:  # as ctrl+n starts a persona's chat: checked, then created with it
+        from ..core.params import ParamsError
+        from ..core.workspace import UnknownPersona
+
+        try:
+            persona = await workspace.check_persona(request.persona, agent_id)
+        except UnknownPersona as exc:
+            raise CliError(str(exc), NOT_FOUND) from None
+        except ParamsError as exc:
+            raise CliError(str(exc), USAGE) from None
+        model = request.model or workspace.persona_model(persona, agent_id)
+    else:
+        model = request.model or choose_model(None, agent, workspace.config).model
+    info = workspace.create_chat(request.name, model=model, agent_id=agent_id, persona=persona)
     return _Turn(info.id, info.name, model), LATEST
 
 
@@ -414,18 +428,28 @@ def make_output(as_json: bool, stream: IO[str]) -> Output:
 # -- the command ----------------------------------------------------------------------
 
 
-def cmd_ask(args: argparse.Namespace) -> int:
-    prompt, name = read_prompt(args.prompt, _stdin())
-    request = AskRequest(
+def request_from(args: argparse.Namespace, stdin: IO[bytes] | None) -> AskRequest:
+    """The `ask` that parsed `args` (and the piped `stdin`) ask for.
+
+    Raises:
+        CliError: nothing to ask, or piped input that cannot be a prompt.
+    """
+    prompt, name = read_prompt(args.prompt, stdin)
+    return AskRequest(
         prompt=prompt,
         name=name,
         db=args.db,
         model=getattr(args, "model", None),
         agent=args.agent,
+        persona=args.persona,
         continue_last=args.continue_last,
         chat=args.chat,
         at=args.at,
     )
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    request = request_from(args, _stdin())
     out = make_output(args.json, sys.stdout)
     return asyncio.run(ask(request, out))
 
@@ -449,6 +473,11 @@ def add_ask_command(
         help="the model (a new chat keeps it; in an existing chat, this turn only)",
     )
     p.add_argument("--agent", metavar="NAME", help="a new chat runs this agent")
+    p.add_argument(
+        "--persona",
+        metavar="NAME",
+        help="a new chat starts as this persona of the config (prompt, model, parameters)",
+    )
     p.add_argument(
         "-c",
         "--continue",

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core import paths
 from ..transfer.text import neutralise, one_line
-from .ask import AskRequest, ask, error_line, open_database, read_prompt
+from .ask import ask, error_line, open_database, request_from
 from .ask_client import frame, stamp
 from .base import USAGE
 from .commands import (
@@ -244,17 +244,7 @@ class Daemon:
                 args.db = os.path.join(str(request.get("cwd") or "."), os.path.expanduser(args.db))
             data = request.get("stdin")
             piped = io.BytesIO(data) if isinstance(data, bytes) else None
-            prompt, name = read_prompt(args.prompt, piped)
-            ask_request = AskRequest(
-                prompt=prompt,
-                name=name,
-                db=args.db,
-                model=getattr(args, "model", None),
-                agent=args.agent,
-                continue_last=args.continue_last,
-                chat=args.chat,
-                at=args.at,
-            )
+            ask_request = request_from(args, piped)
             return await ask(ask_request, out, opener=self.opener)
         except Exception as exc:
             failure = failure_of(exc)

@@ -94,6 +94,8 @@ class ModelOptions:
     """An OpenAI-compatible endpoint for this model (a local server, a proxy)."""
     context_window: int | None = None
     """Overrides LiteLLM's figure (needed for models LiteLLM does not know)."""
+    vision: bool | None = None
+    """The model takes images (overrides LiteLLM's table; needed for models it does not know)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,8 @@ class Config:
     """Retries after a rate limit (429), honouring Retry-After."""
     max_live_replies: int = 3
     """Chats that may be writing a reply at once (a send beyond it is refused, saying so)."""
+    max_attachment_mb: float = 20.0
+    """The largest file that may be attached to a message, in MiB (bigger ones are refused)."""
     blocks: tuple[BlockConfig, ...] = DEFAULT_BLOCKS
     """The context blocks of every chat, in prompt order."""
     skills_dir: str | None = None
@@ -186,7 +190,7 @@ class Config:
     """`[personas.NAME]`: picked at ctrl+n and by `chatui ask --persona`."""
     templates: dict[str, TemplateConfig] = field(default_factory=dict)
     """`[templates.NAME]`: messages with `{variables}` (the palette's Use template)."""
-    keys: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, Any] = field(default_factory=dict)
     """`[keys]`: action = key, over the defaults (or a preset: `preset = "vim"`)."""
     mcp: tuple[McpServer, ...] = ()
     """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
@@ -197,8 +201,15 @@ class Config:
         """The model's own options, with the global `api_base` as fallback."""
         own = self.models.get(model, ModelOptions())
         return ModelOptions(
-            api_base=own.api_base or self.api_base, context_window=own.context_window
+            api_base=own.api_base or self.api_base,
+            context_window=own.context_window,
+            vision=own.vision,
         )
+
+    @property
+    def max_attachment_bytes(self) -> int:
+        """`max_attachment_mb` in bytes."""
+        return int(self.max_attachment_mb * 1024 * 1024)
 
 
 # -- parsing -------------------------------------------------------------------
@@ -368,15 +379,19 @@ def _named_tables(data: Any, where: str) -> dict[str, Any]:
     return data
 
 
-def _keys(data: Any) -> dict[str, str]:
-    """`[keys]` as written (checked against the app's actions when the app starts: a
-    bad entry is a warning there, not a refusal to start)."""
+def _keys(data: Any, prefix: str = "") -> dict[str, Any]:
+    """`[keys]` flattened to action id → keys (`app.new_chat = "f5"` is a dotted
+    TOML key, read as a nested table). Checked when the app starts: a bad entry is a
+    warning there, its default kept, never a refusal to start."""
     if not isinstance(data, dict):
         raise ValueError('keys must be a table ([keys] action = "key")')
-    for action, key in data.items():
-        if not isinstance(key, str):
-            raise ValueError(f"keys.{action} must be a string of keys, not {type(key).__name__}")
-    return dict(data)
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, dict):
+            flat.update(_keys(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
 
 
 def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
@@ -399,6 +414,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         ("max_tool_rounds", "int", False),
         ("max_retries", "int", False),
         ("max_live_replies", "int", False),
+        ("max_attachment_mb", "float", False),
         ("branch_notes", "str", False),
     ):
         if name in data:
@@ -415,6 +431,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         raise ValueError("max_retries must be between 0 and 10")
     if not 1 <= values.get("max_live_replies", 1) <= 20:
         raise ValueError("max_live_replies must be between 1 and 20")
+    if not 0 < values.get("max_attachment_mb", 1.0) <= 1024:
+        raise ValueError("max_attachment_mb must be more than 0 and at most 1024 (MiB)")
     if values.get("branch_notes", "off") not in BRANCH_NOTES:
         raise ValueError(f"branch_notes must be one of {', '.join(BRANCH_NOTES)}")
     if "blocks" in data:
@@ -427,7 +445,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             where = f"models.{name!r}"
             if not isinstance(options, dict):
                 raise ValueError(f"{where} must be a table")
-            _unknown(f"{where}: ", options, {"api_base", "context_window"})
+            _unknown(f"{where}: ", options, {"api_base", "context_window", "vision"})
             models[name] = ModelOptions(
                 api_base=_check(
                     f"{where}.", "api_base", options.get("api_base"), "str", optional=True
@@ -439,6 +457,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
                     "int",
                     optional=True,
                 ),
+                vision=_check(f"{where}.", "vision", options.get("vision"), "bool", optional=True),
             )
         values["models"] = models
     if "agents" in data:

@@ -25,11 +25,13 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Collection
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, TypeAlias
 
 from peewee import DatabaseError as PeeweeDatabaseError
@@ -52,9 +54,10 @@ from store import (
 )
 
 from .. import llm
+from ..llm.tokens import TOKENS
 from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
-from .context_usage import ContextUsage, Measured, measure
+from .context_usage import ContextUsage, Measured, measure, request_texts
 from .convert import to_openai_messages
 from .events import (
     Compacted,
@@ -131,6 +134,8 @@ class ChatEngine:
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
+        self._asking: set[asyncio.Task[bool]] = set()
+        """Servers being asked for a model's window (`_ask_window`)."""
         self.tool_filter = tool_filter
         """The tools a chat is limited to, by session id (a persona's), or None: all."""
         self.streamer: Streamer = streamer or llm.stream_completion
@@ -155,6 +160,23 @@ class ChatEngine:
     def window(self, model: str) -> Window:
         """The model's window and where the figure came from (`facts.window_of`)."""
         return window_of(self.config, model)
+
+    def _ask_window(self, model: str, options: ModelOptions) -> None:
+        """Ask an `api_base` server for the model's window once, in the background (the
+        workspace may have asked already: then nothing is asked). A program using the
+        engine alone gets the window, and so auto-compaction, as the app does."""
+        if not options.api_base or not WINDOWS.should_ask(model, options.api_base):
+            return
+        task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(WINDOWS.detect, model, options.api_base)
+        )
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _window_asked(self) -> None:
+        """Until the servers asked for their window have answered (their timeout bounds it)."""
+        if self._asking:
+            await asyncio.wait(set(self._asking))
 
     async def tools_for(self, session: Session) -> dict[str, Tool]:
         """Every tool a request of `session` offers: its memory tools, the manager's
@@ -187,7 +209,23 @@ class ChatEngine:
             history = session.get_history(leaf_id)
         window = self.window(model)
         tools = await self.tools_for(session)
-        return measure(blocks, tools, history, model, window.tokens, window.source)
+        api_base = self.options_for(model).api_base
+        if not api_base or TOKENS.counts(api_base) is False:
+            return measure(blocks, tools, history, model, window.tokens, window.source)
+        count = functools.partial(TOKENS.known, api_base)
+        measured = measure(blocks, tools, history, model, window.tokens, window.source, count)
+        if measured.usage.exact:
+            return measured
+        texts = request_texts(measured.request.system_prompt, tools, history)
+        return replace(measured, uncounted=tuple(TOKENS.missing(api_base, texts)))
+
+    async def count_tokens(self, model: str, measured: Measured) -> bool:
+        """Have the model's server count what `measured` left uncounted (llama.cpp's
+        `/tokenize`); True when a count was learned (measure again for the figure)."""
+        api_base = self.options_for(model).api_base
+        if not api_base or not measured.uncounted:
+            return False
+        return await asyncio.to_thread(TOKENS.count, api_base, measured.uncounted)
 
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
         """How full the window is for the path to `leaf_id` (latest leaf if None): the
@@ -242,13 +280,16 @@ class ChatEngine:
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
         params: Params | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
     ) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it.
 
         `model`, `params`: the chat's model and parameters when the caller has them
         already (`Workspace.facts`); read from the chat otherwise.
+        `attachments`: `attachment` parts of content already stored (`Workspace.attach_*`),
+        sent after the text.
         """
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or not (text.strip() or attachments):
             yield TurnFailed(
                 session_id,
                 "There is nothing to send",
@@ -256,7 +297,9 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
-        async with aclosing(self._user_turn(session_id, text, parent_id, model, params)) as events:
+        async with aclosing(
+            self._user_turn(session_id, text, parent_id, model, params, attachments)
+        ) as events:
             async for event in events:
                 yield event
 
@@ -323,8 +366,9 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
+        # The edited question keeps its attachments (they are references: nothing is copied).
         async with aclosing(
-            self._user_turn(session_id, text, message.parent_id, model, params)
+            self._user_turn(session_id, text, message.parent_id, model, params, message.attachments)
         ) as events:
             async for event in events:
                 yield event
@@ -486,16 +530,21 @@ class ChatEngine:
         parent_id: str | None | Latest,
         model: str | None,
         params: Params | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
     ) -> AsyncGenerator[TurnEvent, None]:
         model = model or self.model_for(session_id)  # once per turn
-        failed = await self._preflight(session_id, model)
+        failed = await self._preflight(session_id, model) or await self._sees_images(
+            session_id, model, attachments
+        )
         if failed:
             yield failed
             return
         session = self.manager.get_session(session_id)
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
+        parts += [dict(part) for part in attachments]
         try:
             user = await session.append_message(
-                Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]), parent_id
+                Message(id=new_id(), role="user", parts=parts), parent_id
             )
         except STORAGE_ERRORS as exc:
             yield TurnFailed(
@@ -512,6 +561,31 @@ class ChatEngine:
         ) as events:
             async for event in events:
                 yield event
+
+    async def _sees_images(
+        self, session_id: str, model: str, attachments: Sequence[dict[str, Any]]
+    ) -> TurnFailed | None:
+        """A refusal when an image goes to a model that takes no images (before any write)."""
+        images = [
+            str(p.get("name")) for p in attachments if str(p.get("mime")).startswith("image/")
+        ]
+        if not images:
+            return None
+        options = self.options_for(model)
+        if options.vision is None and not llm.is_demo(model):
+            await llm.ensure_loaded()  # LiteLLM's model table says which models see
+        if llm.supports_vision(model, options):
+            return None
+        return TurnFailed(
+            session_id,
+            f"{model} cannot see images",
+            f"{', '.join(images)} {'is an image' if len(images) == 1 else 'are images'}; "
+            f"LiteLLM's model table says {model} takes text only.",
+            "Nothing was sent. Pick a model that sees images with ctrl+l, or remove the "
+            "image from the tray above the input (click its ×); if the model does see "
+            f'images, set vision = true under [models."{model}"] in the config.',
+            kind="bad_input",
+        )
 
     async def _turn(
         self,
@@ -556,6 +630,7 @@ class ChatEngine:
         session = self.manager.get_session(session_id)
         model = model or self.model_for(session_id)
         options = self.options_for(model)
+        self._ask_window(model, options)
         # Memory per branch: the prompt carries what the branch being answered holds.
         session.set_branch(parent_id)
         system_prompt = await session.refresh_system_prompt()
@@ -680,16 +755,17 @@ class ChatEngine:
                 if stream is not None:  # opened, never read: the reply's row was refused
                     await stream.aclose()
             if status in ("complete", "truncated"):
+                await self._window_asked()  # asked while the reply streamed
                 # The next request, measured once by the rule every figure uses: the
                 # blocks as this branch holds them (no write since the prompt's refresh,
                 # or `MemoryChanged` moved the session's branch here), the tools, the path.
-                measured = await self.measure(
-                    session,
-                    finished.id,
-                    model,
-                    history=[*history, finished],
-                    blocks=session.get_context_blocks(),
-                )
+                measure_args: dict[str, Any] = {
+                    "history": [*history, finished],
+                    "blocks": session.get_context_blocks(),
+                }
+                measured = await self.measure(session, finished.id, model, **measure_args)
+                if await self.count_tokens(model, measured):  # the server counts: exact
+                    measured = await self.measure(session, finished.id, model, **measure_args)
                 yield ContextMeasured(session_id, finished.id, measured)
                 if measured.usage.over(self.config.compact_at):
                     compaction = await self._compact_quietly(session_id, finished.id)
@@ -786,7 +862,7 @@ class ChatEngine:
     ) -> llm.ChunkStream:
         """Start one model call for `history` (the model process sends the request at
         once; an in-process call when first read)."""
-        messages = to_openai_messages(system_prompt, history)
+        messages = to_openai_messages(system_prompt, history, self._attachment_content)
         writer.requested()
         return self.streamer(
             model,
@@ -797,6 +873,12 @@ class ChatEngine:
             max_retries=self.config.max_retries,
             **({"params": params} if params else {}),
         )
+
+    def _attachment_content(self, part: dict[str, Any]) -> bytes:
+        """An attachment's bytes, read when a request carries it (never held here)."""
+        from store import Attachments
+
+        return Attachments(self.manager.store).content(part)
 
     async def _stream(
         self, session_id: str, writer: ReplyWriter, stream: llm.ChunkStream
