@@ -141,9 +141,16 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
         store.run(BlockWriteRow.update(written_at=T0.isoformat()))
 
     async def inspect(pilot) -> None:
-        await wait_until(pilot, lambda: pilot.app.main.chat is not None)
-        pilot.app.main.sidebar.gauge("scratchpad").focus()
-        await pilot.press("enter")
+        # The sidebar draws its gauges after the chat opens (and may draw them again):
+        # open the inspector from the gauge drawn now, as enter on it does.
+        await wait_until(
+            pilot,
+            lambda: (
+                pilot.app.main.chat is not None
+                and pilot.app.main.sidebar.gauge("scratchpad") is not None
+            ),
+        )
+        pilot.app.main.sidebar.gauge("scratchpad").action_open()
         # Under load the inspector opens later than any fixed pause: wait for its writes.
         await wait_until(
             pilot,

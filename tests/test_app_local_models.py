@@ -8,6 +8,7 @@ import pytest
 
 from chatui.core.config import Config
 from chatui.llm.quirks import QUIRKS
+from store import reply_state
 from tests import llm_server as script
 from widgets import MessageView
 
@@ -30,10 +31,14 @@ async def test_a_truncated_reply_is_shown_so_and_ctrl_g_continues_it_in_place(
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await type_and_send(pilot, "A poem")
+        await wait_until(
+            pilot, lambda: bool(chat_path(app)) and reply_state(chat_path(app)[-1]) == "truncated"
+        )
         await idle(pilot)
         reply = chat_path(app)[-1]
         view = app.main.chat_view.view_for(reply.id)
-        assert "truncated" in view.header().plain and view.has_class("-truncated")
+        await wait_until(pilot, lambda: view.has_class("-truncated"))
+        assert "truncated" in view.header().plain
         notices = [str(n.render()) for n in app.main.query("ChatNotice")]
         assert any("ctrl+g" in n for n in notices), notices
         await pilot.press("up")
@@ -56,6 +61,9 @@ async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await type_and_send(pilot, "Hi")
+        await wait_until(
+            pilot, lambda: bool(chat_path(app)) and chat_path(app)[-1].text == "All of it."
+        )
         await idle(pilot)
         sent = len(llm_server.requests)
         await pilot.press("up", "ctrl+g")

@@ -187,3 +187,70 @@ async def test_a_failed_continuation_keeps_the_reply_as_it_was(local):
     assert of(events, TurnFailed)
     stored = local.session.get_message(cut.id)
     assert stored.text == "Half" and reply_state(stored) == "truncated"
+
+
+# -- the window everywhere ------------------------------------------------------------------
+
+
+async def test_the_engine_alone_asks_the_server_for_its_window_and_compacts(
+    store, llm_server, fake_key
+):
+    """A library user with `ChatEngine` only (no workspace) gets the server's window, so
+    auto-compaction runs (issue 22, 5)."""
+    llm_server.model_info = {"max_model_len": 1000}  # as vLLM says it
+    local = make_chat(store, llm_server, compact_at=0.5)
+    for i in range(4):
+        llm_server.script(script.text(f"Answer {i}: " + "words " * 60))
+    llm_server.default = script.text("A summary of it all.")
+    for i in range(4):
+        events = await run(local.engine.send(local.sid, f"question {i} " + "more " * 60))
+    assert local.engine.window("openai/test-model").tokens == 1000
+    assert any(p.endswith("/models") for p in llm_server.info_requests)
+    assert local.session.get_compactions()  # the engine compacted on its own
+    assert sum(p.endswith("/models") for p in llm_server.info_requests) == 1  # asked once
+    assert not of(events, TurnFailed)
+
+
+# -- exact counts ---------------------------------------------------------------------------
+
+
+async def test_a_server_with_tokenize_gives_an_exact_figure_within_2_percent(local):
+    """The sidebar's figure after a turn is the server's tokenizer's count (each piece
+    once, through `/tokenize`), within 2 % of the prompt tokens the server then counts;
+    and the estimate, before the server counted, says it is one."""
+    from chatui.llm.tokens import TOKENS
+
+    TOKENS.clear()
+    local.server.function_calling = True
+    before = await local.engine.context_usage(local.sid)
+    assert not before.exact  # nothing counted yet: an estimate, and it says so
+    local.server.script(
+        script.text("A fine answer with a few words in it."), script.text("More words here.")
+    )
+    await run(local.engine.send(local.sid, "Tell me something, please."))
+    events = await run(local.engine.send(local.sid, "And something more?"))
+    assert local.server.tokenize_requests  # the pieces were counted by the server
+    measured = [e for e in events if type(e).__name__ == "ContextMeasured"][-1].measured
+    assert measured.usage.exact
+    # The next request, sent: the server's own count of it.
+    local.server.script(script.text("ok"))
+    await run(local.engine.send(local.sid, "x"))
+    server_count = local.server.prompt_tokens[-1]
+    user_x = 1 + 4  # the new question "x" and its message's overhead
+    figure = measured.usage.tokens + user_x
+    assert abs(figure - server_count) / server_count <= 0.02, (figure, server_count)
+
+
+async def test_a_server_without_tokenize_stays_estimated_and_is_asked_once(
+    store, llm_server, fake_key
+):
+    from chatui.llm.tokens import TOKENS
+
+    TOKENS.clear()
+    local = make_chat(store, llm_server)  # an ordinary server: /tokenize is a 404
+    llm_server.script(script.text("One."), script.text("Two."))
+    await run(local.engine.send(local.sid, "a"))
+    events = await run(local.engine.send(local.sid, "b"))
+    measured = [e for e in events if type(e).__name__ == "ContextMeasured"][-1].measured
+    assert not measured.usage.exact and not measured.uncounted
+    assert TOKENS.counts(llm_server.base_url) is False

@@ -29,6 +29,8 @@ class ConversationStats:
     """The model's context window."""
     window_source: str = ""
     """Where the window figure came from ("server", "config", "litellm", …), shown beside it."""
+    counted: str = ""
+    """How `tokens` was had: "exact" (the server's tokenizer) or "estimated"."""
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
@@ -91,6 +93,7 @@ class ContextSidebar(VerticalScroll):
         yield VerticalScroll(id="blocks")
         yield Static("CONVERSATION", classes="sidebar--title")
         yield TokenGauge("context", id="conversation-gauge")
+        yield Static("", id="counted", classes="sidebar--line")
         yield Static("", id="spend", classes="sidebar--line")
         yield Static("", id="compaction", classes="sidebar--line")
         yield Static("", id="model", classes="sidebar--line", markup=False)  # a typed name
@@ -154,6 +157,9 @@ class ContextSidebar(VerticalScroll):
         if stats.cost:
             spend += f" · ${stats.cost:,.4f}" if stats.cost < 1 else f" · ${stats.cost:,.2f}"
         self.query_one("#spend", Static).update(spend)
+        counted = self.query_one("#counted", Static)
+        counted.display = bool(stats.counted)
+        counted.update(f"tokens {stats.counted}" if stats.counted else "")
         parts = []
         if stats.compactions:
             parts.append(f"{stats.compactions} summar{'y' if stats.compactions == 1 else 'ies'}")

@@ -9,25 +9,35 @@ function measures it (`measure`), from those three inputs; whoever has them
 (the engine at the end of a turn, the workspace on a redraw) calls it, so the
 gauge the user sees and the figure compaction acts on are one number.
 
-Figures are estimates (`store.tokens`).
+Figures are counted by the server's own tokenizer where it has one (`count`:
+`chatui.llm.tokens`, llama.cpp's `/tokenize`), each piece of the request (the
+prompt, each tool's schema, each message's text) on its own, plus
+`store.PER_MESSAGE_OVERHEAD` a message for the template's tokens around it;
+estimates otherwise (`store.tokens`). `ContextUsage.exact` says which.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from store import (
-    ContextBlock,
-    Message,
-    Tool,
-    estimate_message_tokens,
-    estimate_string_tokens,
-    render_system_prompt,
-)
+from store import ContextBlock, Message, Tool, estimate_string_tokens, render_system_prompt
+from store.tokens import PER_MESSAGE_OVERHEAD, part_text
 
-__all__ = ["ContextUsage", "Measured", "NextRequest", "ToolLine", "measure", "next_request"]
+__all__ = [
+    "ContextUsage",
+    "Counter",
+    "Measured",
+    "NextRequest",
+    "ToolLine",
+    "measure",
+    "next_request",
+    "request_texts",
+]
+
+Counter = Callable[[str], int | None]
+"""A text's tokens by the server's tokenizer, None when it has not been counted."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ class NextRequest:
     system_prompt: str
     prompt_tokens: int
     tools: tuple[ToolLine, ...]
+    exact: bool = False
+    """The prompt and every tool were counted by the server's tokenizer."""
 
     @property
     def tool_tokens(self) -> int:
@@ -71,6 +83,8 @@ class ContextUsage:
     model: str
     source: str = ""
     """Where `window` came from: server, error, config, litellm, demo ("" when unknown)."""
+    exact: bool = False
+    """Every piece was counted by the server's tokenizer (else: estimated)."""
 
     @property
     def tokens(self) -> int:
@@ -94,20 +108,46 @@ class Measured:
     blocks: tuple[ContextBlock, ...]
     request: NextRequest
     usage: ContextUsage
+    uncounted: tuple[str, ...] = ()
+    """Pieces a server that can count has not counted yet (`ChatEngine.count_tokens`)."""
+
+
+def _tokens(text: str, count: Counter | None) -> tuple[int, bool]:
+    """`text`'s tokens and whether they were counted (not estimated)."""
+    if count is not None and (counted := count(text)) is not None:
+        return counted, True
+    return estimate_string_tokens(text), not text
+
+
+def _sent(tool: Tool) -> str:
+    return json.dumps(tool.to_openai(), ensure_ascii=False)
+
+
+def request_texts(prompt: str, tools: Mapping[str, Tool], history: Sequence[Message]) -> list[str]:
+    """The request's pieces as they are counted: the prompt, each tool's schema, each
+    message part's text."""
+    texts = [prompt, *(_sent(tool) for tool in tools.values())]
+    texts.extend(part_text(part) for message in history for part in message.parts)
+    return [t for t in texts if t]
 
 
 def next_request(
-    blocks: Sequence[ContextBlock], tools: Mapping[str, Tool], model: str
+    blocks: Sequence[ContextBlock],
+    tools: Mapping[str, Tool],
+    model: str,
+    count: Counter | None = None,
 ) -> NextRequest:
     """The prompt `blocks` render and the `tools`, each counted as the request sends it."""
     prompt = render_system_prompt(list(blocks))
+    prompt_tokens, exact = _tokens(prompt, count)
     lines = []
     for tool in tools.values():
-        schema = tool.to_openai()
-        sent = json.dumps(schema, ensure_ascii=False)
-        shown = json.dumps(schema, ensure_ascii=False, indent=2)
-        lines.append(ToolLine(tool.name, tool.description, estimate_string_tokens(sent), shown))
-    return NextRequest(model, prompt, estimate_string_tokens(prompt), tuple(lines))
+        sent = _sent(tool)
+        shown = json.dumps(tool.to_openai(), ensure_ascii=False, indent=2)
+        tokens, counted = _tokens(sent, count)
+        exact = exact and counted
+        lines.append(ToolLine(tool.name, tool.description, tokens, shown))
+    return NextRequest(model, prompt, prompt_tokens, tuple(lines), exact)
 
 
 def measure(
@@ -117,15 +157,20 @@ def measure(
     model: str,
     window: int | None,
     source: str = "",
+    count: Counter | None = None,
 ) -> Measured:
-    """The next request of a path: `blocks` rendered, `tools`, `history`, against `window`."""
-    request = next_request(blocks, tools, model)
+    """The next request of a path: `blocks` rendered, `tools`, `history`, against `window`.
+    `count`: the server's tokenizer's counts (estimates for what it has not counted)."""
+    request = next_request(blocks, tools, model, count)
+    exact = request.exact
+    messages = 0
+    for message in history:
+        messages += PER_MESSAGE_OVERHEAD
+        for part in message.parts:
+            tokens, counted = _tokens(part_text(part), count)
+            messages += tokens
+            exact = exact and counted
     usage = ContextUsage(
-        request.prompt_tokens,
-        request.tool_tokens,
-        estimate_message_tokens(list(history)),
-        window,
-        model,
-        source,
+        request.prompt_tokens, request.tool_tokens, messages, window, model, source, exact
     )
     return Measured(tuple(blocks), request, usage)

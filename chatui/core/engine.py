@@ -25,11 +25,13 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Collection
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, TypeAlias
 
 from peewee import DatabaseError as PeeweeDatabaseError
@@ -52,9 +54,10 @@ from store import (
 )
 
 from .. import llm
+from ..llm.tokens import TOKENS
 from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
-from .context_usage import ContextUsage, Measured, measure
+from .context_usage import ContextUsage, Measured, measure, request_texts
 from .convert import to_openai_messages
 from .events import (
     Compacted,
@@ -131,6 +134,8 @@ class ChatEngine:
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
+        self._asking: set[asyncio.Task[bool]] = set()
+        """Servers being asked for a model's window (`_ask_window`)."""
         self.tool_filter = tool_filter
         """The tools a chat is limited to, by session id (a persona's), or None: all."""
         self.streamer: Streamer = streamer or llm.stream_completion
@@ -155,6 +160,23 @@ class ChatEngine:
     def window(self, model: str) -> Window:
         """The model's window and where the figure came from (`facts.window_of`)."""
         return window_of(self.config, model)
+
+    def _ask_window(self, model: str, options: ModelOptions) -> None:
+        """Ask an `api_base` server for the model's window once, in the background (the
+        workspace may have asked already: then nothing is asked). A program using the
+        engine alone gets the window, and so auto-compaction, as the app does."""
+        if not options.api_base or not WINDOWS.should_ask(model, options.api_base):
+            return
+        task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(WINDOWS.detect, model, options.api_base)
+        )
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _window_asked(self) -> None:
+        """Until the servers asked for their window have answered (their timeout bounds it)."""
+        if self._asking:
+            await asyncio.wait(set(self._asking))
 
     async def tools_for(self, session: Session) -> dict[str, Tool]:
         """Every tool a request of `session` offers: its memory tools, the manager's
@@ -187,7 +209,23 @@ class ChatEngine:
             history = session.get_history(leaf_id)
         window = self.window(model)
         tools = await self.tools_for(session)
-        return measure(blocks, tools, history, model, window.tokens, window.source)
+        api_base = self.options_for(model).api_base
+        if not api_base or TOKENS.counts(api_base) is False:
+            return measure(blocks, tools, history, model, window.tokens, window.source)
+        count = functools.partial(TOKENS.known, api_base)
+        measured = measure(blocks, tools, history, model, window.tokens, window.source, count)
+        if measured.usage.exact:
+            return measured
+        texts = request_texts(measured.request.system_prompt, tools, history)
+        return replace(measured, uncounted=tuple(TOKENS.missing(api_base, texts)))
+
+    async def count_tokens(self, model: str, measured: Measured) -> bool:
+        """Have the model's server count what `measured` left uncounted (llama.cpp's
+        `/tokenize`); True when a count was learned (measure again for the figure)."""
+        api_base = self.options_for(model).api_base
+        if not api_base or not measured.uncounted:
+            return False
+        return await asyncio.to_thread(TOKENS.count, api_base, measured.uncounted)
 
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
         """How full the window is for the path to `leaf_id` (latest leaf if None): the
@@ -556,6 +594,7 @@ class ChatEngine:
         session = self.manager.get_session(session_id)
         model = model or self.model_for(session_id)
         options = self.options_for(model)
+        self._ask_window(model, options)
         # Memory per branch: the prompt carries what the branch being answered holds.
         session.set_branch(parent_id)
         system_prompt = await session.refresh_system_prompt()
@@ -680,16 +719,17 @@ class ChatEngine:
                 if stream is not None:  # opened, never read: the reply's row was refused
                     await stream.aclose()
             if status in ("complete", "truncated"):
+                await self._window_asked()  # asked while the reply streamed
                 # The next request, measured once by the rule every figure uses: the
                 # blocks as this branch holds them (no write since the prompt's refresh,
                 # or `MemoryChanged` moved the session's branch here), the tools, the path.
-                measured = await self.measure(
-                    session,
-                    finished.id,
-                    model,
-                    history=[*history, finished],
-                    blocks=session.get_context_blocks(),
-                )
+                measure_args: dict[str, Any] = {
+                    "history": [*history, finished],
+                    "blocks": session.get_context_blocks(),
+                }
+                measured = await self.measure(session, finished.id, model, **measure_args)
+                if await self.count_tokens(model, measured):  # the server counts: exact
+                    measured = await self.measure(session, finished.id, model, **measure_args)
                 yield ContextMeasured(session_id, finished.id, measured)
                 if measured.usage.over(self.config.compact_at):
                     compaction = await self._compact_quietly(session_id, finished.id)

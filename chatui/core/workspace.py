@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from store import ContextBlock, StoredCompaction, StoredWrite
 
     from ..transfer.importing import ImportReport
+    from .engine import ChatEngine
     from .inspection import BlockDetails, WriteLine
 
 __all__ = [
@@ -259,6 +260,7 @@ class Workspace:
             session = self._runtime.manager_for_agent(agent_id).preview_session(TEMPLATE_ID)
             measured = await engine.measure(session, None, model.model, history=[])
             self._ask_window(model.model)
+            self._count(engine, model.model, measured)
             return ChatFacts(None, None, agent, model, measured, self.config.compact_at)
         if info is None:
             info = self._manager.get(session_id, include_deleted=True)
@@ -273,7 +275,30 @@ class Workspace:
             session, at, model.model, history=list(history) if history is not None else None
         )
         self._ask_window(model.model)
+        self._count(engine, model.model, measured)
         return ChatFacts(session_id, info, agent, model, measured, self.config.compact_at)
+
+    def _count(self, engine: ChatEngine, model: str, measured: Measured) -> None:
+        """Have the server count what the figure estimated (llama.cpp's `/tokenize`), in
+        the background; the exact figure comes as `ModelFactsChanged`."""
+        if not measured.uncounted:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._counted(engine, model, measured), name=f"count:{model}")
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _counted(self, engine: ChatEngine, model: str, measured: Measured) -> None:
+        try:
+            learned = await engine.count_tokens(model, measured)
+        except Exception:
+            log.debug("counting tokens for %s failed", model, exc_info=True)
+            return
+        if learned:
+            self._emit(ModelFactsChanged(model))
 
     def _ask_window(self, model: str) -> None:
         """Ask an `api_base` server for the model's window once; its answer comes as

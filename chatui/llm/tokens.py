@@ -1,0 +1,136 @@
+"""Token counts by the server's own tokenizer, where the server can count.
+
+llama.cpp's `llama-server` has `POST /tokenize` ({"content": text}) and
+llama-cpp-python's server `POST /extras/tokenize` ({"input": text}); both
+answer {"tokens": [...]}. For such a server the sidebar's figure is counted,
+not estimated: each piece of the request (the system prompt, each tool's
+schema, each message's text) is tokenized once, off the event loop, and
+remembered by its text. The chat template's few tokens around each message
+are not in any piece: `store.PER_MESSAGE_OVERHEAD` stands for them.
+
+What is asked, and when: `TOKENS.missing(api_base, texts)` says which pieces
+have no count yet; `TOKENS.count(api_base, texts)` (blocking: a thread) asks
+the server for them. A server with neither route is remembered as such after
+one try, and its figures stay estimates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from .windows import _root
+
+__all__ = ["TOKENS", "TokenBook"]
+
+log = logging.getLogger(__name__)
+
+ASK_TIMEOUT = 2.0
+MAX_REMEMBERED = 20_000
+"""Texts whose counts are kept (oldest forgotten first)."""
+
+_ROUTES = (("/tokenize", "content"), ("/extras/tokenize", "input"))
+"""llama-server's route and body key, then llama-cpp-python's."""
+
+
+class TokenBook:
+    """Counts by each server's tokenizer, per (api_base, text); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._route: dict[str, tuple[str, str] | None] = {}
+        """api_base → the route that counts there (None: the server cannot count)."""
+
+    def counts(self, api_base: str | None) -> bool | None:
+        """True when the server counts, False when it cannot, None when not yet tried."""
+        if not api_base:
+            return False
+        with self._lock:
+            if api_base not in self._route:
+                return None
+            return self._route[api_base] is not None
+
+    def known(self, api_base: str | None, text: str) -> int | None:
+        """The server's count of `text`, if it was counted (never touches the network)."""
+        if not api_base:
+            return None
+        if not text:
+            return 0
+        with self._lock:
+            return self._counts.get((api_base, text))
+
+    def missing(self, api_base: str | None, texts: Iterable[str]) -> list[str]:
+        """The texts without a count yet, when the server can (or may) count them."""
+        if not api_base or self.counts(api_base) is False:
+            return []
+        with self._lock:
+            return list(dict.fromkeys(t for t in texts if t and (api_base, t) not in self._counts))
+
+    def count(self, api_base: str, texts: Iterable[str], timeout: float = ASK_TIMEOUT) -> bool:
+        """Ask the server to count `texts` (blocking: call in a thread); True when a new
+        count was learned. A server that cannot count is remembered after one try."""
+        learned = False
+        for text in self.missing(api_base, texts):
+            tokens = self._ask(api_base, text, timeout)
+            if tokens is None:
+                break
+            with self._lock:
+                self._counts[(api_base, text)] = tokens
+                if len(self._counts) > MAX_REMEMBERED:
+                    self._counts.popitem(last=False)
+            learned = True
+        return learned
+
+    def _ask(self, api_base: str, text: str, timeout: float) -> int | None:
+        with self._lock:
+            routes = [self._route[api_base]] if api_base in self._route else list(_ROUTES)
+        import urllib.error
+
+        root = _root(api_base.rstrip("/"))
+        answered = False
+        for route in routes:
+            if route is None:
+                return None
+            path, key = route
+            try:
+                answer = _post(root + path, {key: text}, timeout)
+                tokens = answer.get("tokens") if isinstance(answer, dict) else None
+                if not isinstance(tokens, list):
+                    raise ValueError("no tokens in the answer")
+            except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+                # An answer without tokens (404, not JSON) says the route is not there;
+                # no answer at all (the server is down) says nothing yet.
+                answered = answered or isinstance(exc, urllib.error.HTTPError | ValueError)
+                log.debug("tokenize at %s%s: %s", root, path, exc)
+                continue
+            with self._lock:
+                self._route[api_base] = route
+            return len(tokens)
+        if answered:
+            with self._lock:
+                if api_base not in self._route:
+                    self._route[api_base] = None  # it answered every route: it cannot count
+        return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self._route.clear()
+
+
+def _post(url: str, body: dict[str, str], timeout: float) -> object:
+    import urllib.request  # not on the start-up path
+
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's api_base
+        return json.loads(response.read(4_000_000))
+
+
+TOKENS = TokenBook()
+"""The process's counts: the engine and the workspace read the same book."""
