@@ -41,6 +41,7 @@ from .messages import Message, attachment_part
 from .schema import AttachmentRow as A  # short: the queries below read as SQL
 from .schema import MessageRow
 from .text import one_line
+from .tokens import estimate_string_tokens
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_BYTES",
@@ -178,7 +179,8 @@ class Attachments:
 
     def put(self, name: str, mime: str, data: bytes) -> dict[str, Any]:
         """Store `data` (once: the same bytes stored before are not written again) and
-        return the `attachment` part a message holds to name it.
+        return the `attachment` part a message holds to name it (a text file's part
+        also says its estimated `tokens`).
 
         Raises:
             AttachmentError: an empty name, a malformed type, content over
@@ -186,9 +188,13 @@ class Attachments:
                 is not UTF-8. Nothing was stored.
         """
         name = self._check(name, mime, data)
+        mime = mime.strip().lower()
         digest = hashlib.sha256(data).hexdigest()
         self._store(digest, bytes(data))
-        return attachment_part(name, mime.strip().lower(), len(data), digest)
+        tokens = None
+        if attachment_kind(mime) == "text":  # what the context gauge counts for it
+            tokens = estimate_string_tokens(bytes(data).decode("utf-8"))
+        return attachment_part(name, mime, len(data), digest, tokens)
 
     def put_file(self, path: str | os.PathLike[str], *, mime: str | None = None) -> dict[str, Any]:
         """Read a file and `put` it under its base name; `mime` guessed when None
@@ -197,6 +203,16 @@ class Attachments:
         Raises:
             AttachmentError: the file is missing, a folder, unreadable, or fails a
                 check of `put`; the message names the file.
+        """
+        name, guessed, data = self.read_file(path)
+        return self.put(name, mime or guessed, data)
+
+    def read_file(self, path: str | os.PathLike[str]) -> tuple[str, str, bytes]:
+        """A file's base name, guessed type and content, for a caller that decides on
+        the type before storing (`put`); the size is checked before it is read.
+
+        Raises:
+            AttachmentError: the file is missing, a folder, unreadable or too large.
         """
         p = Path(path).expanduser()
         try:
@@ -213,7 +229,9 @@ class Attachments:
             raise AttachmentError(f"{p}: cannot read it (permission denied)") from None
         except OSError as exc:
             raise AttachmentError(f"{p}: cannot read it ({exc.strerror or exc})") from None
-        return self.put(p.name, mime or guess_mime(p.name, data), data)
+        if len(data) > self.max_bytes:
+            raise AttachmentError(self._too_large(p.name, len(data)))
+        return p.name, guess_mime(p.name, data), data
 
     def _check(self, name: str, mime: str, data: bytes) -> str:
         if not isinstance(data, bytes | bytearray | memoryview):

@@ -224,11 +224,23 @@ def text_part(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def attachment_part(name: str, mime: str, size: int, hash: str) -> dict[str, Any]:
+def attachment_part(
+    name: str, mime: str, size: int, hash: str, tokens: int | None = None
+) -> dict[str, Any]:
     """An `attachment` part: a file's name and type, and the sha256 `hash` of its
     content, which the store holds once (`store.attachments`); the part never
-    holds the content, so copying a message (a branch, a fork) copies no bytes."""
-    return {"type": "attachment", "name": name, "mime": mime, "size": size, "hash": hash}
+    holds the content, so copying a message (a branch, a fork) copies no bytes.
+    `tokens`: a text file's estimated size in tokens (what the gauge counts)."""
+    part: dict[str, Any] = {
+        "type": "attachment",
+        "name": name,
+        "mime": mime,
+        "size": size,
+        "hash": hash,
+    }
+    if tokens is not None:
+        part["tokens"] = tokens
+    return part
 
 
 def tool_call_part(tool_call_id: str, tool_name: str, input: Any) -> dict[str, Any]:

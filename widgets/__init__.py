@@ -4,6 +4,7 @@ They take `store` data (messages, context blocks) and post Textual messages;
 they never call a model or open a database.
 """
 
+from .attachment_tray import AttachmentTray
 from .chat_input import ChatInput
 from .chat_view import ChatNotice, ChatView
 from .context_sidebar import ContextSidebar, ConversationStats
@@ -16,6 +17,7 @@ from .token_gauge import TokenGauge, fill_level, format_tokens
 from .tree_layout import TreeEntry, TreeRow, lay_out, status_label
 
 __all__ = [
+    "AttachmentTray",
     "ChatInput",
     "ChatNotice",
     "ChatView",

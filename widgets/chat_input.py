@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from textual import events
 from textual.binding import Binding
@@ -73,7 +74,14 @@ class ChatInput(TextArea):
         classes: str | None = None,
     ) -> None:
         self.submit_empty = False
-        """Enter sends blank text too (a dialog that says why it refuses it)."""
+        """Enter sends blank text too (a dialog that says why it refuses it; a message
+        whose attachments are its content)."""
+        self.take_paste: Callable[[str], bool] | None = None
+        """Offered each paste first; True when it used it (a pasted file path is
+        attached, not typed)."""
+        self.remove_before: Callable[[], bool] | None = None
+        """Backspace in an empty box: True when it removed something (the last
+        attachment)."""
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -107,9 +115,13 @@ class ChatInput(TextArea):
         self.replace("\n", start, end, maintain_selection_offset=False)
 
     async def _on_paste(self, event: events.Paste) -> None:
+        event.prevent_default()  # TextArea's own handler would insert it raw as well
+        # A pasted file path (a file dropped on the terminal) may be attached instead.
+        if self.take_paste is not None and self.take_paste(event.text):
+            event.stop()
+            return
         # A paste is text, never keys: escape sequences go, and a terminal's `\r` line
         # ends (tmux pastes newlines as `\r`) become newlines, kept in the box.
-        event.prevent_default()  # TextArea's own handler would insert it raw as well
         await super()._on_paste(events.Paste(clean(event.text)))
 
     async def _on_key(self, event: events.Key) -> None:
@@ -122,6 +134,11 @@ class ChatInput(TextArea):
             self.action_submit()
             return
         self.last_key_at = time.monotonic()
+        if event.key == "backspace" and not self.text and self.remove_before is not None:
+            if self.remove_before():
+                event.stop()
+                event.prevent_default()
+                return
         if event.key == "up" and self.cursor_location[0] == 0:
             event.stop()
             event.prevent_default()

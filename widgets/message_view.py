@@ -151,6 +151,7 @@ class MessageView(Vertical, can_focus=True):
     MessageView Collapsible { padding: 0; margin: 0; border: none; background: $boost; }
     MessageView Collapsible > Contents { padding: 0 1; }
     MessageView .message--tool-output { color: $text-muted; }
+    MessageView .message--attachments { color: $text-muted; }
     MessageView .message--covered { color: $text-muted; }
     MessageView .message--note { color: $secondary; }
     MessageView .message--note-text { color: $text-muted; }
@@ -350,6 +351,8 @@ class MessageView(Vertical, can_focus=True):
             with Collapsible(title="thinking", collapsed=True):
                 yield Static(Text(reasoning), classes="message--tool-output")
         yield self._body()
+        if self.message.attachments:
+            yield Static(self._attachments_line(), classes="message--attachments")
         yield from self._compose_tools()
         if self.covered:
             with Collapsible(
@@ -362,6 +365,17 @@ class MessageView(Vertical, can_focus=True):
                     yield Static(
                         Text(f"{role}: {one_line(m.text or '', 400)}"), classes="message--covered"
                     )
+
+    def _attachments_line(self) -> Text:
+        """`📎 photo.png · image/png · 5.0 MB   notes.txt · …`: named, never drawn."""
+        from store import format_size
+
+        items = [
+            f"{one_line(str(p.get('name') or '?'), 60)} · {clean(str(p.get('mime') or ''))}"
+            f" · {format_size(int(p.get('size') or 0))}"
+            for p in self.message.attachments
+        ]
+        return Text("📎 " + "   ".join(items), style="italic")
 
     def _body(self) -> Static | Markdown:
         """The message text: a Markdown widget while streaming Markdown, otherwise a

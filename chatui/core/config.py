@@ -94,6 +94,8 @@ class ModelOptions:
     """An OpenAI-compatible endpoint for this model (a local server, a proxy)."""
     context_window: int | None = None
     """Overrides LiteLLM's figure (needed for models LiteLLM does not know)."""
+    vision: bool | None = None
+    """The model takes images (overrides LiteLLM's table; needed for models it does not know)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,8 @@ class Config:
     """Retries after a rate limit (429), honouring Retry-After."""
     max_live_replies: int = 3
     """Chats that may be writing a reply at once (a send beyond it is refused, saying so)."""
+    max_attachment_mb: float = 20.0
+    """The largest file that may be attached to a message, in MiB (bigger ones are refused)."""
     blocks: tuple[BlockConfig, ...] = DEFAULT_BLOCKS
     """The context blocks of every chat, in prompt order."""
     skills_dir: str | None = None
@@ -197,8 +201,15 @@ class Config:
         """The model's own options, with the global `api_base` as fallback."""
         own = self.models.get(model, ModelOptions())
         return ModelOptions(
-            api_base=own.api_base or self.api_base, context_window=own.context_window
+            api_base=own.api_base or self.api_base,
+            context_window=own.context_window,
+            vision=own.vision,
         )
+
+    @property
+    def max_attachment_bytes(self) -> int:
+        """`max_attachment_mb` in bytes."""
+        return int(self.max_attachment_mb * 1024 * 1024)
 
 
 # -- parsing -------------------------------------------------------------------
@@ -399,6 +410,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         ("max_tool_rounds", "int", False),
         ("max_retries", "int", False),
         ("max_live_replies", "int", False),
+        ("max_attachment_mb", "float", False),
         ("branch_notes", "str", False),
     ):
         if name in data:
@@ -415,6 +427,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         raise ValueError("max_retries must be between 0 and 10")
     if not 1 <= values.get("max_live_replies", 1) <= 20:
         raise ValueError("max_live_replies must be between 1 and 20")
+    if not 0 < values.get("max_attachment_mb", 1.0) <= 1024:
+        raise ValueError("max_attachment_mb must be more than 0 and at most 1024 (MiB)")
     if values.get("branch_notes", "off") not in BRANCH_NOTES:
         raise ValueError(f"branch_notes must be one of {', '.join(BRANCH_NOTES)}")
     if "blocks" in data:
@@ -427,7 +441,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
             where = f"models.{name!r}"
             if not isinstance(options, dict):
                 raise ValueError(f"{where} must be a table")
-            _unknown(f"{where}: ", options, {"api_base", "context_window"})
+            _unknown(f"{where}: ", options, {"api_base", "context_window", "vision"})
             models[name] = ModelOptions(
                 api_base=_check(
                     f"{where}.", "api_base", options.get("api_base"), "str", optional=True
@@ -439,6 +453,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
                     "int",
                     optional=True,
                 ),
+                vision=_check(f"{where}.", "vision", options.get("vision"), "bool", optional=True),
             )
         values["models"] = models
     if "agents" in data:

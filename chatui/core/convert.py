@@ -10,13 +10,37 @@ dropped here rather than sent.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from store import Message, as_text
+from store import Message, StoreError, as_text
 
-__all__ = ["SUMMARY_LABEL", "to_openai_messages"]
+__all__ = ["SUMMARY_LABEL", "ContentLoader", "attachment_content", "to_openai_messages"]
 
 SUMMARY_LABEL = "[Summary of the earlier conversation]"
+
+ContentLoader = Callable[[dict[str, Any]], bytes]
+"""An attachment part → its content (`store.Attachments.content`)."""
+
+
+def attachment_content(part: dict[str, Any], load: ContentLoader | None) -> list[dict[str, Any]]:
+    """An attachment as OpenAI content parts: an image as an `image_url` data URL, a
+    text file as a text part headed by its name; anything else (or content the store
+    no longer has) as a line saying what was not sent, so the model knows."""
+    from store import attachment_kind, data_url  # loaded with the first attachment
+
+    name, mime = str(part.get("name") or "attachment"), str(part.get("mime") or "")
+    kind = attachment_kind(mime)
+    if kind == "other" or load is None:
+        return [{"type": "text", "text": f"[Attached file {name} ({mime}): not sent]"}]
+    try:
+        data = load(part)
+    except StoreError:
+        return [{"type": "text", "text": f"[Attached file {name}: its content is missing]"}]
+    if kind == "image":
+        return [{"type": "image_url", "image_url": {"url": data_url(mime, data)}}]
+    text = data.decode("utf-8", errors="replace")
+    return [{"type": "text", "text": f"[Attached file {name}]\n{text}"}]
 
 
 def _arguments(value: Any) -> str:
@@ -29,10 +53,14 @@ def _arguments(value: Any) -> str:
         return json.dumps(str(value))
 
 
-def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[str, Any]]:
+def to_openai_messages(
+    system_prompt: str, history: list[Message], load: ContentLoader | None = None
+) -> list[dict[str, Any]]:
     """The messages for one model call: the system prompt, then the history.
 
-    Text parts become `content`; assistant tool-call parts become `tool_calls`;
+    Text parts become `content`; a user message with attachments gets a list of
+    content parts instead (its text, then each attachment: `attachment_content`,
+    reading the bytes with `load`); assistant tool-call parts become `tool_calls`;
     a `tool` message becomes one OpenAI `tool` message per result; a
     compaction overlay is sent as assistant text labelled as a summary;
     reasoning parts are not sent; partial replies are sent as the text they
@@ -87,6 +115,11 @@ def to_openai_messages(system_prompt: str, history: list[Message]) -> list[dict[
             if not entry["content"] and "tool_calls" not in entry:
                 continue  # an empty reply (failed before any text) says nothing
             out.append(entry)
+        elif message.role == "user" and message.attachments:
+            content = [{"type": "text", "text": text}] if text else []
+            for part in message.attachments:
+                content.extend(attachment_content(part, load))
+            out.append({"role": "user", "content": content})
         elif message.role in ("user", "system"):
             if text or message.role == "user":
                 out.append({"role": message.role, "content": text})

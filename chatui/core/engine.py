@@ -29,7 +29,7 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Collection
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, TypeAlias
@@ -280,13 +280,16 @@ class ChatEngine:
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
         params: Params | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
     ) -> AsyncGenerator[TurnEvent, None]:
         """Store the user's message under `parent_id`, then stream the reply under it.
 
         `model`, `params`: the chat's model and parameters when the caller has them
         already (`Workspace.facts`); read from the chat otherwise.
+        `attachments`: `attachment` parts of content already stored (`Workspace.attach_*`),
+        sent after the text.
         """
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or not (text.strip() or attachments):
             yield TurnFailed(
                 session_id,
                 "There is nothing to send",
@@ -294,7 +297,9 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
-        async with aclosing(self._user_turn(session_id, text, parent_id, model, params)) as events:
+        async with aclosing(
+            self._user_turn(session_id, text, parent_id, model, params, attachments)
+        ) as events:
             async for event in events:
                 yield event
 
@@ -361,8 +366,9 @@ class ChatEngine:
                 kind="bad_input",
             )
             return
+        # The edited question keeps its attachments (they are references: nothing is copied).
         async with aclosing(
-            self._user_turn(session_id, text, message.parent_id, model, params)
+            self._user_turn(session_id, text, message.parent_id, model, params, message.attachments)
         ) as events:
             async for event in events:
                 yield event
@@ -524,16 +530,21 @@ class ChatEngine:
         parent_id: str | None | Latest,
         model: str | None,
         params: Params | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
     ) -> AsyncGenerator[TurnEvent, None]:
         model = model or self.model_for(session_id)  # once per turn
-        failed = await self._preflight(session_id, model)
+        failed = await self._preflight(session_id, model) or await self._sees_images(
+            session_id, model, attachments
+        )
         if failed:
             yield failed
             return
         session = self.manager.get_session(session_id)
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
+        parts += [dict(part) for part in attachments]
         try:
             user = await session.append_message(
-                Message(id=new_id(), role="user", parts=[{"type": "text", "text": text}]), parent_id
+                Message(id=new_id(), role="user", parts=parts), parent_id
             )
         except STORAGE_ERRORS as exc:
             yield TurnFailed(
@@ -550,6 +561,31 @@ class ChatEngine:
         ) as events:
             async for event in events:
                 yield event
+
+    async def _sees_images(
+        self, session_id: str, model: str, attachments: Sequence[dict[str, Any]]
+    ) -> TurnFailed | None:
+        """A refusal when an image goes to a model that takes no images (before any write)."""
+        images = [
+            str(p.get("name")) for p in attachments if str(p.get("mime")).startswith("image/")
+        ]
+        if not images:
+            return None
+        options = self.options_for(model)
+        if options.vision is None and not llm.is_demo(model):
+            await llm.ensure_loaded()  # LiteLLM's model table says which models see
+        if llm.supports_vision(model, options):
+            return None
+        return TurnFailed(
+            session_id,
+            f"{model} cannot see images",
+            f"{', '.join(images)} {'is an image' if len(images) == 1 else 'are images'}; "
+            f"LiteLLM's model table says {model} takes text only.",
+            "Nothing was sent. Pick a model that sees images with ctrl+l, or remove the "
+            "image from the tray above the input (click its ×); if the model does see "
+            f'images, set vision = true under [models."{model}"] in the config.',
+            kind="bad_input",
+        )
 
     async def _turn(
         self,
@@ -826,7 +862,7 @@ class ChatEngine:
     ) -> llm.ChunkStream:
         """Start one model call for `history` (the model process sends the request at
         once; an in-process call when first read)."""
-        messages = to_openai_messages(system_prompt, history)
+        messages = to_openai_messages(system_prompt, history, self._attachment_content)
         writer.requested()
         return self.streamer(
             model,
@@ -837,6 +873,12 @@ class ChatEngine:
             max_retries=self.config.max_retries,
             **({"params": params} if params else {}),
         )
+
+    def _attachment_content(self, part: dict[str, Any]) -> bytes:
+        """An attachment's bytes, read when a request carries it (never held here)."""
+        from store import Attachments
+
+        return Attachments(self.manager.store).content(part)
 
     async def _stream(
         self, session_id: str, writer: ReplyWriter, stream: llm.ChunkStream

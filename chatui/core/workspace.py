@@ -13,6 +13,8 @@ Screens get decisions, not the parts that make them:
   the sidebar, the title, F2 and auto-compaction all read it.
 - Chats: open, create, rename, fork, delete (its reply stopped first), search,
   export and import.
+- Attachments: `attach_file`, `attach_bytes` (content from elsewhere: an MCP
+  resource) and `pasted_path` give what `start_reply` sends with the text.
 - Replies (`jobs.ReplyJobs`): a turn belongs to its chat, not to a screen.
 - Model facts learned later (an `api_base` server's window) are emitted as
   `ModelFactsChanged`; other processes' writes (`store.ChangeWatcher`) as
@@ -53,6 +55,7 @@ from ..llm.worker import StreamWorker, shared_worker
 from ..mcp.hub import Answer, McpHub, ServerStatus, ToolApproval, ToolsChanged
 from . import paths
 from .agents import AgentRuntime, PeerMarks
+from .attachments import Attached, AttachmentDesk, AttachRefused, pasted_path
 from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
 from .chat_state import ChatState
 from .config import Config, PersonaConfig, TemplateConfig
@@ -73,6 +76,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Answer",
+    "AttachRefused",
+    "Attached",
     "BlockDetails",
     "ChatFacts",
     "ChatsChanged",
@@ -172,6 +177,7 @@ class Workspace:
         self._key_checked: set[str] = set()
         self._asking: set[asyncio.Task[None]] = set()
         self._watcher: ChangeWatcher | None = None
+        self._desk: AttachmentDesk | None = None
         self._jobs.subscribe(self._emit)
         self.worker: StreamWorker | None = None
         """The model process replies stream from (`model_process=True`), else None:
@@ -185,6 +191,35 @@ class Workspace:
         """The MCP servers (`[mcp.servers.NAME]`), started by `start_tools`."""
         if self.tools:
             self._runtime.tool_source = self.tools.tools_for
+
+    # -- attachments ----------------------------------------------------------------
+
+    @property
+    def desk(self) -> AttachmentDesk:
+        if self._desk is None:
+            self._desk = AttachmentDesk(self.store, self.config.max_attachment_bytes)
+        return self._desk
+
+    def attach_file(self, path: str | Path) -> Attached:
+        """Check and store a file for the next message (an image or a text file).
+
+        Raises:
+            AttachRefused: missing, a folder, unreadable, over `max_attachment_mb`, a
+                type no model takes, or a damaged image; the message says which.
+        """
+        return self.desk.file(path)
+
+    def attach_bytes(self, name: str, mime: str, data: bytes) -> Attached:
+        """Check and store content from elsewhere (an MCP resource) for the next message.
+
+        Raises:
+            AttachRefused: as `attach_file`.
+        """
+        return self.desk.content(name, mime, data)
+
+    def pasted_path(self, text: str) -> Path | None:
+        """The existing file a paste names, when the whole paste is one path; else None."""
+        return pasted_path(text)
 
     # -- listeners ------------------------------------------------------------------
 
@@ -813,8 +848,11 @@ class Workspace:
         parent_id: str | None | Latest = LATEST,
         model: str | None = None,
         facts: ChatFacts | None = None,
+        attachments: Sequence[Attached] = (),
     ) -> None:
         """Start a turn in the chat as a job that outlives whichever screen shows it.
+
+        `attachments`: sent with a send's text (`attach_file`, `attach_bytes`).
 
         `model`: a send or regenerate written by another model than the chat's (that
         turn only; `chatui ask --model` on an existing chat).
@@ -841,7 +879,12 @@ class Workspace:
         events: AsyncGenerator[TurnEvent, None]
         if kind == "send":
             events = engine.send(
-                session_id, text, parent_id=parent_id, model=model or chat_model, params=params
+                session_id,
+                text,
+                parent_id=parent_id,
+                model=model or chat_model,
+                params=params,
+                attachments=[a.part for a in attachments],
             )
         elif kind == "regenerate":
             assert message_id is not None

@@ -76,6 +76,7 @@ __all__ = [
     "redact",
     "redact_known",
     "stream_completion",
+    "supports_vision",
     "warm_up",
 ]
 
@@ -107,6 +108,19 @@ def context_window(model: str, options: ModelOptions | None = None) -> int | Non
     if is_demo(model):
         return DEMO_CONTEXT_WINDOW
     return table_window(model)
+
+
+def supports_vision(model: str, options: ModelOptions | None = None) -> bool:
+    """The model takes image parts: the config's `vision` first, then LiteLLM's table
+    (a model it does not know: no). The demo model takes them (it ignores them)."""
+    if options is not None and options.vision is not None:
+        return options.vision
+    if is_demo(model):
+        return True
+    try:
+        return bool(load_litellm().supports_vision(model=model))
+    except Exception:
+        return False
 
 
 def completion_cost(model: str, input_tokens: int, output_tokens: int) -> float:

@@ -38,7 +38,7 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 
 from store import SessionInfo
-from widgets import ChatInput, ChatView, MessageView, one_line
+from widgets import AttachmentTray, ChatInput, ChatView, MessageView, one_line
 
 from ..core.chat_state import ChatSnapshot, ChatState
 from ..core.events import (
@@ -58,7 +58,16 @@ from ..core.events import (
     UsageRecorded,
     written_elsewhere,
 )
-from ..core.workspace import ChatFacts, JobsFull, PeerMarks, PersonaConfig, UiState, Workspace
+from ..core.workspace import (
+    Attached,
+    AttachRefused,
+    ChatFacts,
+    JobsFull,
+    PeerMarks,
+    PersonaConfig,
+    UiState,
+    Workspace,
+)
 from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
@@ -178,10 +187,16 @@ class ChatPane(Vertical):
         self._elsewhere: frozenset[str] = frozenset()
         """Replies on screen another process is writing (`written_elsewhere`)."""
         self._writers_timer: Timer | None = None
+        self.attached: list[Attached] = []
+        """What goes with the next message (the tray above the input shows it)."""
+        self._sending: list[Attached] | None = None
+        """The attachments of the send whose question is not stored yet (they leave
+        the tray once it is; a failed send keeps them there)."""
 
     def compose(self) -> ComposeResult:
         yield ChatTitle(id="chat-title")
         yield ChatView(id="chat")
+        yield AttachmentTray(id="tray")
         yield ChatInput(id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys")
 
     # -- facts ------------------------------------------------------------------------
@@ -429,8 +444,10 @@ class ChatPane(Vertical):
         try:
             chat = self._ensure_chat(text) if kind == "send" else self.chat
             assert chat is not None
+            attached = list(self.attached) if kind == "send" else []
             if kind == "send":
                 self._sent = text
+                self._sending = attached
             self._asked_at = time.monotonic()
             self._measured = False
             workspace.start_reply(
@@ -444,6 +461,7 @@ class ChatPane(Vertical):
                 else None,
                 model=model,
                 facts=self.facts,
+                attachments=attached,
             )
         except JobsFull as exc:
             self.notify(str(exc), severity="warning")
@@ -459,6 +477,8 @@ class ChatPane(Vertical):
         self.set_timer(BUSY_AFTER, self.sync_busy)
 
     def _ensure_chat(self, first_text: str) -> ChatState:
+        if not first_text.strip() and self.attached:  # an attachment sent alone names it
+            first_text = self.attached[0].name
         name = one_line(first_text, 48) or NEW_CHAT_NAME
         if self.chat is None:
             facts = self.facts
@@ -494,6 +514,10 @@ class ChatPane(Vertical):
                 # Stored: only what was sent leaves the input, at once (its own frame).
                 self.chat_input.remove_sent(self._sent)
                 self._sent = None
+            if event.message.role == "user" and self._sending is not None:
+                sent, self._sending = self._sending, None
+                self.attached = [a for a in self.attached if a not in sent]
+                self._show_tray()
         self.stream.heard(event)
 
     def _post_draw(self, release: Release) -> None:
@@ -590,6 +614,7 @@ class ChatPane(Vertical):
         if event.session_id != self.session_id:
             return
         self._sent = None
+        self._sending = None  # not stored: what was attached stays in the tray
         created, self._created = self._created, None
         if created is not None and self.workspace.discard_if_empty(created):
             # A new chat whose turn stored nothing (no key, say): it never existed; the
@@ -645,6 +670,59 @@ class ChatPane(Vertical):
 
     def on_mount(self) -> None:
         self.chat_view.type_into = self._type_into
+        self.chat_input.take_paste = self._take_paste
+        self.chat_input.remove_before = self._remove_last
+
+    # -- attachments --------------------------------------------------------------------
+
+    def attach(self, attached: Attached) -> None:
+        """Put checked, stored content (`Workspace.attach_file` / `attach_bytes`) in the
+        tray: it goes with the next message."""
+        if any(a.part == attached.part for a in self.attached):
+            self.notify(f"{attached.name} is attached already.")
+            return
+        self.attached.append(attached)
+        self._show_tray()
+
+    def attach_path(self, path: str) -> bool:
+        """Attach the file at `path`; a refusal is shown with its reason. True if attached."""
+        try:
+            attached = self.workspace.attach_file(path)
+        except AttachRefused as exc:
+            self.notify(str(exc), title="Not attached", severity="error", timeout=8)
+            return False
+        self.attach(attached)
+        return True
+
+    def remove_attachment(self, index: int) -> None:
+        if 0 <= index < len(self.attached):
+            removed = self.attached.pop(index)
+            self._show_tray()
+            self.notify(f"Removed {removed.name}.", timeout=2)
+
+    def _show_tray(self) -> None:
+        self.query_one(AttachmentTray).show([a.label for a in self.attached])
+        self.chat_input.submit_empty = bool(self.attached)
+
+    def _take_paste(self, text: str) -> bool:
+        """A paste that is one path to an existing file attaches it (a file dropped on
+        the terminal); anything else is typed."""
+        path = self.workspace.pasted_path(text)
+        if path is None:
+            return False
+        self.attach_path(str(path))
+        return True  # refused or not, a path is not typed into the message
+
+    def _remove_last(self) -> bool:
+        if not self.attached:
+            return False
+        self.remove_attachment(len(self.attached) - 1)
+        return True
+
+    @on(AttachmentTray.Removed)
+    def _tray_removed(self, event: AttachmentTray.Removed) -> None:
+        event.stop()
+        self.remove_attachment(event.index)
 
     def _type_into(self, character: str) -> None:
         """Typing on a focused message: the key goes to the input at once (in order with

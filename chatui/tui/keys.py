@@ -25,6 +25,11 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("ctrl+t", "focus the message tree (opening it); in the tree: back to the input"),
     KeyHelp("ctrl+b", "show or hide the context sidebar (small terminal: over the chat)"),
     KeyHelp("ctrl+l", "choose the model"),
+    KeyHelp(
+        "ctrl+o",
+        "attach an image or a text file to the next message (pasting a file's path does too)",
+    ),
+    KeyHelp("backspace", "in an empty input: remove the last attachment", "input"),
     KeyHelp("ctrl+p", "command palette: compact now, rename, export, import, theme, …"),
     KeyHelp("f1", "this help"),
     KeyHelp(

@@ -159,6 +159,30 @@ class ChatCommands:
         choices = pane.workspace.model_choices(pane.model, pane.recent_models)
         self.screen.app.push_screen(ModelPicker(pane.model, choices), chosen)
 
+    def attach(self) -> None:
+        """Ask for a file to attach to the next message (refusals say why)."""
+        from .dialogs import TextPrompt
+
+        pane = self.pane
+
+        def done(answer: str | None) -> None:
+            if not answer or not answer.strip():
+                return
+            # A path pasted in quotes or as file://… (as terminals paste a dropped file).
+            path = pane.workspace.pasted_path(answer) or answer.strip()
+            if pane.attach_path(str(path)):
+                pane.chat_input.focus()
+
+        self.screen.app.push_screen(
+            TextPrompt(
+                "Attach a file to the next message: an image (PNG, JPEG, GIF, WebP) or a text file",
+                "",
+                hint="a path · enter attaches · escape cancels · pasting a path into the "
+                "message box attaches it too",
+            ),
+            done,
+        )
+
     def help(self) -> None:
         from .help import HelpScreen
 
@@ -174,6 +198,11 @@ class ChatCommands:
         yield "Chats", "List, open, rename, delete chats (ctrl+s)", self.chats
         yield "Search", "Search every chat (ctrl+f)", self.search
         yield "Model", "Choose the model for this chat (ctrl+l)", self.choose_model
+        yield (
+            "Attach a file",
+            "An image or a text file for the next message (ctrl+o; or paste its path)",
+            self.attach,
+        )
         if self.pane.chat is not None:
             yield (
                 "Compact now",

@@ -69,6 +69,7 @@ class MainScreen(Screen[None]):
         Binding("ctrl+s", "chats", "Chats", id="app.chats"),
         Binding("ctrl+f", "search", "Search", id="app.search"),
         Binding("ctrl+l", "choose_model", "Model", id="app.model"),
+        Binding("ctrl+o", "attach", "Attach", id="app.attach", show=False),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
         Binding("ctrl+t", "focus_tree", "Tree", id="app.tree"),
         Binding("f1", "help", "Help", id="app.help", show=False),
@@ -372,6 +373,9 @@ class MainScreen(Screen[None]):
 
     def action_choose_model(self) -> None:
         self.commands.choose_model()
+
+    def action_attach(self) -> None:
+        self.commands.attach()
 
     def action_help(self) -> None:
         self.commands.help()
