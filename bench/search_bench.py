@@ -180,7 +180,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000", help="comma-separated message counts")
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/chatui-bench-cache"))
-    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--engines", default="sqlite,postgres", help="which to measure")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     for size in (int(s) for s in args.sizes.split(",")):
@@ -188,10 +188,11 @@ def main() -> None:
         queries = query_mix(corpus["vocab"], random.Random(11))
         with Store(path) as store:
             counts = {q: len(store.engine.match_rowids(parse_query(q))) for q in set(queries)}
-            conn = sqlite3.connect(path)
-            measure(f"SQLite, {size:,} messages", store, raw_sqlite(conn), queries, counts)
-            conn.close()
-        if args.no_postgres:
+            if "sqlite" in args.engines:
+                conn = sqlite3.connect(path)
+                measure(f"SQLite, {size:,} messages", store, raw_sqlite(conn), queries, counts)
+                conn.close()
+        if "postgres" not in args.engines:
             continue
         import psycopg
 

@@ -274,12 +274,13 @@ def test_a_broad_query_gives_its_newest_matches_on_both_engines(stores, monkeypa
 
     for module in (pg_engine, sqlite_engine):
         monkeypatch.setattr(module, "BROAD", 10)
+    # The newest: chat-11's messages have the highest rowids, chat-10's the next.
     newest = []
     for store in stores:
         every = hits(store, "the")
         assert len(every) > 10
-        found = SessionManager(store).search("the", limit=5, include_deleted=False)
-        assert len(found) == 5 and {(h.session_id, h.id) for h in found} <= every
+        found = SessionManager(store).search("the", limit=30, include_deleted=False)
+        assert len(found) == 30 and {(h.session_id, h.id) for h in found} <= every
         rowids = dict(
             ((sid, mid), rowid)
             for sid, mid, rowid in store.query(
@@ -288,6 +289,6 @@ def test_a_broad_query_gives_its_newest_matches_on_both_engines(stores, monkeypa
             )
         )
         live = sorted((rowids[h] for h in every if h[0] != "deleted"), reverse=True)
-        assert [rowids[(h.session_id, h.id)] for h in found] == live[:5]
+        assert [rowids[(h.session_id, h.id)] for h in found] == live[:30]
         newest.append([(h.session_id, h.id) for h in found])
     assert newest[0] == newest[1]

@@ -156,12 +156,18 @@ class SqliteEngine(Engine):
             f"{deleted} ORDER BY rowid DESC LIMIT ?)",
             (match, BROAD + 1),
         )[0][0]
-        best = (
-            f"SELECT rowid, bm25(messages_fts) AS score FROM messages_fts "
-            f"WHERE messages_fts MATCH ? {deleted} ORDER BY score LIMIT ?"
+        best, order = (
+            (
+                f"SELECT rowid, bm25(messages_fts) AS score FROM messages_fts "
+                f"WHERE messages_fts MATCH ? {deleted} ORDER BY score LIMIT ?",
+                "t.score, m.seq DESC",
+            )
             if found <= BROAD
-            else f"SELECT rowid, 0.0 AS score FROM messages_fts "
-            f"WHERE messages_fts MATCH ? {deleted} ORDER BY rowid DESC LIMIT ?"
+            else (
+                f"SELECT rowid, 0.0 AS score FROM messages_fts "
+                f"WHERE messages_fts MATCH ? {deleted} ORDER BY rowid DESC LIMIT ?",
+                "t.rowid DESC",
+            )
         )
         return self.rows(
             f"""
@@ -170,7 +176,7 @@ class SqliteEngine(Engine):
             FROM ({best}) t
             JOIN messages m ON m.seq = (t.rowid & {SEQ_MASK})
             LEFT JOIN sessions s ON s.id = m.session_id
-            ORDER BY t.score, m.seq DESC
+            ORDER BY {order}
             """,
             (match, int(limit)),
         )

@@ -187,7 +187,8 @@ class ChatCommands:
         from .help import HelpScreen
 
         if not isinstance(self.screen.app.screen, HelpScreen):
-            self.screen.app.push_screen(HelpScreen())
+            keymap = getattr(self.screen.app, "keys_in_force", {})
+            self.screen.app.push_screen(HelpScreen(keymap))
 
     # -- the palette ----------------------------------------------------------------
 
