@@ -462,3 +462,27 @@ async def test_a_streamable_http_server_with_a_secret_header(
     await ws.shutdown()
     stored = b"".join(p.read_bytes() for p in Path(store.path).parent.glob("*.db*"))
     assert token.encode() not in stored and b"wrong-but-secret" not in stored
+
+
+# -- prompts and resources ----------------------------------------------------------------
+
+
+async def test_prompts_fill_and_resources_attach_like_files(store, llm_server, fake_key, closing):
+    from chatui.core.workspace import AttachRefused
+
+    ws = await started(make_workspace(store, llm_server, faulty_server()))
+    closing(ws)
+    assert ws.tool_prompts(None) == [("faulty", "review", "Review some code")]
+    assert ws.prompt_arguments("faulty", "review") == [("code", True)]
+    text = await ws.fill_prompt("faulty", "review", {"code": "x = 1"})
+    assert text == "Please review this code:\nx = 1"
+    ((server, uri, name, _description),) = ws.tool_resources(None)
+    assert (server, uri, name) == ("faulty", "note://hello", "hello")
+    attached = await ws.attach_resource(server, uri, name)
+    assert attached.name == "hello" and attached.mime == "text/plain"
+    with pytest.raises(AttachRefused, match="note://nothing"):
+        await ws.attach_resource("faulty", "note://nothing", "nothing")
+    with pytest.raises(AttachRefused, match="no MCP server named 'gone'"):
+        await ws.attach_resource("gone", "note://hello", "hello")
+    with pytest.raises(RuntimeError):
+        await ws.fill_prompt("faulty", "no-such-prompt", {})
