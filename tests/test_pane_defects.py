@@ -363,17 +363,19 @@ async def test_at_80x24_f1_wraps_every_description_whole_and_says_where(store):
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == len(KEYS))
+        rows = app.screen.rows  # KEYS, then every action (issue 24: the keys in force)
+        assert [r[1] for r in rows[: len(KEYS)]] == [k.action for k in KEYS]
+        await wait_until(pilot, lambda: table.row_count == len(rows))
         labels = [str(c.label) for c in table.ordered_columns]
         assert labels == ["key", "does", "where"]
         widths = [c.get_render_width(table) for c in table.ordered_columns]
         assert sum(widths) <= table.scrollable_content_region.width
         does = table.ordered_columns[1].width
         console = Console(width=200)
-        for row, key in zip(table.ordered_rows, KEYS, strict=True):
-            lines = Text(key.action).wrap(console, does)
-            assert row.height >= len(lines), key.action
-            assert table.get_row(row.key)[2].plain == key.where
+        for row, (_, action, where, _) in zip(table.ordered_rows, rows, strict=True):
+            lines = Text(action).wrap(console, does)
+            assert row.height >= len(lines), action
+            assert table.get_row(row.key)[2].plain == where
 
 
 async def test_at_80x24_a_long_dialog_title_ends_in_an_ellipsis(store):
