@@ -10,7 +10,7 @@ from chatui.tui.screens.compare import CompareScreen, reply_facts
 from store import Message, SessionManager
 from widgets import DiffView, MessageView, word_diff
 
-from .app_helpers import make_app, set_times, text
+from .app_helpers import make_app, notices, set_times, text, wait_until
 
 SIZE = (80, 24)
 
@@ -127,7 +127,7 @@ async def test_v_opens_the_siblings_side_by_side_and_enter_keeps_one(store, chat
 
 async def test_escape_keeps_the_branch_and_a_lone_message_says_there_is_nothing(store, chat):
     app = make_app(store)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         await pilot.press("up", "v")
         await pilot.pause()
@@ -137,7 +137,7 @@ async def test_escape_keeps_the_branch_and_a_lone_message_says_there_is_nothing(
         await pilot.press("up", "v")  # the question: it has no sibling
         await pilot.pause()
         assert app.screen is app.main
-        assert any("No sibling" in str(n.message) for n in app._notifications)
+        await wait_until(pilot, lambda: "No sibling" in notices(app))
 
 
 def test_compare_screen(store, chat, snap_compare):
