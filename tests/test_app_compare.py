@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from chatui.tui.screens.compare import CompareScreen, reply_facts
+from chatui.tui.screens.compare import CompareScreen, compared_text, reply_facts
 from store import Message, SessionManager
 from widgets import DiffView, MessageView, word_diff
 
@@ -87,6 +87,28 @@ def test_reply_facts_say_what_the_reply_stored():
     )
     bare = Message.from_dict(text("y", "assistant", "hi", 0))
     assert reply_facts(bare, "demo") == "?"
+
+
+def test_a_reply_of_tool_calls_only_is_compared_by_its_calls():
+    """Issue 22, 6: `v` on replies that only called tools showed two empty panes."""
+    calls = Message(
+        id="c",
+        role="assistant",
+        parts=[
+            {
+                "type": "tool-call",
+                "tool_call_id": "1",
+                "tool_name": "set_context",
+                "input": {"label": "memory", "content": "tea"},
+            }
+        ],
+        metadata={"status": "tool_calls"},
+    )
+    assert compared_text(calls) == 'called set_context {"label": "memory", "content": "tea"}'
+    empty = Message(id="e", role="assistant", parts=[], metadata={"status": "cancelled"})
+    assert compared_text(empty) == "(cancelled before any text)"
+    words = Message.from_dict(text("w", "assistant", "Plain words.", 0))
+    assert compared_text(words) == "Plain words."
 
 
 async def test_v_opens_the_siblings_side_by_side_and_enter_keeps_one(store, chat):

@@ -282,3 +282,13 @@ async def test_tools_that_reach_the_prompt_are_not_reported(local):
         local.server.script(script.text(f"Answer {i}."))
         events = await run(local.engine.send(local.sid, f"question {i}"))
         assert not [n for n in of(events, Notice) if "left the tools out" in n.text]
+
+
+async def test_a_broken_stream_says_so_in_words_not_the_http_librarys(local):
+    local.server.function_calling = False
+    local.server.script(script.broken_stream("Hello there world"))
+    events = await run(local.engine.send(local.sid, "hi"))
+    failed = of(events, TurnFailed)[-1]
+    assert failed.kind == "connection" and "broke mid-reply" in failed.title
+    assert failed.detail == "The server closed the connection before the reply was complete."
+    assert local.session.get_latest_leaf().text.startswith("Hello there")  # kept
