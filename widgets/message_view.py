@@ -367,7 +367,8 @@ class MessageView(Vertical, can_focus=True):
                     )
 
     def _attachments_line(self) -> Text:
-        """`📎 photo.png · image/png · 5.0 MB   notes.txt · …`: named, never drawn."""
+        """`attached: photo.png · image/png · 5.0 MB   notes.txt · …`: named, never drawn
+        (a word, not an emoji: its width differs between terminals)."""
         from store import format_size
 
         items = [
@@ -375,7 +376,7 @@ class MessageView(Vertical, can_focus=True):
             f" · {format_size(int(p.get('size') or 0))}"
             for p in self.message.attachments
         ]
-        return Text("📎 " + "   ".join(items), style="italic")
+        return Text("attached: " + "   ".join(items), style="italic")
 
     def _body(self) -> Static | Markdown:
         """The message text: a Markdown widget while streaming Markdown, otherwise a

@@ -797,6 +797,23 @@ class Workspace:
                 return list(prompt.arguments)
         return []
 
+    def tool_resources(self, session_id: str | None) -> list[tuple[str, str, str, str]]:
+        """(server, uri, name, description) of the MCP resources the chat may attach."""
+        return [(s, r.uri, r.name, r.description) for s, r in self.tools.resources(session_id)]
+
+    async def attach_resource(self, server: str, uri: str, name: str) -> Attached:
+        """Read an MCP resource and attach it like a file (same checks, stored once).
+
+        Raises:
+            AttachRefused: the server is not running or refused, or the content cannot
+                be attached (a type no model takes, over the size limit); says which.
+        """
+        try:
+            mime, data = await self.tools.read_resource(server, uri)
+        except RuntimeError as exc:
+            raise AttachRefused(f"{name} ({uri}): {exc}") from None
+        return self.attach_bytes(name, mime, data)
+
     async def fill_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
         """An MCP prompt's text with its arguments filled in.
 
