@@ -63,6 +63,7 @@ async def test_a_remapped_key_runs_its_action_and_the_old_key_no_longer_does(sto
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         rows = app.screen.rows
+        assert "your [keys] in force" in str(app.screen.query_one("#help-title").render())
         assert ("f5", "app.new_chat · New chat", "anywhere", True) in rows
         assert any(r[0] == "f5" and r[1] == "new chat" for r in rows)
         assert any(r[0] == "x" and r[1].startswith("edit your message") for r in rows)

@@ -319,8 +319,8 @@ class MessageView(Vertical, can_focus=True):
             parts.append((f"  {label}", "italic", 0))
         if self.waiting_note and self.stream is not None:
             parts.append((f" · {self.waiting_note}", "italic", 1))
-        usage = m.token_usage or {}
-        if usage.get("output"):
+        usage = m.token_usage if isinstance(m.token_usage, dict) else {}  # an old row: any shape
+        if isinstance(usage.get("output"), int | float) and usage.get("output"):
             parts.append((f"  {usage.get('input', 0)}→{usage['output']} tok", "", 4))
         return parts
 

@@ -49,7 +49,7 @@ class HelpScreen(ListKeys, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="help"):
             title = "chatui keys" + (" — your [keys] in force (marked)" if self.keymap else "")
-            yield Label(title, id="help-title")
+            yield Label(Text(title), id="help-title")  # "[keys]" is no markup
             yield DataTable[Text](id="help-table", cursor_type="row", zebra_stripes=True)
             yield Static(
                 "Commands without a key (compact now, rename, export, import, theme) "
