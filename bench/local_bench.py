@@ -98,10 +98,18 @@ def curl_first_token(base: str, body: dict[str, Any]) -> float:
     assert process.stdout is not None
     first = None
     for line in process.stdout:
-        if first is None and b'"content":"' in line and b'"content":""' not in line:
+        if first is None and line.startswith(b"data: {") and content_of(line[6:]):
             first = time.perf_counter() - started
     process.wait()
     return first if first is not None else float("nan")
+
+
+def content_of(payload: bytes) -> str:
+    try:
+        choices = json.loads(payload).get("choices") or [{}]
+    except ValueError:
+        return ""
+    return str((choices[0].get("delta") or {}).get("content") or "")
 
 
 def prompt_tokens(base: str, body: dict[str, Any]) -> int:
@@ -127,6 +135,7 @@ async def run(base: str, sends: int) -> None:
         cpu_send: list[float] = []
         cpu_token: list[float] = []
         counts: list[tuple[int, int, int, bool]] = []
+        out_before = 0
         async with app.run_test(size=(140, 40)) as pilot:
             model_process = app.workspace.worker
             assert model_process is not None
@@ -140,8 +149,10 @@ async def run(base: str, sends: int) -> None:
                 curl_s.append(curl_first_token(base, body))
                 figure = main.pane.facts.usage.tokens if main.pane.facts else None
                 exact = bool(main.pane.facts and main.pane.facts.usage.exact)
+                tools = main.pane.facts.usage.tools if main.pane.facts else 0
                 server_count = prompt_tokens(base, body)
                 cpu0 = time.process_time() + cpu_seconds(worker.pid)
+                replies_before = replies(main)
                 main.chat_input.focus()
                 main.chat_input.insert(question)
                 await pilot.pause(0.05)
@@ -149,7 +160,7 @@ async def run(base: str, sends: int) -> None:
                 from textual import events
 
                 main.chat_input.post_message(events.Key("enter", None))
-                while not first_words(main):
+                while not first_words(main, replies_before):
                     await asyncio.sleep(0.0005)
                 app_s.append(time.perf_counter() - started)
                 while main.generating:
@@ -159,11 +170,12 @@ async def run(base: str, sends: int) -> None:
                 cpu_send.append(spent)
                 info = main.pane.facts.info if main.pane.facts else None
                 out = info.output_tokens if info else 0
-                cpu_token.append(spent / max(out - sum(c[2] for c in counts), 1))
-                if figure is not None and main.session_id:
+                cpu_token.append(spent / max(out - out_before, 1))
+                out_before = out
+                if figure is not None:
                     # The figure before the send counts the path; the question goes on top.
                     question_tokens = await count_text(base, question)
-                    counts.append((figure + question_tokens + 4, server_count, out, exact))
+                    counts.append((figure + question_tokens + 4, server_count, tools, exact))
                 await pilot.pause(0.2)
         store.close()
     print(f"sends: {len(app_s)}, {MAX_TOKENS} tokens at most each (server: 1 thread)")
@@ -171,15 +183,24 @@ async def run(base: str, sends: int) -> None:
     print(f"first token p50: curl {c * 1000:.0f} ms, app {a * 1000:.0f} ms ({a / c:.2f}x curl)")
     print(f"app CPU per send p50: {statistics.median(cpu_send) * 1000:.0f} ms")
     print(f"app CPU per streamed token p50: {statistics.median(cpu_token) * 1000:.2f} ms")
-    for figure, server, _, exact in counts[1:]:  # the first send's figure: before counting
-        off = (figure - server) / server * 100
+    for figure, server, tools, exact in counts:
         kind = "exact" if exact else "estimated"
-        print(f"sidebar {figure} ({kind}) vs server prompt {server}: {off:+.1f} %")
+        off = (figure - server) / server * 100
+        bare = (figure - tools - server) / server * 100  # a template that drops the tools
+        print(
+            f"sidebar {figure} ({kind}; tools {tools}) vs server prompt {server}: {off:+.1f} %"
+            f" (without the tools: {bare:+.1f} %)"
+        )
 
 
-def first_words(main: Any) -> bool:
-    views = list(main.chat_view.query("MessageView"))
-    return bool(views) and views[-1].message.role == "assistant" and bool(views[-1].text.strip())
+def replies(main: Any) -> int:
+    return sum(v.message.role == "assistant" for v in main.chat_view.query("MessageView"))
+
+
+def first_words(main: Any, before: int) -> bool:
+    """The new reply's view shows its first words."""
+    views = [v for v in main.chat_view.query("MessageView") if v.message.role == "assistant"]
+    return len(views) > before and bool(views[-1].text.strip())
 
 
 async def count_text(base: str, text: str) -> int:

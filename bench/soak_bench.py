@@ -10,6 +10,9 @@ max), the searchers' work, every "database is locked" (or other) error, and prov
 nothing was lost: each message exactly once, every parent present, the search index
 consistent with the messages table (`Store.integrity_check`).
 
+`--fuzz N` runs the input fuzzers instead (every import format and the store's
+message shapes, N examples each; `make soak ARGS="--fuzz 10000"`).
+
 Figures, not assertions: run it on demand (`make soak`, `make soak ARGS="--messages
 20000"`). Exits non-zero when anything was lost or any error was seen.
 """
@@ -179,6 +182,37 @@ def verify(db: Path, written: dict[str, set[str]]) -> list[str]:
     return problems
 
 
+def fuzz(examples: int) -> int:
+    """Every input format's fuzzer, `examples` each, in one pytest run; the examples
+    each really ran are counted by the tests themselves (CHATUI_FUZZ_COUNT_FILE)."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="chatui-fuzz-") as folder:
+        counts = Path(folder) / "counts"
+        env = {
+            **os.environ,
+            "CHATUI_FUZZ_EXAMPLES": str(examples),
+            "CHATUI_FUZZ_COUNT_FILE": str(counts),
+        }
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
+             str(root / "tests" / "test_fuzz_import.py")],
+            cwd=root, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        elapsed = time.perf_counter() - started
+        ran: dict[str, int] = {}
+        for line in counts.read_text().split() if counts.exists() else []:
+            ran[line] = ran.get(line, 0) + 1
+    tracebacks = proc.stdout.count("Traceback") + proc.stdout.count("Falsifying")
+    print(f"fuzz: {examples:,} examples asked per format, {elapsed:.0f} s")
+    for fmt, n in sorted(ran.items()):
+        print(f"  {fmt:<14}{n:>8,} examples run")
+    print(f"failures/tracebacks: {0 if proc.returncode == 0 else 'SEE BELOW'} ({tracebacks})")
+    if proc.returncode != 0:
+        print(proc.stdout[-5000:])
+    return proc.returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100_000)
@@ -187,7 +221,16 @@ def main() -> int:
     parser.add_argument("--db", type=Path, help="database file (default: a temp file)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--searcher", nargs=2, metavar=("DB", "STOP"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fuzz",
+        type=int,
+        metavar="N",
+        help="instead: run the input fuzzers (tests/test_fuzz_import.py) N examples per "
+        "format and report the examples run and any failure",
+    )
     args = parser.parse_args()
+    if args.fuzz:
+        return fuzz(args.fuzz)
     if args.searcher:
         searcher(args.searcher[0], args.searcher[1], args.seed, args.sessions)
         return 0

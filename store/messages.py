@@ -57,13 +57,21 @@ def _parse_time(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     if isinstance(value, int | float) and math.isfinite(value):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise ValueError(f"created_at is out of range: {value!r}") from exc
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as exc:
             raise ValueError(f"created_at is not an ISO 8601 time: {value!r}") from exc
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        try:
+            parsed.astimezone(UTC)  # stored in UTC: 0001-01-01T00:00+05:00 has no UTC time
+        except OverflowError as exc:
+            raise ValueError(f"created_at is out of range: {value!r}") from exc
+        return parsed
     raise ValueError(f"created_at must be a datetime or ISO string, not {type(value).__name__}")
 
 
@@ -72,6 +80,58 @@ def _stored_time(value: str) -> datetime:
     # datetime) reads back as UTC, as `_parse_time` does on the way in.
     parsed = datetime.fromisoformat(value)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+MAX_COUNT = 2**63 - 1
+"""The largest count a database column holds (a signed 64-bit integer)."""
+_TEXT_PARTS = ("text", "reasoning")
+_USAGE_NUMBERS = ("input", "output", "cost")
+
+
+def _check_parts(parts: Any) -> None:
+    """What every reader relies on: parts are objects with a string `type`; a text or
+    reasoning part's `text`, when there, is a string; a tool part's id and name are strings.
+    Other keys and unknown part types are kept as they are."""
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+        raise ValueError("message parts must be a list of dicts")
+    for i, part in enumerate(parts):
+        kind = part.get("type")
+        if not isinstance(kind, str):
+            raise ValueError(f"part {i}: 'type' must be a string")
+        if kind in _TEXT_PARTS and not isinstance(part.get("text", ""), str):
+            raise ValueError(f"part {i}: a {kind} part's 'text' must be a string")
+        if kind in ("tool-call", "tool-result"):
+            for key in ("tool_call_id", "tool_name"):
+                if key in part and not isinstance(part[key], str):
+                    raise ValueError(f"part {i}: a {kind} part's {key!r} must be a string")
+
+
+def _check_number(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} must be a number, not {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} must be a finite number, not {value}")
+    if not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"{where} must be between 0 and 2^63-1")
+
+
+def _check_usage(usage: Any, where: str = "token_usage", depth: int = 0) -> None:
+    """Token usage: an object whose numbers are counts (0 … 2^63-1, finite); `input`,
+    `output` and `cost` are numbers when given. Provider details may nest one level."""
+    if usage is None and depth == 0:
+        return
+    if not isinstance(usage, dict) or depth > 1:
+        raise ValueError(f"{where} must be an object of token counts")
+    for key, value in usage.items():
+        at = f"{where}[{key!r}]"
+        if key in _USAGE_NUMBERS and depth == 0:
+            _check_number(value, at)
+        elif isinstance(value, dict):
+            _check_usage(value, at, depth + 1)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            _check_number(value, at)
+        elif value is not None and not isinstance(value, str | bool):
+            raise ValueError(f"{at} must be a number")
 
 
 @dataclass
@@ -100,20 +160,25 @@ class Message:
             raise ValueError("message id must be a non-empty string")
         if self.role not in ROLES:
             raise ValueError(f"message role must be one of {sorted(ROLES)}, not {self.role!r}")
-        if not isinstance(self.parts, list) or not all(isinstance(p, dict) for p in self.parts):
-            raise ValueError("message parts must be a list of dicts")
+        _check_parts(self.parts)
         if self.from_user_id and self.from_agent_id:
             raise ValueError("a message has one sender: from_user_id or from_agent_id, not both")
+        for key in ("from_user_id", "from_agent_id", "delivered_to_session_id"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
+                raise ValueError(f"{key} must be a string")
         if not isinstance(self.metadata, dict):
             raise ValueError("message metadata must be a dict")
+        _check_usage(self.token_usage)
         self.created_at = _parse_time(self.created_at)
 
     @property
     def text(self) -> str:
         """The text parts joined by newlines."""
         return "\n".join(
-            p.get("text", "") for p in self.parts if p.get("type") == "text" and p.get("text")
-        )
+            p["text"]
+            for p in self.parts
+            if p.get("type") == "text" and isinstance(p.get("text"), str) and p["text"]
+        )  # a row written before parts were checked may hold a number there: not shown
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -168,9 +233,14 @@ class Message:
         parts = data.get("parts")
         if parts is None and "content" in data and isinstance(data["content"], str):
             parts = [text_part(data["content"])]  # tolerate {"role", "content"} chat dicts
+        if parts is not None and not isinstance(parts, list):
+            raise ValueError("message parts must be a list of dicts")
+        metadata = data.get("metadata")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ValueError(f"message metadata must be an object, not {type(metadata).__name__}")
         kwargs = {k: v for k, v in data.items() if k != "content"}
         kwargs["parts"] = [dict(p) if isinstance(p, Mapping) else p for p in (parts or [])]
-        kwargs["metadata"] = dict(data.get("metadata") or {})
+        kwargs["metadata"] = dict(metadata or {})
         return cls(**kwargs)
 
     @classmethod
@@ -207,11 +277,20 @@ class Message:
     def to_json(self) -> str:
         """Serialise; raises ValueError when a part holds something JSON cannot."""
         try:
-            return json.dumps(
+            text = json.dumps(
                 self.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"message {self.id!r} is not JSON-serialisable: {exc}") from exc
+        if not text.isascii():
+            try:  # a lone surrogate ("\ud800" in a JSON file) has no UTF-8 form to store
+                text.encode()
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"message {self.id!r} holds a lone surrogate ({exc.object[exc.start]!r}), "
+                    "which is not text"
+                ) from None
+        return text
 
 
 _FIELDS = {f for f in Message.__dataclass_fields__} | {"content"}

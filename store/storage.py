@@ -401,12 +401,22 @@ class StoreSessionProvider:
             `SessionManager` turns this on.
     """
 
-    def __init__(self, store: Store, session_id: str, *, touch_session: bool = False) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        touch_session: bool = False,
+        keep_whole: bool = False,
+    ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("session_id must be a non-empty string")
         self.store = store
         self.session_id = session_id
         self.touch_session = touch_session
+        self.keep_whole = keep_whole
+        """Store every message whole, however large (an import: words someone wrote
+        elsewhere are never cut); otherwise `max_row_bytes` shortens tool outputs."""
 
     # -- reads ----------------------------------------------------------------
 
@@ -508,7 +518,7 @@ class StoreSessionProvider:
             message.created_at = message.created_at or created_at
             message.parent_id = None
         content = message.to_json()  # ValueError for parts JSON cannot hold
-        if len(content.encode()) > self.store.max_row_bytes:
+        if not self.keep_whole and len(content.encode()) > self.store.max_row_bytes:
             message = shrink_to_row_limit(message, self.store.max_row_bytes)
             content = message.to_json()
         return message, content
@@ -677,16 +687,15 @@ def insert_messages(
     without its per-message lookups and savepoint (two statements a message).
 
     For callers that already know the batch is sound — unique new ids, each parent
-    before its children — and hold a write transaction: an import, a fork.
+    before its children — and hold a write transaction: an import, a fork. Messages
+    are kept whole, whatever their size: an import never cuts what someone wrote
+    elsewhere, and a fork copies rows that are stored already.
     """
     scope = scope_number(store, session_id, create=True)
     assert scope is not None
     for message, parent in messages:
         message.created_at = message.created_at or now()
         content = message.to_json()
-        if len(content) * 4 > store.max_row_bytes:  # may be over (UTF-8: ≤ 4 bytes a char)
-            message = shrink_to_row_limit(message, store.max_row_bytes)
-            content = message.to_json()
         seq, _ = _insert_row(store, session_id, parent, message, content)
         _INDEX.run(store, index_rowid(scope, seq), index_body(message))
 

@@ -48,7 +48,7 @@ from .clock import now
 from .db import Store
 from .errors import StoreError, UnknownSessionError
 from .manager import STATUSES, SessionManager
-from .messages import Message
+from .messages import MAX_COUNT, Message
 from .namespaces import index_entry, owned_by
 from .records import insert_session, record_status
 from .schema import (
@@ -407,10 +407,10 @@ def _count(value: Any, where: str, key: str, kind: type = int) -> Any:
     if (
         not isinstance(value, int | float)
         or isinstance(value, bool)
-        or value < 0
+        or not 0 <= value <= MAX_COUNT  # NaN too: no comparison holds for it
         or (kind is int and not isinstance(value, int))
     ):
-        raise _fail(where, f"{key!r} must be a non-negative {kind.__name__}")
+        raise _fail(where, f"{key!r} must be a non-negative {kind.__name__} (at most 2^63-1)")
     return kind(value)
 
 

@@ -103,6 +103,12 @@ def make_app(store: Store, config: Config | None = None, **kwargs) -> ChatApp:
     return ChatApp(store, config or Config(), **kwargs)
 
 
+def notices(app) -> str:
+    """The text of the notices (toasts) on the screen now (`run_test(notifications=True)`:
+    Textual's tests draw none by default)."""
+    return " ".join(str(toast.render()) for toast in app.screen.query("Toast"))
+
+
 async def wait_until(pilot, condition, seconds: float = 20.0) -> None:
     """Until `condition()` holds, letting the app run between looks (never a fixed wait)."""
     for _ in range(int(seconds / 0.02)):

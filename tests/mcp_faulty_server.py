@@ -51,5 +51,38 @@ def hello() -> str:
     return "hello from a resource"
 
 
+def serve_http() -> None:
+    """Streamable HTTP on 127.0.0.1, a port the system picks (printed first); with
+    EXPECT_TOKEN set, a request without `Authorization: Bearer <token>` gets a 401."""
+    import socket
+    import sys
+
+    import uvicorn
+    from starlette.middleware.base import BaseHTTPMiddleware
+    from starlette.responses import PlainTextResponse
+
+    app = server.streamable_http_app()
+    expected = os.environ.get("EXPECT_TOKEN")
+
+    async def check(request, call_next):  # type: ignore[no-untyped-def]
+        if expected and request.headers.get("authorization") != f"Bearer {expected}":
+            return PlainTextResponse("unauthorized", status_code=401)
+        return await call_next(request)
+
+    app.add_middleware(BaseHTTPMiddleware, dispatch=check)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(sock.getsockname()[1], flush=True)
+    sys.stdout.flush()
+    config = uvicorn.Config(app, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if "--http" in sys.argv:
+        serve_http()
+    else:
+        server.run()

@@ -175,3 +175,36 @@ async def test_pasting_text_types_it_and_backspace_removes_the_last_attachment(
         assert [label.split(" · ")[0] for label in tray(app)] == ["a b.txt"]
         await pilot.press(*"x", "backspace", "backspace")  # a character first, then the file
         assert tray(app) == () and box.text == ""
+
+
+# -- the engine: edits and branches keep references, old content is sent again -----
+
+
+async def test_an_edited_question_keeps_its_attachments_and_history_resends_them(
+    store, llm_server, fake_key
+):
+    from chatui.core.engine import ChatEngine
+    from chatui.core.events import MessageStored
+    from chatui.core.wiring import build_manager
+
+    config = vision_config(llm_server)
+    manager = build_manager(store, config)
+    engine = ChatEngine(manager, config, flush_interval=0.0)
+    sid = manager.create("pictures").id
+    photo = Attachments(store).put("cat.png", "image/png", PNG)
+    llm_server.text("A cat.")
+    llm_server.text("Still a cat.")
+    llm_server.text("Yes, the same cat.")
+    events = [e async for e in engine.send(sid, "What is it?", attachments=[photo])]
+    question = next(e.message for e in events if isinstance(e, MessageStored))
+    events = [e async for e in engine.edit(sid, question.id, "And now?")]
+    edited = next(e.message for e in events if isinstance(e, MessageStored))
+    assert edited.parent_id == question.parent_id and edited.attachments == [photo]
+    assert llm_server.messages(1)[-1]["content"][1]["type"] == "image_url"
+    # A later turn on that branch sends the image of the earlier question again.
+    [e async for e in engine.send(sid, "Sure?")]
+    earlier = llm_server.messages(2)[-3]
+    assert earlier["role"] == "user" and earlier["content"][1]["image_url"]["url"].endswith(
+        base64.b64encode(PNG).decode()
+    )
+    assert Attachments(store).totals() == (1, len(PNG))  # one content for three requests

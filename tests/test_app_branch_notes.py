@@ -10,7 +10,7 @@ from chatui.tui.screens.dialogs import Confirm
 from store import SessionManager
 from widgets import MessageView
 
-from .app_helpers import make_app, populate
+from .app_helpers import make_app, populate, wait_until
 from .test_app_chat import idle
 
 SIZE = (140, 40)
@@ -40,11 +40,7 @@ async def leave_a2_for_a1(pilot) -> None:
 
 
 async def settle_note(pilot) -> None:
-    for _ in range(200):
-        await pilot.pause(0.02)
-        notes = pilot.app.main.chat.info.metadata.get("branch_notes")
-        if notes:
-            break
+    await wait_until(pilot, lambda: pilot.app.main.chat.info.metadata.get("branch_notes"), 4)
     await idle(pilot)
     await pilot.pause(0.1)
 
@@ -75,10 +71,7 @@ async def test_always_notes_the_branch_left_and_shows_it_at_the_branch_point(
         llm_server.text("Started in Alfama.")
         app.main.chat_view.view_for("a1").focus()
         await pilot.press("right")
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if len(app.main.chat.info.metadata["branch_notes"]) == 2:
-                break
+        await wait_until(pilot, lambda: len(app.main.chat.info.metadata["branch_notes"]) == 2)
         await idle(pilot)
         assert len(llm_server.requests) == 2
         # And to a1 again: a2's branch is noted up to the same leaf, no third call.
@@ -122,10 +115,7 @@ async def test_off_by_default_and_a_failed_note_loses_nothing(store, chats, llm_
         focused = app.focused
         assert isinstance(focused, MessageView) and focused.message_id == "a1"
         await pilot.press("right")  # leaving a1's branch: the note writer fails
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if llm_server.requests:
-                break
+        await wait_until(pilot, lambda: llm_server.requests)
         await pilot.pause(0.3)
         assert len(llm_server.requests) == 1  # it was asked, and failed
         assert "branch_notes" not in app.main.chat.info.metadata

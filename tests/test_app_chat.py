@@ -18,7 +18,7 @@ from store import SessionManager, StoreContextProvider
 from tests import llm_server as script
 from widgets import ChatInput, ChatNotice, ChatView, ContextSidebar, MessageView
 
-from .app_helpers import make_app
+from .app_helpers import make_app, wait_until
 
 SIZE = (140, 40)
 
@@ -30,11 +30,7 @@ def config(llm_server, fake_key):
 
 async def idle(pilot) -> None:
     """Wait until the reply being written has finished (or failed)."""
-    main = pilot.app.main
-    for _ in range(400):
-        await pilot.pause(0.02)
-        if not main.generating:
-            break
+    await wait_until(pilot, lambda: not pilot.app.main.generating)
     await pilot.pause()
 
 
@@ -79,11 +75,8 @@ async def test_escape_cancels_and_keeps_the_partial_reply(store, config, llm_ser
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await type_and_send(pilot, "Tell me a long story")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            view = app.main.chat_view.views[-1] if app.main.chat_view.views else None
-            if view is not None and "word5" in view.text:
-                break
+        chat = app.main.chat_view
+        await wait_until(pilot, lambda: bool(chat.views) and "word5" in chat.views[-1].text)
         await pilot.press("escape")
         await idle(pilot)
         reply = chat_path(app)[-1]
@@ -227,10 +220,9 @@ async def test_missing_key_is_explained_in_the_chat_pane(store, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     app = make_app(store, Config(model="gpt-4o-mini"), warm_llm=True)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(300):
-            await pilot.pause(0.05)
-            if any("OPENAI_API_KEY" in n.plain for n in app.main.query(ChatNotice)):
-                break
+        await wait_until(
+            pilot, lambda: any("OPENAI_API_KEY" in n.plain for n in app.main.query(ChatNotice))
+        )
         notes = [n.plain for n in app.main.query(ChatNotice)]
         assert any("OPENAI_API_KEY" in n for n in notes), notes
         await type_and_send(pilot, "hi")

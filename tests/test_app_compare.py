@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from chatui.tui.screens.compare import CompareScreen, reply_facts
+from chatui.tui.screens.compare import CompareScreen, compared_text, reply_facts
 from store import Message, SessionManager
 from widgets import DiffView, MessageView, word_diff
 
-from .app_helpers import make_app, set_times, text
+from .app_helpers import make_app, notices, set_times, text, wait_until
 
 SIZE = (80, 24)
 
@@ -89,6 +89,28 @@ def test_reply_facts_say_what_the_reply_stored():
     assert reply_facts(bare, "demo") == "?"
 
 
+def test_a_reply_of_tool_calls_only_is_compared_by_its_calls():
+    """Issue 22, 6: `v` on replies that only called tools showed two empty panes."""
+    calls = Message(
+        id="c",
+        role="assistant",
+        parts=[
+            {
+                "type": "tool-call",
+                "tool_call_id": "1",
+                "tool_name": "set_context",
+                "input": {"label": "memory", "content": "tea"},
+            }
+        ],
+        metadata={"status": "tool_calls"},
+    )
+    assert compared_text(calls) == 'called set_context {"label": "memory", "content": "tea"}'
+    empty = Message(id="e", role="assistant", parts=[], metadata={"status": "cancelled"})
+    assert compared_text(empty) == "(cancelled before any text)"
+    words = Message.from_dict(text("w", "assistant", "Plain words.", 0))
+    assert compared_text(words) == "Plain words."
+
+
 async def test_v_opens_the_siblings_side_by_side_and_enter_keeps_one(store, chat):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
@@ -127,7 +149,7 @@ async def test_v_opens_the_siblings_side_by_side_and_enter_keeps_one(store, chat
 
 async def test_escape_keeps_the_branch_and_a_lone_message_says_there_is_nothing(store, chat):
     app = make_app(store)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         await pilot.press("up", "v")
         await pilot.pause()
@@ -137,7 +159,7 @@ async def test_escape_keeps_the_branch_and_a_lone_message_says_there_is_nothing(
         await pilot.press("up", "v")  # the question: it has no sibling
         await pilot.pause()
         assert app.screen is app.main
-        assert any("No sibling" in str(n.message) for n in app._notifications)
+        await wait_until(pilot, lambda: "No sibling" in notices(app))
 
 
 def test_compare_screen(store, chat, snap_compare):

@@ -10,8 +10,7 @@ from textual.widgets import Markdown, OptionList
 from chatui.tui.screens.originals import OriginalsScreen
 from store import SessionManager
 
-from .app_helpers import make_app, populate, text
-from .test_app_tree import until
+from .app_helpers import make_app, populate, text, wait_until
 
 
 @pytest.fixture
@@ -56,7 +55,7 @@ async def test_enter_on_a_summary_opens_its_originals_as_markdown(store, compact
         summary = next(v for v in main.chat_view.views if v.message.is_compaction)
         summary.focus()
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, OriginalsScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, OriginalsScreen))
         screen = app.screen
         headers = [str(s.render()) for s in screen.query(".original--header")]
         assert len(headers) == 5  # c0..c4 but the empty c1b
@@ -77,9 +76,9 @@ async def test_a_search_hit_inside_a_compacted_range_opens_the_originals_at_it(s
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+f", *"zymurgy")
-        await until(pilot, lambda: any(o.option_count for o in app.screen.query(OptionList)))
+        await wait_until(pilot, lambda: any(o.option_count for o in app.screen.query(OptionList)))
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, OriginalsScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, OriginalsScreen))
         screen = app.screen
         assert isinstance(screen, OriginalsScreen) and screen.hit == "c3"
         assert screen.query_one("#orig-c3").has_class("-hit")

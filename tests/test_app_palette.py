@@ -13,7 +13,7 @@ from chatui.tui.screens.dialogs import TextPrompt
 from store import SessionManager
 from widgets import ChatInput
 
-from .app_helpers import make_app, populate
+from .app_helpers import make_app, notices, populate, wait_until
 from .test_import_chatgpt import branching_conversation, write_export
 
 SIZE = (140, 40)
@@ -63,12 +63,12 @@ async def test_export_to_an_unwritable_place_says_so(store, chats, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     app = make_app(store)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         await run_command(pilot, "Export chat as Markdown")
         await answer(pilot, str(blocker / "inside.md"))
         await pilot.pause()
-        assert any("Could not write" in str(n.message) for n in app._notifications)
+        await wait_until(pilot, lambda: "Could not write" in notices(app))
     assert blocker.read_text() == "x"
 
 
@@ -79,11 +79,7 @@ async def test_import_a_chatgpt_file_opens_the_imported_chat(store, tmp_path):
         await pilot.pause()
         await run_command(pilot, "Import chats")
         await answer(pilot, str(path))
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.main.chat is not None:
-                break
-        assert app.main.chat is not None
+        await wait_until(pilot, lambda: app.main.chat is not None)
         assert SessionManager(app.store).count() == 1
         # importing the same file again adds nothing
         await run_command(pilot, "Import chats")
@@ -96,13 +92,13 @@ async def test_import_of_a_bad_file_imports_nothing(store, tmp_path):
     bad = tmp_path / "conversations.json"
     bad.write_text('[{"mapping": {"a": ')
     app = make_app(store)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         await run_command(pilot, "Import chats")
         await answer(pilot, str(bad))
         await pilot.pause(0.5)
         assert SessionManager(app.store).count() == 0
-        assert any("Nothing imported" in str(n.message) for n in app._notifications)
+        await wait_until(pilot, lambda: "Nothing imported" in notices(app))
 
 
 async def test_rename_and_delete_from_the_palette(store, chats):
@@ -150,10 +146,7 @@ async def test_compact_now_summarises_with_the_model(store, long_chat, llm_serve
         await pilot.pause()
         app.main.query_one(ChatInput).focus()
         await run_command(pilot, "Compact now")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.main.snapshot and app.main.snapshot.compactions:
-                break
+        await wait_until(pilot, lambda: app.main.snapshot and app.main.snapshot.compactions)
         history = app.main.snapshot.history
         assert any(m.is_compaction for m in history)
         summary = next(m for m in history if m.is_compaction)

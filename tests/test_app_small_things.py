@@ -9,8 +9,7 @@ from textual.widgets._footer import FooterKey
 from chatui.tui.screens.chat_list import ChatListScreen
 from store import SessionManager
 
-from .app_helpers import make_app, populate
-from .test_app_tree import until
+from .app_helpers import make_app, populate, wait_until
 
 
 @pytest.fixture
@@ -35,7 +34,7 @@ async def test_one_chat_is_not_one_chats(store, chats):
         await pilot.pause()
         assert isinstance(app.screen, ChatListScreen)
         await pilot.press(*"/soup")
-        await until(
+        await wait_until(
             pilot, lambda: str(app.screen.query_one("#chats-status").render()).startswith("1 ")
         )
         status = str(app.screen.query_one("#chats-status").render())
@@ -106,7 +105,7 @@ async def test_the_footer_refits_when_the_terminal_grows(store, chats):
         await pilot.pause()
         assert "Search" not in [k.description for k in _footer_keys(app)[0]]
         await pilot.resize_terminal(160, 40)
-        await until(pilot, lambda: "Search" in [k.description for k in _footer_keys(app)[0]])
+        await wait_until(pilot, lambda: "Search" in [k.description for k in _footer_keys(app)[0]])
         assert "Keys" not in [k.description for k in _footer_keys(app)[0]]
 
 
@@ -123,7 +122,7 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(store, chats):
         await pilot.pause()
         assert _footer_keys(app)[0] == before  # the same widgets, not rebuilt
         await pilot.press("ctrl+t")  # the tree's keys come first now
-        await until(pilot, lambda: _footer_keys(app)[0][0].description == "Show branch")
+        await wait_until(pilot, lambda: _footer_keys(app)[0][0].description == "Show branch")
         assert not set(_footer_keys(app)[0]) & set(before)
 
 
@@ -200,7 +199,7 @@ async def test_the_chat_lists_hints_are_whole_at_80_columns(store, chats):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
         await pilot.pause()
         status = app.screen.query_one("#chats-status")
         parent = status.parent

@@ -183,3 +183,28 @@ async def test_the_palette_turns_a_server_off_in_this_chat(store, llm_server, fa
         assert app.main.chat.info.metadata.get("mcp_off") == ["time"] or app.workspace.chat(
             app.main.session_id
         ).metadata["mcp_off"] == ["time"]
+
+
+async def test_the_palette_fills_an_mcp_prompt_and_attaches_a_resource(store, llm_server, fast):
+    from chatui.tui.screens.dialogs import TextPrompt
+    from widgets import ChatInput
+
+    faulty = McpServer("faulty", command=sys.executable, args=(FAULTY,), approval="always")
+    app = make_app(store, config_with(llm_server, faulty))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, "faulty")
+        llm_server.script(script.text("Hello."))
+        await send(pilot, "Hi")
+        await idle(pilot)
+        await pilot.press("ctrl+p", *"faulty/review")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        await pilot.press(*"x = 1", "enter")
+        box = app.main.query_one("#input", ChatInput)
+        await wait_until(pilot, lambda: "Please review this code" in box.text)
+        assert box.text == "Please review this code:\nx = 1"  # filled in, not sent
+        await pilot.press("ctrl+p", *"attach resource")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: [a.name for a in app.main.pane.attached] == ["hello"])

@@ -11,16 +11,7 @@ from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager
 from widgets import ChatInput, ChatView, ContextSidebar, MessageTree
 
-from .app_helpers import make_app, populate, text
-
-
-async def until(pilot, condition, seconds: float = 5.0) -> None:
-    """Let the app run until `condition()` holds (timers and workers on a busy machine)."""
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    assert condition()
+from .app_helpers import make_app, populate, text, wait_until
 
 
 @pytest.fixture
@@ -146,10 +137,10 @@ async def test_search_hit_is_highlighted_in_the_tree(store, chats):
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+f", *"pastéis")
-        await until(pilot, lambda: any(o.option_count for o in app.screen.query(OptionList)))
+        await wait_until(pilot, lambda: any(o.option_count for o in app.screen.query(OptionList)))
         await pilot.press("enter")
         tree = app.main.tree
-        await until(pilot, lambda: tree.hit == "a3")
+        await wait_until(pilot, lambda: tree.hit == "a3")
         assert tree.cursor_message_id == "a3"
 
 
@@ -164,7 +155,7 @@ async def test_full_screen_tree_opens_previews_and_selects(store, chats):
         big = app.screen.query_one(MessageTree)
         assert big.cursor_message_id == "a4"
         await pilot.press("home", "down")  # the old reply a1
-        await until(
+        await wait_until(
             pilot,
             lambda: "Day one: Alfama" in str(app.screen.query_one("#tree-preview-text").render()),
         )
@@ -211,5 +202,5 @@ async def test_the_chat_follows_the_tree_cursor(store, chats):
                 return False
             return abs(main.chat_view.scroll_offset.y - view.virtual_region.y) <= 2
 
-        await until(pilot, scrolled_to_m0)
+        await wait_until(pilot, scrolled_to_m0)
         assert main.focused is main.tree  # the preview does not steal the focus

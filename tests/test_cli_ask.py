@@ -211,6 +211,55 @@ def test_a_persona_starts_the_chat_as_ctrl_n_does(capsys, monkeypatch, server):
     assert len(server.requests) == 2 and len(chats()) == 1
 
 
+def test_files_attached_with_a(capsys, monkeypatch, server, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the build broke on line 7\n")
+    server.script(text("Line 7."), text("A cat."))
+    code, out, _ = ask(capsys, monkeypatch, "-a", notes, "where?")
+    assert (code, out) == (0, "Line 7.\n")
+    content = server.messages()[-1]["content"]
+    assert content[0] == {"type": "text", "text": "where?"}
+    assert "the build broke on line 7" in json.dumps(content[1:])
+    [info] = chats()
+    assert [p.get("name") for p in tree(info.id)[0].parts if p["type"] == "attachment"] == [
+        "notes.txt"
+    ]
+    # An image goes to a model said to see images, as a data URL; a file alone is a prompt.
+    write_config(server.base_url, '[models."test-model"]\nvision = true\n')
+    photo = tmp_path / "cat.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    code, _, _ = ask(capsys, monkeypatch, "--attach", photo)
+    assert code == 0
+    [image] = [c for c in server.messages()[-1]["content"] if c["type"] == "image_url"]
+    assert image["image_url"]["url"].startswith("data:image/png;base64,")
+    assert {c.name for c in chats()} == {"where?", "cat.png"}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("missing.txt", None, "missing"),
+        ("tool.bin", b"\x7fELF\x02\x01\x01\x00" + bytes(200), "cannot be attached"),
+    ],
+)
+def test_a_file_that_cannot_be_attached(capsys, monkeypatch, server, tmp_path, name, data, words):
+    path = tmp_path / name
+    if data is not None:
+        path.write_bytes(data)
+    code, out, err = ask(capsys, monkeypatch, "-a", path, "look")
+    assert (code, out) == (3, "") and err.startswith("chatui: error: ")
+    assert name in err
+    assert server.requests == [] and chats() == []
+
+
+def test_an_image_for_a_model_that_cannot_see(capsys, monkeypatch, server, tmp_path):
+    photo = tmp_path / "cat.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    code, _, err = ask(capsys, monkeypatch, "-a", photo, "what is it?")
+    assert code == 2 and "cannot see images" in err
+    assert server.requests == [] and chats() == []
+
+
 # -- failures: one line on stderr, an exit code per kind, nothing lost ----------------------
 
 
@@ -437,7 +486,7 @@ def run_chatui(*argv: str, env: dict | None = None, cwd=ROOT) -> subprocess.Comp
 
 
 def test_the_ask_process_serves_each_ask_with_its_own_environment(server, tmp_path):
-    server.script(text("One."), text("Two."), text("Three."))
+    server.script(text("One."), text("Two."), text("Three."), text("Four."))
     done = run_chatui("ask", "first")
     assert (done.returncode, done.stdout) == (0, "One.\n")
     path = socket_path()
@@ -458,6 +507,11 @@ def test_the_ask_process_serves_each_ask_with_its_own_environment(server, tmp_pa
     with Store(tmp_path / "rel.db") as store:
         assert [c.name for c in SessionManager(store).list()] == ["third"]
     assert [c.name for c in chats()] == ["first"]
+    # So is a relative -a FILE.
+    (tmp_path / "notes.txt").write_text("see line 7")
+    done = run_chatui("ask", "-a", "notes.txt", "why?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "see line 7" in json.dumps(server.messages()[-1]["content"])
 
 
 def test_usage_errors_and_failures_read_the_same_through_the_ask_process(server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -73,7 +74,10 @@ async def test_send_stores_user_then_streams_reply_exactly(chat):
     assert user.role == "user" and user.text == "Tell me something"
     started = of(events, ReplyStarted)[0]
     assert started.message.parent_id == user.id
-    assert started.message.metadata == {
+    started_meta = dict(started.message.metadata)
+    writer = started_meta.pop("writer")  # who streams it, for another app on the database
+    assert writer["pid"] == os.getpid() and writer["host"] and writer["at"]
+    assert started_meta == {
         "model": "openai/test-model",
         "status": "streaming",
         "incomplete": True,

@@ -221,7 +221,7 @@ async def _scenario(actions: list[str], home: Path) -> None:
                 await pilot.pause(0.02)
             for action in actions:
                 await _play(pilot, action)
-                assert app._exception is None, action
+                assert app.is_running, action
             for _ in range(500):
                 if not app.workspace.live_chats and not app.main.workers:
                     break
@@ -230,7 +230,7 @@ async def _scenario(actions: list[str], home: Path) -> None:
             await app.main.pane.redraw()
             await pilot.pause()
             _check_screen(app)
-            assert app._exception is None
+            assert app.is_running
         _check_store(store)
     finally:
         store.close()

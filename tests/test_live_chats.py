@@ -19,7 +19,7 @@ from store import SessionManager
 from tests import llm_server as script
 from widgets import ChatInput, MessageView
 
-from .app_helpers import make_app
+from .app_helpers import make_app, notices, wait_until
 
 SIZE = (140, 40)
 WORDS = " ".join(f"word{i}" for i in range(60))
@@ -49,15 +49,7 @@ async def long_chat(store, name: str, count: int = 30) -> str:
 
 async def ready(pilot) -> None:
     """The first chat drawn and LiteLLM loaded (its import would slow every key press)."""
-    await wait_for(pilot, lambda: pilot.app.llm_ready, 60)
-
-
-async def wait_for(pilot, condition, seconds: float = 10.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("timed out waiting")
+    await wait_until(pilot, lambda: pilot.app.llm_ready, 60)
 
 
 def stored_reply(store, session_id: str):
@@ -74,7 +66,7 @@ async def send(pilot, text: str) -> None:
     box = pilot.app.screen.query_one(ChatInput)
     before = box.text
     box.post_message(events.Paste(text))
-    await wait_for(pilot, lambda: box.text != before)
+    await wait_until(pilot, lambda: box.text != before)
     await pilot.press("enter")
 
 
@@ -87,12 +79,12 @@ async def test_a_reply_keeps_streaming_when_another_chat_is_opened(store, config
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Count for me")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await pilot.pause(0.1)
         await app.main.pane.open_chat(second)  # look away mid-reply
         assert app.main.session_id == second and not app.main.generating
         assert app.workspace.replying(first)
-        await wait_for(pilot, lambda: not app.workspace.live_chats)
+        await wait_until(pilot, lambda: not app.workspace.live_chats)
         reply = stored_reply(store, first)
         assert reply.role == "assistant" and reply.text == WORDS
         assert reply.metadata["status"] == "complete" and not reply.metadata.get("incomplete")
@@ -109,7 +101,7 @@ async def test_returning_mid_reply_shows_the_stream_live(store, config, llm_serv
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Count for me")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await app.main.pane.open_chat(second)
         await pilot.pause(0.3)
         await app.main.pane.open_chat(first)  # back while it still streams
@@ -120,7 +112,7 @@ async def test_returning_mid_reply_shows_the_stream_live(store, config, llm_serv
         shown = len(view.text)
         await pilot.pause(0.3)
         assert len(view.text) > shown  # it keeps growing on screen
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not app.main.generating)
         await pilot.pause()
         assert app.main.chat_view.views[-1].text == WORDS  # nothing doubled or lost
 
@@ -139,15 +131,15 @@ async def test_switching_chats_mid_reply_never_crashes(store, config, llm_server
             await send(pilot, "Go on")
             await pilot.pause(delay)
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen))
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
             await pilot.press("down", "enter")
             await pilot.pause(delay)
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen))
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
             await pilot.press("down", "enter")
-            await wait_for(pilot, lambda: not app.workspace.live_chats)
+            await wait_until(pilot, lambda: not app.workspace.live_chats)
             await pilot.pause()
-        assert app._exception is None
+        assert app.is_running
     assert app.return_code in (None, 0)
     for info in SessionManager(store).list():
         for message in SessionManager(store).get_session(info.id).get_tree():
@@ -165,13 +157,13 @@ async def test_escape_cancels_only_the_chat_on_screen(store, config, llm_server)
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await app.main.pane.open_chat(second)
         await send(pilot, "Another one")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         assert app.workspace.live_chats == {first, second}
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not app.workspace.replying(second))
+        await wait_until(pilot, lambda: not app.workspace.replying(second))
         assert app.workspace.replying(first)  # the other chat goes on
         cancelled = stored_reply(store, second)
         assert cancelled.metadata["status"] == "cancelled"
@@ -189,17 +181,17 @@ async def test_the_bound_on_live_replies_refuses_and_keeps_the_text(store, llm_s
     second = await long_chat(store, "beta")
     llm_server.text(WORDS, delay=0.05)
     app = make_app(store, config)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "One")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await app.main.pane.open_chat(second)
         await send(pilot, "Two")
         await pilot.pause()
         assert not app.workspace.replying(second)
         assert app.main.query_one(ChatInput).text == "Two"  # kept for later
-        assert any("max_live_replies" in n.message for n in app._notifications)
+        await wait_until(pilot, lambda: "max_live_replies" in notices(app))
         assert len(llm_server.requests) == 1
         await app.workspace.cancel_all()
 
@@ -212,17 +204,17 @@ async def test_quitting_with_replies_running_asks_once_then_keeps_them(store, co
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Take your time")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await pilot.pause(0.3)
         await pilot.press("ctrl+q")
-        await wait_for(pilot, lambda: isinstance(app.screen, Confirm))
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
         await pilot.press("ctrl+q")  # asked once: a second ctrl+q does not stack dialogs
         assert sum(isinstance(s, Confirm) for s in app.screen_stack) == 1
         await pilot.press("escape")  # keep writing
         await pilot.pause()
         assert app.workspace.replying(first)
         await pilot.press("ctrl+q")
-        await wait_for(pilot, lambda: isinstance(app.screen, Confirm))
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
         app.screen.dismiss(True)
         await pilot.pause(0.5)
     assert app.return_code == 0
@@ -238,33 +230,33 @@ async def test_a_regenerated_reply_says_writing_while_it_streams(store, config, 
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Question")
-        await wait_for(pilot, lambda: not app.main.generating and len(llm_server.requests) == 1)
+        await wait_until(pilot, lambda: not app.main.generating and len(llm_server.requests) == 1)
         await pilot.pause(0.1)
         await pilot.press("up", "ctrl+r")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await pilot.pause(0.2)
         view = app.main.chat_view.views[-1]
         header = view.header().plain
         assert "writing…" in header and "interrupted" not in header
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not app.main.generating)
 
 
 async def test_fork_mid_reply_is_refused_like_r_and_e(store, config, llm_server):
     llm_server.text(WORDS, delay=0.05)
     app = make_app(store, config)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await send(pilot, "Question")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         chats_before = len(SessionManager(app.store).list())
         await pilot.press("up")
         assert isinstance(app.focused, MessageView)
         await pilot.press("f")
         await pilot.pause()
         assert len(SessionManager(app.store).list()) == chats_before
-        assert any("Still replying" in n.message for n in app._notifications)
+        await wait_until(pilot, lambda: "Still replying" in notices(app))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not app.main.generating)
 
 
 async def test_two_redraws_at_once_do_not_mount_two_earlier_markers():
@@ -289,7 +281,7 @@ async def test_two_redraws_at_once_do_not_mount_two_earlier_markers():
         await asyncio.gather(view.show(history), view.show(history[:30]), view.load_earlier())
         await pilot.pause()
         assert len(view.query("#earlier")) == 1
-        assert app._exception is None
+        assert app.is_running
 
 
 async def test_a_streaming_reply_sends_the_screen_no_message_per_word(store, config, llm_server):
@@ -313,8 +305,8 @@ async def test_a_streaming_reply_sends_the_screen_no_message_per_word(store, con
         for text, reply in (("Count a little", short), ("Count", WORDS)):
             ours.clear()
             await send(pilot, text)
-            await wait_for(pilot, lambda: len(app.main.chat_view.views) % 2 == 0)
-            await wait_for(pilot, lambda: not app.main.generating)
+            await wait_until(pilot, lambda: len(app.main.chat_view.views) % 2 == 0)
+            await wait_until(pilot, lambda: not app.main.generating)
             await pilot.pause(0.2)
             assert app.main.chat_view.views[-1].text == reply
             counts.append(len(ours))
@@ -329,12 +321,12 @@ async def test_a_reply_slow_to_start_shows_writing_before_its_first_word(store, 
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Anyone there?")
-        await wait_for(pilot, lambda: app.main.generating)
-        await wait_for(pilot, lambda: len(app.main.chat_view.views) == 2, 0.7)
+        await wait_until(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2, 0.7)
         view = app.main.chat_view.views[-1]
         assert view.message.role == "assistant" and view.text == ""
         assert "writing…" in view.header().plain
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not app.main.generating)
         await pilot.pause()
         assert app.main.chat_view.views[-1].text == "late words arrive"
         assert len(app.main.chat_view.views) == 2  # drawn once, not twice
@@ -352,7 +344,7 @@ async def test_typing_while_a_reply_streams_loses_no_key_and_the_reply_keeps_dra
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Count")
-        await wait_for(pilot, lambda: len(app.main.chat_view.views) == 2 and app.main.generating)
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2 and app.main.generating)
         box = app.main.chat_input
         box.focus()
         view = app.main.chat_view.views[-1]
@@ -364,7 +356,7 @@ async def test_typing_while_a_reply_streams_loses_no_key_and_the_reply_keeps_dra
             box.post_message(events.Key("space" if char == " " else char, char))
             await asyncio.sleep(0.03)
             lengths.append(len(view.shown))  # drawn, not received
-        await wait_for(pilot, lambda: box.text == typed)
+        await wait_until(pilot, lambda: box.text == typed)
         grew = sum(1 for a, b in zip(lengths, lengths[1:], strict=False) if b > a)
         assert grew >= 3, lengths  # ~1.3 s of typing: redrawn every 0.25 s at most
         assert lengths[-1] < len(LONG)  # it was still streaming while we typed
@@ -413,7 +405,7 @@ async def test_the_request_leaves_before_the_question_is_drawn_never_before_it_i
         chat_view.add_message = drawn
         try:
             await send(pilot, "What time is it?")
-            await wait_for(pilot, lambda: not app.main.generating)
+            await wait_until(pilot, lambda: not app.main.generating)
             await pilot.pause()
         finally:
             worker._send = send_to_worker  # the process's one worker serves later tests
@@ -450,7 +442,7 @@ async def test_a_reply_that_comes_at_once_draws_its_first_words_before_the_rest(
     async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         await ready(pilot)
         await send(pilot, "Go")
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not app.main.generating)
         await pilot.pause()
     worded = [writing for text, writing in seen if text.startswith("Firstwords")]
     assert worded[0] is True  # the words' own frame: still writing
@@ -468,7 +460,7 @@ async def test_a_reply_whose_server_fails_at_once_says_so_in_its_view(store, con
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Are you there?")
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not app.main.generating)
         await pilot.pause(0.2)
         views = app.main.chat_view.views
         assert [v.message.role for v in views] == ["user", "assistant"]
@@ -507,10 +499,10 @@ async def test_a_reply_that_comes_at_once_is_drawn_with_its_question(
         sent = time.monotonic()
         await send(pilot, "What time is it?")
         assert not app.main.chat_input.text  # cleared at once, not after the hold
-        await wait_for(pilot, lambda: len(app.main.chat_view.views) == 2)
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2)
         assert time.monotonic() - sent < 6  # with its words, not after the 10 s hold
-        await wait_for(pilot, lambda: app.main.chat_view.views[-1].shown == "Hello back")
-        await wait_for(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: app.main.chat_view.views[-1].shown == "Hello back")
+        await wait_until(pilot, lambda: not app.main.generating)
 
 
 async def test_a_slow_reply_draws_its_question_after_the_hold_before_its_words(
@@ -525,10 +517,10 @@ async def test_a_slow_reply_draws_its_question_after_the_hold_before_its_words(
         main = app.main
         assert not main.chat_input.text  # cleared at once
         assert len(main.chat_view.views) == 0  # held: not drawn yet
-        await wait_for(pilot, lambda: len(main.chat_view.views) == 2, 0.7)
+        await wait_until(pilot, lambda: len(main.chat_view.views) == 2, 0.7)
         assert main.chat_view.views[-1].text == ""  # the hold ran out before the words
-        await wait_for(pilot, lambda: main.chat_view.views[-1].shown == "late words arrive")
-        await wait_for(pilot, lambda: not main.generating)
+        await wait_until(pilot, lambda: main.chat_view.views[-1].shown == "late words arrive")
+        await wait_until(pilot, lambda: not main.generating)
 
 
 async def test_a_held_question_is_stored_already(store, store_url, config, llm_server, monkeypatch):
@@ -543,7 +535,7 @@ async def test_a_held_question_is_stored_already(store, store_url, config, llm_s
         await ready(pilot)
         await send(pilot, "Keep this")
         main = app.main
-        await wait_for(pilot, lambda: main.session_id is not None and main.generating)
+        await wait_until(pilot, lambda: main.session_id is not None and main.generating)
         assert not main.chat_view.views  # held: drawn with its words
         with Store(store_url) as other:  # as a process started after a kill finds it
             history = SessionManager(other).get_history(main.session_id)
@@ -566,8 +558,8 @@ async def test_escape_during_the_hold_cancels_and_draws_the_question(
         main = app.main
         assert main.generating and not main.chat_view.views  # held
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not main.generating)
-        await wait_for(pilot, lambda: main.chat_view.views, 2.0)  # the job's end, not the timer
+        await wait_until(pilot, lambda: not main.generating)
+        await wait_until(pilot, lambda: main.chat_view.views, 2.0)  # the job's end, not the timer
         assert main.chat_view.views[0].text == "Never mind"
         assert not main.chat_input.has_class("-busy")
 
@@ -588,7 +580,7 @@ async def test_switching_chat_during_the_hold_draws_nothing_into_the_new_one(
         first = main.session_id
         assert not main.chat_view.views  # held
         await main.pane.open_chat(other)
-        await wait_for(pilot, lambda: not app.workspace.live_chats)
+        await wait_until(pilot, lambda: not app.workspace.live_chats)
         await pilot.pause(0.1)
         assert main.session_id == other
         assert [v.text for v in main.chat_view.views] == [f"beta message {i}" for i in range(4)]

@@ -11,8 +11,8 @@ import asyncio
 from chatui.tui.screens.chat_list import ChatListScreen
 from store import SessionManager
 
-from .app_helpers import make_app
-from .test_live_chats import LONG, SIZE, config, long_chat, ready, send, stored_reply, wait_for
+from .app_helpers import make_app, wait_until
+from .test_live_chats import LONG, SIZE, config, long_chat, ready, send, stored_reply
 
 __all__ = ["config"]  # the fixture, shared with test_live_chats
 
@@ -26,7 +26,7 @@ def deleted_reply(store, session_id: str):
 
 async def open_row(pilot, session_id: str) -> ChatListScreen:
     await pilot.press("ctrl+s")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ChatListScreen))
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChatListScreen))
     screen = pilot.app.screen
     index = next(i for i, r in enumerate(screen.rows) if r and r.id == session_id)
     screen.query_one("DataTable").move_cursor(row=index)
@@ -49,13 +49,13 @@ async def test_deleting_a_chat_replying_in_the_background_stops_it_first(store, 
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
-        await wait_for(pilot, lambda: len(app.workspace.live_text(first).get(
+        await wait_until(pilot, lambda: len(app.workspace.live_text(first).get(
             stored_reply(store, first).id, "")) > 20)  # fmt: skip
         await app.main.pane.open_chat(second)  # alpha goes on in the background
         screen = await open_row(pilot, first)
         assert first in screen.live
         await pilot.press("d")
-        await wait_for(pilot, lambda: SessionManager(app.store).get(first) is None)
+        await wait_until(pilot, lambda: SessionManager(app.store).get(first) is None)
         assert not app.workspace.replying(first)  # stopped before the delete
         assert first not in screen.live
         row = screen.rows[0]
@@ -81,11 +81,11 @@ async def test_deleting_the_chat_on_screen_from_the_list_while_it_replies(
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await pilot.pause(0.3)
         await open_row(pilot, first)
         await pilot.press("d", "escape")
-        await wait_for(pilot, lambda: app.main.session_id != first)
+        await wait_until(pilot, lambda: app.main.session_id != first)
         assert not app.workspace.live_chats and not app.main.generating
         reply = deleted_reply(store, first)
         assert reply.metadata["status"] == "cancelled" and LONG.startswith(reply.text)
@@ -102,7 +102,7 @@ async def test_deleting_from_the_palette_while_replying_keeps_what_arrived(
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await pilot.pause(0.3)
         await app.main.commands.delete_chat()
         await pilot.pause()
@@ -122,10 +122,10 @@ async def test_deleting_a_chat_that_is_not_replying_stops_nothing(store, config,
         await ready(pilot)
         await app.main.pane.open_chat(first)
         await send(pilot, "Long one")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         await open_row(pilot, second)
         await pilot.press("d")
-        await wait_for(pilot, lambda: SessionManager(app.store).get(second) is None)
+        await wait_until(pilot, lambda: SessionManager(app.store).get(second) is None)
         assert app.workspace.replying(first)  # the replying chat was not touched
         assert not app.workspace.replying(second)
         await app.workspace.cancel_all()

@@ -13,8 +13,8 @@ from store import SessionManager
 from tests import llm_server as script
 from widgets import ChatNotice
 
-from .app_helpers import make_app, populate
-from .test_live_chats import WORDS, ready, send, wait_for
+from .app_helpers import make_app, populate, wait_until
+from .test_live_chats import WORDS, ready, send
 
 SIZE = (140, 40)
 
@@ -36,7 +36,7 @@ async def test_an_empty_stream_is_stored_as_an_error_and_r_retries(store, config
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "A long prompt")
-        await wait_for(pilot, lambda: not app.main.generating and app.main.chat is not None)
+        await wait_until(pilot, lambda: not app.main.generating and app.main.chat is not None)
         await pilot.pause()
         reply = last_reply(app)
         assert reply.metadata["status"] == "error" and reply.metadata["incomplete"]
@@ -45,7 +45,7 @@ async def test_an_empty_stream_is_stored_as_an_error_and_r_retries(store, config
         assert any("empty reply" in n and "tokens" in n for n in notes), notes
         assert "error" in app.main.chat_view.views[-1].header().plain
         await pilot.press("up", "ctrl+r")
-        await wait_for(pilot, lambda: len(llm_server.requests) == 2 and not app.main.generating)
+        await wait_until(pilot, lambda: len(llm_server.requests) == 2 and not app.main.generating)
         await pilot.pause()
         assert last_reply(app).text == "Here it is."
         assert last_reply(app).metadata["status"] == "complete"
@@ -65,7 +65,7 @@ async def test_the_empty_error_names_the_window_when_it_is_known(store, llm_serv
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "word " * 400)
-        await wait_for(pilot, lambda: not app.main.generating and app.main.chat is not None)
+        await wait_until(pilot, lambda: not app.main.generating and app.main.chat is not None)
         await pilot.pause()
         notes = " ".join(n.plain for n in app.main.query(ChatNotice))
         assert "window of 300 (config)" in notes and "longer than the window" in notes
@@ -81,9 +81,9 @@ async def test_tool_rounds_send_content_so_strict_servers_keep_answering(store, 
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Remember Sam")
-        await wait_for(pilot, lambda: len(llm_server.requests) == 2 and not app.main.generating)
+        await wait_until(pilot, lambda: len(llm_server.requests) == 2 and not app.main.generating)
         await send(pilot, "And now?")
-        await wait_for(pilot, lambda: len(llm_server.requests) == 3 and not app.main.generating)
+        await wait_until(pilot, lambda: len(llm_server.requests) == 3 and not app.main.generating)
         await pilot.pause()
         assert last_reply(app).text == "Still here."  # a strict server did not refuse it
         calls = [m for m in llm_server.messages(-1) if m.get("tool_calls")]
@@ -110,10 +110,10 @@ async def test_the_chat_list_marks_chats_that_are_replying(store, config, llm_se
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Go")
-        await wait_for(pilot, lambda: app.main.generating)
+        await wait_until(pilot, lambda: app.main.generating)
         replying = app.main.session_id
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
         screen = app.screen
         assert screen.live == {replying}
         index = next(i for i, r in enumerate(screen.rows) if r and r.id == replying)

@@ -254,3 +254,54 @@ async def test_a_server_without_tokenize_stays_estimated_and_is_asked_once(
     measured = [e for e in events if type(e).__name__ == "ContextMeasured"][-1].measured
     assert not measured.usage.exact and not measured.uncounted
     assert TOKENS.counts(llm_server.base_url) is False
+
+
+async def test_tools_a_template_drops_are_reported_once_with_what_to_do(local):
+    """The default template drops the tools: the server's prompt tokens are those of the
+    request without them. Said once (a notice naming the flags), not every turn."""
+    from chatui.core.events import Notice
+    from chatui.llm.tokens import TOKENS
+
+    TOKENS.clear()
+    local.server.function_calling = False
+    notices = []
+    for i in range(4):
+        local.server.script(script.text(f"Answer {i}."))
+        events = await run(local.engine.send(local.sid, f"question {i}"))
+        notices += [n.text for n in of(events, Notice) if "left the tools out" in n.text]
+    assert len(notices) == 1
+    assert "chatml-function-calling" in notices[0] and "--jinja" in notices[0]
+
+
+async def test_tools_that_reach_the_prompt_are_not_reported(local):
+    from chatui.core.events import Notice
+    from chatui.llm.tokens import TOKENS
+
+    TOKENS.clear()
+    for i in range(3):
+        local.server.script(script.text(f"Answer {i}."))
+        events = await run(local.engine.send(local.sid, f"question {i}"))
+        assert not [n for n in of(events, Notice) if "left the tools out" in n.text]
+
+
+async def test_a_broken_stream_says_so_in_words_not_the_http_librarys(local):
+    local.server.function_calling = False
+    local.server.script(script.broken_stream("Hello there world"))
+    events = await run(local.engine.send(local.sid, "hi"))
+    failed = of(events, TurnFailed)[-1]
+    assert failed.kind == "connection" and "broke mid-reply" in failed.title
+    assert failed.detail == "The server closed the connection before the reply was complete."
+    assert local.session.get_latest_leaf().text.startswith("Hello there")  # kept
+
+
+def test_served_models_read_both_shapes_and_ignore_nonsense(llm_server):
+    from chatui.llm.served import SERVED, _ids
+
+    assert _ids({"data": [{"id": "a"}, {"id": "b"}, {"id": 3}, "x"]}) == ["a", "b"]
+    assert _ids({"models": [{"name": "llama3.2:latest"}, {"name": " "}]}) == ["llama3.2:latest"]
+    assert _ids([1, 2]) == [] and _ids({"data": "nope"}) == []
+    SERVED.clear()
+    llm_server.model_ids = ()  # an empty list: nothing learned, nothing broken
+    assert SERVED.refresh(llm_server.base_url) is False
+    assert SERVED.known(llm_server.base_url) == []
+    assert SERVED.refresh("http://127.0.0.1:9/v1", timeout=0.5) is False  # nobody there

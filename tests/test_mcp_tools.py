@@ -119,6 +119,9 @@ def test_the_issues_config_reads_as_written(tmp_path):
         ('[mcp.servers."a__b"]\ncommand = "a"\n', "single '_'"),
         ('[mcp.servers.x]\nurl = "ftp://h"\n', "http:// or https://"),
         ('[mcp.servers.x]\ncommand = "a"\nargs = "a b"\n', "args must be a list"),
+        ('[mcp.servers.x]\ncommand = "a"\nenv = { A = 1 }\n', "env must be a table of strings"),
+        ('[mcp.servers.x]\nurl = "http://h/mcp"\nheaders = "x"\n', "headers must be a table"),
+        ("[mcp]\nserver = {}\n", "unknown setting 'server'"),
     ],
 )
 def test_a_bad_server_table_is_one_clear_line(tmp_path, toml, says):
@@ -369,17 +372,20 @@ async def test_a_server_missing_at_launch_leaves_the_chat_working(
     store, llm_server, fake_key, closing
 ):
     missing = McpServer("gone", command="chatui-no-such-mcp-server", approval="always")
-    ws = make_workspace(store, llm_server, missing, time_server(approval="always"))
+    nowhere = McpServer("nowhere", command=sys.executable, args=(FAULTY,), cwd="/no/such/dir")
+    ws = make_workspace(store, llm_server, missing, nowhere, time_server(approval="always"))
     closing(ws)
     ws.start_tools()
     assert await ws.tools.connections["time"].wait_ready(30)
-    gone = ws.tools.connections["gone"]
+    gone, lost_one = ws.tools.connections["gone"], ws.tools.connections["nowhere"]
     for _ in range(500):
-        if gone.state == "failed":
+        if gone.state == "failed" and lost_one.state == "failed":
             break
         await asyncio.sleep(0.02)
     (status,) = [s for s in ws.tool_servers(None) if s.name == "gone"]
     assert status.state == "failed" and "not found" in status.problem
+    lost = ws.tool_servers(None)[1]
+    assert lost.state == "failed" and "cwd = '/no/such/dir'" in lost.problem
     sid = ws.create_chat("a", model="openai/test-model").id
     llm_server.script(script.tool_calls(("c1", "gone__anything", {})), script.text("No luck."))
     events = await turn(ws, sid, "use it")
@@ -412,3 +418,77 @@ async def test_a_server_turned_off_in_a_chat_is_off_there_only(
     again = make_workspace(store, llm_server, time_server(approval="always"))
     closing(again)
     assert not again.tool_servers(one)[0].enabled
+
+
+# -- streamable HTTP ------------------------------------------------------------------
+
+
+@pytest.fixture
+def http_server():
+    """tests/mcp_faulty_server.py over streamable HTTP on a port the system picked."""
+    token = "s3cret-header-token-0123"
+    process = subprocess.Popen(
+        [sys.executable, FAULTY, "--http"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**__import__("os").environ, "EXPECT_TOKEN": token},
+    )
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    yield f"http://127.0.0.1:{port}/mcp", token
+    process.terminate()
+    process.wait(10)
+
+
+async def test_a_streamable_http_server_with_a_secret_header(
+    store, llm_server, fake_key, closing, http_server, monkeypatch
+):
+    url, token = http_server
+    monkeypatch.setenv("WEB_TOKEN", token)
+    good = McpServer(
+        "web", url=url, headers={"Authorization": "Bearer ${WEB_TOKEN}"}, approval="always"
+    )
+    bad = McpServer("nokey", url=url, headers={"Authorization": "Bearer wrong-but-secret-99"})
+    ws = make_workspace(store, llm_server, good, bad)
+    closing(ws)
+    ws.start_tools()
+    assert await ws.tools.connections["web"].wait_ready(30)
+    refused = ws.tools.connections["nokey"]
+    for _ in range(500):
+        if refused.state == "failed":
+            break
+        await asyncio.sleep(0.02)
+    assert refused.state == "failed" and refused.problem
+    assert "wrong-but-secret-99" not in refused.problem  # a header's value is never shown
+    sid = ws.create_chat("h", model="openai/test-model").id
+    llm_server.script(script.tool_calls(("web__echo", {"text": "over http"})), script.text("ok"))
+    (result,) = tool_results(await turn(ws, sid, "echo over http"))
+    assert result["output"] == "over http"
+    await ws.shutdown()
+    stored = b"".join(p.read_bytes() for p in Path(store.path).parent.glob("*.db*"))
+    assert token.encode() not in stored and b"wrong-but-secret" not in stored
+
+
+# -- prompts and resources ----------------------------------------------------------------
+
+
+async def test_prompts_fill_and_resources_attach_like_files(store, llm_server, fake_key, closing):
+    from chatui.core.workspace import AttachRefused
+
+    ws = await started(make_workspace(store, llm_server, faulty_server()))
+    closing(ws)
+    assert ws.tool_prompts(None) == [("faulty", "review", "Review some code")]
+    assert ws.prompt_arguments("faulty", "review") == [("code", True)]
+    text = await ws.fill_prompt("faulty", "review", {"code": "x = 1"})
+    assert text == "Please review this code:\nx = 1"
+    ((server, uri, name, _description),) = ws.tool_resources(None)
+    assert (server, uri, name) == ("faulty", "note://hello", "hello")
+    attached = await ws.attach_resource(server, uri, name)
+    assert attached.name == "hello" and attached.mime == "text/plain"
+    with pytest.raises(AttachRefused, match="note://nothing"):
+        await ws.attach_resource("faulty", "note://nothing", "nothing")
+    with pytest.raises(AttachRefused, match="no MCP server named 'gone'"):
+        await ws.attach_resource("gone", "note://hello", "hello")
+    with pytest.raises(RuntimeError):
+        await ws.fill_prompt("faulty", "no-such-prompt", {})

@@ -355,25 +355,28 @@ async def test_at_80x24_f1_wraps_every_description_whole_and_says_where(store):
     the table."""
     from rich.console import Console
 
-    from chatui.tui.keys import KEYS
     from chatui.tui.screens.help import HelpScreen
 
     app = make_app(store, Config(model="demo"), warm_llm=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == len(KEYS))
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        table = help_screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == len(help_screen.rows))
         labels = [str(c.label) for c in table.ordered_columns]
         assert labels == ["key", "does", "where"]
         widths = [c.get_render_width(table) for c in table.ordered_columns]
         assert sum(widths) <= table.scrollable_content_region.width
         does = table.ordered_columns[1].width
         console = Console(width=200)
-        for row, key in zip(table.ordered_rows, KEYS, strict=True):
-            lines = Text(key.action).wrap(console, does)
-            assert row.height >= len(lines), key.action
-            assert table.get_row(row.key)[2].plain == key.where
+        for row, (_keys, action, where, _rebound) in zip(
+            table.ordered_rows, help_screen.rows, strict=True
+        ):
+            lines = Text(action).wrap(console, does)
+            assert row.height >= len(lines), action
+            assert table.get_row(row.key)[2].plain == where
 
 
 async def test_at_80x24_a_long_dialog_title_ends_in_an_ellipsis(store):
@@ -411,3 +414,30 @@ async def test_at_80x24_the_chat_list_shows_last_activity_and_one_notice(store):
         await wait_until(pilot, lambda: table.row_count == 0)
         await pilot.pause(0.2)
         assert len(app.screen.query("Toast")) <= 1
+
+
+async def test_rename_starts_with_the_current_name_and_cjk_keeps_the_box(store):
+    """Rename starts with the chat's name (selected: typing replaces it, `end` extends
+    it). CJK in the box did not shift its border in tmux either (not reproduced): the
+    box keeps its width as wide characters are typed."""
+    from textual.widgets import Input
+
+    from chatui.tui.screens.dialogs import TextPrompt
+
+    SessionManager(store).create("東京の旅行計画", model="demo")
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await pilot.press("r")
+        await wait_until(pilot, lambda: bool(app.screen.query("#dialog-input")))
+        assert isinstance(app.screen, TextPrompt)
+        box = app.screen.query_one("#dialog-input", Input)
+        assert box.value == "東京の旅行計画"
+        width = box.outer_size.width
+        await pilot.press("end", *"会議メモ")
+        await wait_until(pilot, lambda: box.value == "東京の旅行計画会議メモ")
+        assert box.outer_size.width == width
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+    assert SessionManager(store).list()[0].name == "東京の旅行計画会議メモ"

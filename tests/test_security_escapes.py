@@ -25,7 +25,7 @@ from store import SessionManager
 from tests import llm_server as script
 from widgets import MessageView
 
-from .app_helpers import make_app
+from .app_helpers import make_app, wait_until
 from .test_app_chat import SIZE, idle, type_and_send
 
 HOSTILE = (
@@ -87,9 +87,7 @@ def config(llm_server, fake_key, _isolated_home):
 
 def toasts(app) -> list[str]:
     """The text of the notifications on screen (they wrap, so read them whole)."""
-    from textual.widgets._toast import Toast
-
-    return [getattr(t.render(), "plain", str(t.render())) for t in app.screen.query(Toast)]
+    return [getattr(t.render(), "plain", str(t.render())) for t in app.screen.query("Toast")]
 
 
 def expand_everything(app) -> None:
@@ -115,11 +113,9 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await type_and_send(pilot, "Say something")
-        for _ in range(500):
-            await pilot.pause(0.02)
-            views = app.main.chat_view.views
-            if views and "w29" in views[-1].shown:  # drawn, not only received
-                break
+        chat = app.main.chat_view
+        # drawn, not only received
+        await wait_until(pilot, lambda: bool(chat.views) and "w29" in chat.views[-1].shown)
         await pilot.pause(0.2)  # let the stream paint
         assert app.main.generating  # the Markdown stream widget is what is on screen
         assert_neutral(app, "ABCDEFG", "split", "w29")
@@ -269,4 +265,4 @@ async def test_names_are_text_not_markup(store, llm_server, fake_key):
         await pilot.press("escape", "ctrl+n", *"What does [/] do?", "enter")  # names a chat
         await idle(pilot)
         assert_neutral(app, "What does [/] do? ·")
-        assert app._exception is None and app.return_code is None  # still running
+        assert app.is_running and app.return_code is None  # still running

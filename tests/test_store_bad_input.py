@@ -119,13 +119,13 @@ async def test_unserialisable_parts_refused_everywhere(store, parts):
     await manager.append(chat.id, msg("a", "original"))
     bad = {"id": "a", "role": "user", "parts": parts}
     before = snapshot(store)
-    with pytest.raises(ValueError, match="not JSON-serialisable"):
+    with pytest.raises(ValueError, match="not JSON-serialisable|must be a string"):
         manager.get_session(chat.id).update_message(bad)
-    with pytest.raises(ValueError, match="not JSON-serialisable"):
+    with pytest.raises(ValueError, match="not JSON-serialisable|must be a string"):
         await manager.upsert(chat.id, bad)
-    with pytest.raises(ValueError, match="not JSON-serialisable"):
+    with pytest.raises(ValueError, match="not JSON-serialisable|must be a string"):
         await manager.append_all(chat.id, [msg("ok", "fine"), {**bad, "id": "b"}])
-    with pytest.raises(ValueError, match="not JSON-serialisable"):
+    with pytest.raises(ValueError, match="not JSON-serialisable|must be a string"):
         await manager.append(chat.id, {**bad, "id": "c"})
     assert snapshot(store) == before
 

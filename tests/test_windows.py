@@ -12,8 +12,8 @@ from chatui.core.config import Config, ModelOptions
 from chatui.llm.windows import WindowBook, ask_server, window_from_error
 from tests import llm_server as script
 
-from .app_helpers import make_app
-from .test_live_chats import ready, send, wait_for
+from .app_helpers import make_app, wait_until
+from .test_live_chats import ready, send
 
 MODEL = "openai/test-model"
 
@@ -129,7 +129,7 @@ async def test_the_sidebar_says_the_server_told_it(store, llm_server, fake_key):
         await ready(pilot)
         await app.workspace.settle()
         stats = lambda: app.main.sidebar.stats  # noqa: E731 - redrawn when the answer lands
-        await wait_for(pilot, lambda: stats().window_source == "server")
+        await wait_until(pilot, lambda: stats().window_source == "server")
         assert (stats().window, stats().window_source) == (8192, "server")
         gauge = app.main.sidebar.query_one("#conversation-gauge")
         assert "(server)" in gauge.figure
@@ -143,7 +143,7 @@ async def test_a_context_length_error_teaches_the_window(store, llm_server, fake
         await ready(pilot)
         await app.workspace.settle()
         await send(pilot, "Hello")
-        await wait_for(pilot, lambda: len(llm_server.requests) >= 1 and not app.main.generating)
+        await wait_until(pilot, lambda: len(llm_server.requests) >= 1 and not app.main.generating)
         await pilot.pause(0.2)
         stats = app.main.sidebar.stats
         assert (stats.window, stats.window_source) == (8192, "error")

@@ -48,7 +48,7 @@ class AttachmentTray(Static):
         """Show these labels (none: hide the tray)."""
         self.labels = tuple(labels)
         self.set_class(bool(self.labels), "-shown")
-        markup = "[b]📎[/b] " + "   ".join(
+        markup = "[b]attached:[/b] " + "   ".join(
             f"{escape(clean(label))} [b @click=remove({index})]×[/]"
             for index, label in enumerate(self.labels)
         )

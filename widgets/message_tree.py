@@ -120,16 +120,16 @@ class MessageTree(ScrollView, can_focus=True):
     }
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("up,k", "cursor(-1)", "Up", id="tree.up", show=False),
+        Binding("down,j", "cursor(1)", "Down", id="tree.down", show=False),
         Binding("left,h", "parent", "Parent", id="tree.parent", show=False),
         Binding("right,l", "child", "Child", id="tree.child", show=False),
         Binding("left_square_bracket", "sibling(-1)", "‹ Sibling", id="tree.previous", show=False),
         Binding("right_square_bracket", "sibling(1)", "Sibling ›", id="tree.next", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("pageup", "page(-1)", "Page up", id="tree.page_up", show=False),
+        Binding("pagedown", "page(1)", "Page down", id="tree.page_down", show=False),
+        Binding("home", "jump(0)", "First", id="tree.first", show=False),
+        Binding("end", "jump(-1)", "Last", id="tree.last", show=False),
         Binding("enter", "select", "Show branch", id="tree.select"),
         Binding("space", "toggle_fold", "Fold", id="tree.fold"),
         # As on a message: keys that spend tokens take ctrl.

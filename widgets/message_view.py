@@ -176,8 +176,8 @@ class MessageView(Vertical, can_focus=True):
         Binding("v", "act('compare')", "Compare siblings", id="message.compare", show=False),
         Binding("left", "act('previous')", "‹ Branch", id="message.previous"),
         Binding("right", "act('next')", "Branch ›", id="message.next"),
-        Binding("up,k", "move(-1)", "Previous message", show=False),
-        Binding("down,j", "move(1)", "Next message", show=False),
+        Binding("up,k", "move(-1)", "Previous message", id="message.up", show=False),
+        Binding("down,j", "move(1)", "Next message", id="message.down", show=False),
         Binding("enter", "act('originals')", "Originals", id="message.originals", show=False),
     ]
 
@@ -319,8 +319,8 @@ class MessageView(Vertical, can_focus=True):
             parts.append((f"  {label}", "italic", 0))
         if self.waiting_note and self.stream is not None:
             parts.append((f" · {self.waiting_note}", "italic", 1))
-        usage = m.token_usage or {}
-        if usage.get("output"):
+        usage = m.token_usage if isinstance(m.token_usage, dict) else {}  # an old row: any shape
+        if isinstance(usage.get("output"), int | float) and usage.get("output"):
             parts.append((f"  {usage.get('input', 0)}→{usage['output']} tok", "", 4))
         return parts
 
@@ -367,7 +367,8 @@ class MessageView(Vertical, can_focus=True):
                     )
 
     def _attachments_line(self) -> Text:
-        """`📎 photo.png · image/png · 5.0 MB   notes.txt · …`: named, never drawn."""
+        """`attached: photo.png · image/png · 5.0 MB   notes.txt · …`: named, never drawn
+        (a word, not an emoji: its width differs between terminals)."""
         from store import format_size
 
         items = [
@@ -375,7 +376,7 @@ class MessageView(Vertical, can_focus=True):
             f" · {format_size(int(p.get('size') or 0))}"
             for p in self.message.attachments
         ]
-        return Text("📎 " + "   ".join(items), style="italic")
+        return Text("attached: " + "   ".join(items), style="italic")
 
     def _body(self) -> Static | Markdown:
         """The message text: a Markdown widget while streaming Markdown, otherwise a
@@ -561,7 +562,7 @@ class MessageView(Vertical, can_focus=True):
         before the focus has moved)."""
         if not (event.is_printable and event.character):
             return
-        if self._typing or event.key not in _COMMAND_KEYS:
+        if self._typing or event.key not in self.command_keys():
             event.stop()
             event.prevent_default()
             self._typing = True
@@ -572,6 +573,19 @@ class MessageView(Vertical, can_focus=True):
 
     def on_blur(self) -> None:
         self._typing = False
+
+    def command_keys(self) -> frozenset[str]:
+        """The keys this view answers to itself, as the app's keymap (`App.set_keymap`:
+        a `[keys]` config) binds them; every other printable key is typing."""
+        keymap = getattr(self.app, "_keymap", None)
+        if not keymap:
+            return _COMMAND_KEYS
+        return frozenset(
+            key.strip()
+            for binding in self.BINDINGS
+            if isinstance(binding, Binding)
+            for key in (keymap.get(binding.id, binding.key) if binding.id else binding.key).split(",")
+        )
 
     def typing_to(self, target: Callable[[str], None] | None) -> MessageView:
         """Send typing to `target` (see `type_into`); returns the view."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -54,6 +55,8 @@ class AskRequest:
     continue_last: bool = False
     chat: str | None = None
     at: str | None = None
+    attachments: tuple[str, ...] = ()
+    """Files sent with the prompt (absolute paths: the asking shell's folder applied)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,9 +117,12 @@ class _Turn:
 # -- the prompt ---------------------------------------------------------------------
 
 
-def read_prompt(words: list[str], stdin: IO[bytes] | None) -> tuple[str, str]:
+def read_prompt(
+    words: list[str], stdin: IO[bytes] | None, *, attached: tuple[str, ...] = ()
+) -> tuple[str, str]:
     """The prompt and a name for a new chat, from the words and piped input (`stdin`
-    None: a terminal, nothing piped).
+    None: a terminal, nothing piped). With files `attached` the prompt may be empty
+    (the chat is named after the first file).
 
     Raises:
         CliError: nothing to ask (USAGE), or input that is not UTF-8 text or too large
@@ -140,10 +146,11 @@ def read_prompt(words: list[str], stdin: IO[bytes] | None) -> tuple[str, str]:
                 "pipe text, not a binary file",
                 BAD_INPUT,
             ) from None
-    if not asked and not piped:
+    if not asked and not piped and not attached:
         raise CliError("nothing to ask: give a prompt, or pipe text in", USAGE)
     prompt = f"{piped}\n\n{asked}" if piped and asked else (asked or piped)
-    return prompt, one_line(asked or piped, 48)
+    first_file = os.path.basename(attached[0]) if attached else ""
+    return prompt, one_line(asked or piped or first_file, 48)
 
 
 def _stdin() -> IO[bytes] | None:
@@ -185,6 +192,7 @@ async def ask(
     with opener(request.db) as store:
         workspace = Workspace(store, config, launch_model=request.model)
         try:
+            attached = _attach(workspace, request.attachments)  # before any chat is made
             turn, parent = await _target(workspace, store, request)
             events: asyncio.Queue[Any] = asyncio.Queue()
             unsubscribe = workspace.subscribe(
@@ -201,6 +209,7 @@ async def ask(
                     text=request.prompt,
                     parent_id=parent,
                     model=request.model if (request.chat or request.continue_last) else None,
+                    attachments=attached,
                 )
             except (JobsFull, RuntimeError) as exc:
                 raise CliError(str(exc), USAGE) from exc
@@ -214,6 +223,23 @@ async def ask(
             await workspace.shutdown()
     out.finish(turn.result(code))
     return code
+
+
+def _attach(workspace: Any, files: tuple[str, ...]) -> list[Any]:
+    """The files checked and stored, as the app's tray does (`Workspace.attach_file`).
+
+    Raises:
+        CliError: one cannot be attached (BAD_INPUT; nothing is sent).
+    """
+    from ..core.workspace import AttachRefused
+
+    attached = []
+    for path in files:
+        try:
+            attached.append(workspace.attach_file(path))
+        except AttachRefused as exc:
+            raise CliError(str(exc), BAD_INPUT) from None
+    return attached
 
 
 async def _target(workspace: Any, store: Any, request: AskRequest) -> tuple[_Turn, Any]:
@@ -428,13 +454,18 @@ def make_output(as_json: bool, stream: IO[str]) -> Output:
 # -- the command ----------------------------------------------------------------------
 
 
-def request_from(args: argparse.Namespace, stdin: IO[bytes] | None) -> AskRequest:
-    """The `ask` that parsed `args` (and the piped `stdin`) ask for.
+def request_from(
+    args: argparse.Namespace, stdin: IO[bytes] | None, cwd: str | None = None
+) -> AskRequest:
+    """The `ask` that parsed `args` (and the piped `stdin`) ask for; `cwd`: the folder
+    relative `-a` paths are in (default: this process's).
 
     Raises:
         CliError: nothing to ask, or piped input that cannot be a prompt.
     """
-    prompt, name = read_prompt(args.prompt, stdin)
+    folder = cwd or os.getcwd()
+    files = tuple(os.path.join(folder, os.path.expanduser(p)) for p in args.attach or ())
+    prompt, name = read_prompt(args.prompt, stdin, attached=files)
     return AskRequest(
         prompt=prompt,
         name=name,
@@ -445,6 +476,7 @@ def request_from(args: argparse.Namespace, stdin: IO[bytes] | None) -> AskReques
         continue_last=args.continue_last,
         chat=args.chat,
         at=args.at,
+        attachments=files,
     )
 
 
@@ -490,5 +522,12 @@ def add_ask_command(
         "--at",
         metavar="MESSAGE",
         help="with --chat/-c: answer this message (a new branch if it has replies)",
+    )
+    p.add_argument(
+        "-a",
+        "--attach",
+        action="append",
+        metavar="FILE",
+        help="send this image or text file with the prompt (repeat for more)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")

@@ -244,7 +244,7 @@ class Daemon:
                 args.db = os.path.join(str(request.get("cwd") or "."), os.path.expanduser(args.db))
             data = request.get("stdin")
             piped = io.BytesIO(data) if isinstance(data, bytes) else None
-            ask_request = request_from(args, piped)
+            ask_request = request_from(args, piped, str(request.get("cwd") or "/"))
             return await ask(ask_request, out, opener=self.opener)
         except Exception as exc:
             failure = failure_of(exc)

@@ -107,6 +107,7 @@ def _writable(path: Path) -> bool:
 
 def _resolve(store: Store, text: str) -> SessionInfo:
     """A chat by id or unique id prefix (deleted chats included)."""
+    _utf8(text, "chat id")
     found = SessionManager(store).find(text)
     if not found:
         raise CliError(f"no chat {one_line(text)!r} (see `chatui list`)", NOT_FOUND)
@@ -118,7 +119,16 @@ def _resolve(store: Store, text: str) -> SessionInfo:
     return found[0]
 
 
+def _utf8(text: str, what: str) -> None:
+    """Refuse an argument that is not text (bytes a UTF-8 terminal cannot have typed)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise CliError(f"{one_line(text)!r}: not a {what} (not UTF-8 text)", USAGE) from None
+
+
 def _resolve_message(store: Store, info: SessionInfo, text: str) -> str:
+    _utf8(text, "message id")
     ids = SessionManager(store).find_messages(info.id, text)
     if not ids:
         raise CliError(f"no message {one_line(text)!r} in chat {info.id[:12]}", NOT_FOUND)

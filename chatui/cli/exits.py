@@ -20,7 +20,8 @@ EXIT_CODES = {
     "without results",
     USAGE: "usage error: a bad option or argument, or an ambiguous id prefix",
     BAD_INPUT: "bad input file: unreadable, another format, a damaged zip, no readable chat "
-    "(nothing imported); for ask, standard input that is not UTF-8 text or too large",
+    "(nothing imported); for ask, piped input that is not UTF-8 text or too large, or an -a "
+    "FILE that cannot be attached",
     DATABASE: "database error: not a chatui database, written by a newer chatui, locked",
     OUTPUT: "the output file or folder cannot be written",
     PARTIAL: "partly imported: the readable chats were imported, the others are listed "

@@ -190,7 +190,7 @@ class Config:
     """`[personas.NAME]`: picked at ctrl+n and by `chatui ask --persona`."""
     templates: dict[str, TemplateConfig] = field(default_factory=dict)
     """`[templates.NAME]`: messages with `{variables}` (the palette's Use template)."""
-    keys: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, Any] = field(default_factory=dict)
     """`[keys]`: action = key, over the defaults (or a preset: `preset = "vim"`)."""
     mcp: tuple[McpServer, ...] = ()
     """MCP tool servers (`[mcp.servers.NAME]`), started after the first frame."""
@@ -379,15 +379,19 @@ def _named_tables(data: Any, where: str) -> dict[str, Any]:
     return data
 
 
-def _keys(data: Any) -> dict[str, str]:
-    """`[keys]` as written (checked against the app's actions when the app starts: a
-    bad entry is a warning there, not a refusal to start)."""
+def _keys(data: Any, prefix: str = "") -> dict[str, Any]:
+    """`[keys]` flattened to action id → keys (`app.new_chat = "f5"` is a dotted
+    TOML key, read as a nested table). Checked when the app starts: a bad entry is a
+    warning there, its default kept, never a refusal to start."""
     if not isinstance(data, dict):
         raise ValueError('keys must be a table ([keys] action = "key")')
-    for action, key in data.items():
-        if not isinstance(key, str):
-            raise ValueError(f"keys.{action} must be a string of keys, not {type(key).__name__}")
-    return dict(data)
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, dict):
+            flat.update(_keys(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
 
 
 def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:

@@ -52,8 +52,10 @@ from store import (
     estimate_string_tokens,
     reply_state,
 )
+from store.tokens import PER_MESSAGE_OVERHEAD, part_text
 
 from .. import llm
+from ..llm.quirks import QUIRKS
 from ..llm.tokens import TOKENS
 from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
@@ -745,6 +747,11 @@ class ChatEngine:
                         writer.usage["output"],
                         writer.usage["cost"],
                     )
+                    dropped = await _tools_dropped(
+                        options.api_base, system_prompt, schemas, history, writer.usage["input"]
+                    )
+                    if dropped:
+                        yield Notice(session_id, dropped, "warning")
                 yield ReplyFinished(session_id, finished, status)
                 if status == "truncated":
                     yield Notice(session_id, TRUNCATED_NOTE, "warning")
@@ -932,3 +939,41 @@ def _estimate(
     """The request's size by the estimate (its prompt, tools and messages)."""
     tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
     return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)
+
+
+async def _tools_dropped(
+    api_base: str | None,
+    system_prompt: str,
+    schemas: list[dict[str, Any]] | None,
+    history: list[Message],
+    prompt_tokens: int,
+) -> str | None:
+    """What to do, once per server, when the prompt tokens it counted are those of the
+    request without its tools (its chat template has no place for them). Judged only
+    where the server counts every piece itself (`TOKENS`): estimates are too rough."""
+    if not api_base or not schemas or prompt_tokens <= 0 or TOKENS.counts(api_base) is not True:
+        return None
+    if not QUIRKS.streams_tools(api_base) or QUIRKS.told_dropped_tools(api_base):
+        return None  # a server that refused to stream tools renders them; told already
+    texts = [json.dumps(schema, ensure_ascii=False) for schema in schemas]
+    pieces = [system_prompt, *texts, *(part_text(p) for m in history for p in m.parts)]
+    await asyncio.to_thread(TOKENS.count, api_base, pieces)  # the new question, mostly
+    tools = [TOKENS.known(api_base, text) for text in texts]
+    rest = [TOKENS.known(api_base, system_prompt)]
+    rest.extend(TOKENS.known(api_base, part_text(p)) for m in history for p in m.parts)
+    if None in tools or None in rest:
+        return None  # not all counted yet: judged on a later turn
+    tool_tokens = sum(t or 0 for t in tools)
+    without = sum(t or 0 for t in rest) + PER_MESSAGE_OVERHEAD * (len(history) + 1)
+    if tool_tokens < 50 or abs(prompt_tokens - without) >= abs(
+        prompt_tokens - without - tool_tokens
+    ):
+        return None
+    if not QUIRKS.tell_dropped_tools(api_base):
+        return None
+    return (
+        f"The server at {api_base} left the tools out of the prompt ({prompt_tokens:,} prompt "
+        f"tokens; the tools alone are {tool_tokens:,}): its chat template has no place for "
+        "them, so the model cannot save memory or search. For llama-cpp-python start it with "
+        "--chat_format chatml-function-calling; for llama-server add --jinja."
+    )

@@ -219,6 +219,19 @@ def _is_malformed(exc: BaseException) -> bool:
     )
 
 
+_TRANSPORT_TEXT = re.compile(
+    r"TransferEncodingError|ClientPayloadError|payload is not completed|"
+    r"RemoteProtocolError|incomplete chunked read|peer closed connection|"
+    r"ServerDisconnected|Connection reset|<\w+Error",
+    re.IGNORECASE,
+)
+
+
+def _is_transport_text(detail: str) -> bool:
+    """True for aiohttp's or httpx's description of a broken body (not for a person)."""
+    return bool(_TRANSPORT_TEXT.search(detail or ""))
+
+
 def map_error(
     exc: BaseException, model: str, *, api_base: str | None = None, partial: bool = False
 ) -> LLMError:
@@ -250,6 +263,8 @@ def map_error(
                 f"{model} sent a reply chatui could not read",
                 "The partial reply is kept. Press ctrl+r to regenerate.",
             )
+        if _is_transport_text(detail):  # the HTTP library's words, not the server's
+            detail = "The server closed the connection before the reply was complete."
         return err(
             "connection",
             f"The connection to {where} broke mid-reply",

@@ -9,6 +9,9 @@ a context-length error (`windows.WindowBook`):
   choice is not supported"): calls with tools to that server are then made
   without streaming (the reply arrives whole).
 
+- A template with no place for tools drops them: the prompt tokens the server
+  reports are those of the request without its tools. Said once per server.
+
 Kept per process (the model process keeps its own), per server: the
 `api_base`, or the provider for hosted models.
 """
@@ -34,6 +37,7 @@ class ServerQuirks:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._unstreamed_tools: set[str] = set()
+        self._dropped_told: set[str] = set()
 
     def streams_tools(self, server: str) -> bool:
         """False once `server` refused to stream a tool choice."""
@@ -44,9 +48,22 @@ class ServerQuirks:
         with self._lock:
             self._unstreamed_tools.add(server)
 
+    def told_dropped_tools(self, server: str) -> bool:
+        with self._lock:
+            return server in self._dropped_told
+
+    def tell_dropped_tools(self, server: str) -> bool:
+        """True the first time only: a server's dropped tools are reported once a run."""
+        with self._lock:
+            if server in self._dropped_told:
+                return False
+            self._dropped_told.add(server)
+            return True
+
     def clear(self) -> None:
         with self._lock:
             self._unstreamed_tools.clear()
+            self._dropped_told.clear()
 
 
 QUIRKS = ServerQuirks()

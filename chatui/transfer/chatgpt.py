@@ -45,6 +45,31 @@ def _looks_zipped(path: Path) -> bool:
         return False
 
 
+MAX_UNZIPPED = 2 * 1024**3
+"""Bytes a zip entry may expand to: ChatGPT's biggest exports hold a few hundred MB."""
+MAX_RATIO = 200
+"""How many times its compressed size an entry may expand to: JSON compresses 5-20×;
+a zip bomb (a small file that expands to gigabytes) does 1000× and more."""
+
+
+def _unzipped(path: Path, archive: zipfile.ZipFile, name: str) -> str:
+    """The text of one entry, read only if its size is plausible, and stopped at the
+    size the zip's directory states (which a bomb may understate)."""
+    info = archive.getinfo(name)
+    limit = min(MAX_UNZIPPED, max(info.compress_size, 1) * MAX_RATIO + 1024**2)
+    if info.file_size > limit:
+        raise ImportFormatError(
+            f"{path}: {name} would expand to {info.file_size:,} bytes from "
+            f"{info.compress_size:,} (over the {MAX_RATIO}× or {MAX_UNZIPPED:,}-byte limit): "
+            "not unpacked (a zip bomb?)"
+        )
+    with archive.open(info) as fh:
+        data = fh.read(info.file_size + 1)
+    if len(data) > info.file_size:  # the directory lied about the size
+        raise ImportFormatError(f"{path}: {name} is larger than its zip directory says")
+    return data.decode("utf-8-sig")
+
+
 def _read(path: Path) -> Any:
     if not path.is_dir() and _looks_zipped(path) and not zipfile.is_zipfile(path):
         raise ImportFormatError(
@@ -63,8 +88,16 @@ def _read(path: Path) -> Any:
                     raise ImportFormatError(
                         f"{path}: the zip holds no conversations.json (is this ChatGPT's export?)"
                     )
-                texts = [(f"{path}:{n}", archive.read(n).decode("utf-8-sig")) for n in names]
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, UnicodeDecodeError) as exc:
+                texts = [(f"{path}:{n}", _unzipped(path, archive, n)) for n in names]
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            OSError,
+            UnicodeDecodeError,
+            RuntimeError,  # an encrypted entry
+            NotImplementedError,  # a compression method zipfile does not know
+        ) as exc:
             raise ImportFormatError(
                 f"{path}: a damaged zip (cannot read {getattr(exc, 'filename', None) or 'it'}: "
                 f"{exc}); download the export again"
@@ -176,6 +209,7 @@ def _text(value: Any) -> str:
 def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
     """chatui parts for one ChatGPT `content` (text kept, other parts noted as-is)."""
     kind = content.get("content_type", "text")
+    kind = kind if isinstance(kind, str) else "unknown"  # a list there is no content type
     parts: list[dict[str, Any]] = []
     if kind in ("text", "multimodal_text"):
         for part in content.get("parts") or []:
@@ -247,7 +281,7 @@ def _message(
     if meta.get("is_visually_hidden_from_conversation") or meta.get("is_user_system_message"):
         return None
     author = _dict(raw.get("author"))
-    role = author.get("role")
+    role = author.get("role") if isinstance(author.get("role"), str) else "unknown"
     content = _dict(raw.get("content"))
     parts = _parts(content)
     finish = meta.get("finish_details")

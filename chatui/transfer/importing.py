@@ -41,6 +41,7 @@ from store import (
 
 from . import load_documents
 from .common import ImportFormatError, Rejected, guess_format
+from .text import one_line
 
 __all__ = ["ChatResult", "ImportReport", "import_path"]
 
@@ -117,6 +118,24 @@ def import_path(
             imported, or (with `strict`) any conversation is bad; nothing written.
     """
     path = path.expanduser()
+    try:
+        return _import_any(store, path, source, new_ids, dry_run, strict)
+    except ImportFormatError:
+        raise
+    except RecursionError:
+        raise ImportFormatError(
+            f"{path}: nested too deeply to read (JSON over ~1,000 levels deep): nothing imported"
+        ) from None
+    except (ValueError, OverflowError) as exc:
+        # What a hostile value makes Python refuse while the file is read or checked:
+        # an integer of over 4,300 digits, a lone surrogate, a time that overflows
+        # when made UTC. The write is one transaction: nothing was kept.
+        raise ImportFormatError(f"{path}: {one_line(str(exc), 300)}: nothing imported") from None
+
+
+def _import_any(
+    store: Store, path: Path, source: str | None, new_ids: bool, dry_run: bool, strict: bool
+) -> ImportReport:
     if not path.exists():
         raise ImportFormatError(f"{path}: no such file")
     if path.is_dir() or path.is_file():
@@ -269,7 +288,7 @@ def _merge(store: Store, session_id: str, doc: dict[str, Any], dry_run: bool) ->
     whose parent is in neither place (the chat was edited here in a way the
     file does not know) is kept as a root rather than lost.
     """
-    provider = StoreSessionProvider(store, session_id)
+    provider = StoreSessionProvider(store, session_id, keep_whole=True)
     stored = {m.id for m in provider.get_tree()}
     new = [m for m in doc.get("messages", []) if m.get("id") not in stored]
     if not new:

@@ -34,6 +34,7 @@ from .common import (
     read_text,
     text_part,
 )
+from .text import one_line
 
 __all__ = ["load_pi"]
 
@@ -90,6 +91,11 @@ def _session(path: Path) -> dict[str, Any]:
             "session header" + hint(guess_format(path), path, "pi")
         )
     version = header.get("version") or 1
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= 1000:
+        raise ImportFormatError(
+            f"{path}: not a Pi session file chatui can read: the header's version is "
+            f"{one_line(repr(version), 40)} (a whole number such as 3 is expected)"
+        )
     nodes: list[Node] = []
     labels: dict[str, str] = {}
     parents: dict[str, str | None] = {}

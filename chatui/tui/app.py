@@ -32,6 +32,7 @@ from ..core.logs import setup_logging
 from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
 from .chat_pane import ChatPane
+from .keymap import resolve_keys
 from .screens.main import MainScreen
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
@@ -81,6 +82,9 @@ class ChatApp(App[int]):
         self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
         self._warm = warm_llm
         self._quitting = False
+        # [keys]: Textual rebinds by binding id; a bad entry is a warning after the
+        # first frame, its action keeping the default key.
+        self.keys_in_force, self._key_warnings = resolve_keys(config.keys)
         for custom in load_themes():
             self.register_theme(custom)
         self._theme_choice = theme or self.ui_state.theme or config.theme or DEFAULT_DARK
@@ -132,6 +136,8 @@ class ChatApp(App[int]):
         return MainScreen(self.workspace, ui_state=state, first_chat=state.last_session_id)
 
     def on_mount(self) -> None:
+        if self.keys_in_force:
+            self.set_keymap(self.keys_in_force)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         # Other processes and machines on the same database: their writes show
         # within a second (the watcher is one pragma or one socket check a call).
@@ -165,8 +171,24 @@ class ChatApp(App[int]):
             # import (seconds of CPU) starts only then, so it never delays that frame.
             self.call_after_refresh(self.warm_llm)
         self.call_after_refresh(self.workspace.start_model_process)
+        if self.keys_in_force or self._key_warnings:
+            self.call_after_refresh(self._check_keys)
         if not self._warm:
             self.call_after_refresh(self.workspace.start_tools)
+
+    def _check_keys(self) -> None:
+        """Say which `[keys]` entries were left out, and why (after the first frame: the
+        actions are read from every screen's bindings)."""
+        from .keymap import catalogue, unknown_actions
+
+        known = {action.id for action in catalogue()}
+        unknown = unknown_actions(self.keys_in_force, known)
+        for action in list(self.keys_in_force):
+            if action not in known:
+                del self.keys_in_force[action]
+        for warning in [*self._key_warnings, *unknown]:
+            log.warning("%s", warning)
+            self.notify(warning, title="[keys] in the config", severity="warning", timeout=10)
 
     @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
     def warm_llm(self) -> None:

@@ -218,7 +218,10 @@ class PostgresEngine(Engine):
         self.url = url
         """The URL as given, password included: for connecting, never for showing (`path` is)."""
         self.path = redact_url(url)
-        params = db_url.parse(url, unquote_password=True, unquote_user=True)
+        try:
+            params = db_url.parse(url, unquote_password=True, unquote_user=True)
+        except ValueError as exc:  # a port like 99999 or "abc": urllib refuses it
+            raise DatabaseFileError(f"{self.path}: not a valid PostgreSQL URL ({exc})") from None
         database = params.pop("database", "") or ""
         if not database:
             raise DatabaseFileError(f"{self.path}: the URL names no database (…/dbname)")

@@ -15,17 +15,19 @@ from textual.widgets.option_list import Option
 from store import AgentInfo
 from widgets import clean
 
+from .list_keys import LIST_BINDINGS, ListKeys
+
 __all__ = ["AgentPicker", "NO_AGENT"]
 
 NO_AGENT = ""
 """What the picker returns for "no agent" (the config's default assistant)."""
 
 
-class AgentPicker(ModalScreen[str | None]):
+class AgentPicker(ListKeys, ModalScreen[str | None]):
     """Dismisses with an agent id, `NO_AGENT`, or None when cancelled."""
 
     CSS_PATH = "agent_picker.tcss"
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="agents.cancel")]
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="agents.cancel"), *LIST_BINDINGS]
 
     def __init__(self, agents: Sequence[AgentInfo]) -> None:
         super().__init__()

@@ -16,6 +16,7 @@ from widgets import clean, one_line
 
 from ...core.workspace import Workspace
 from .dialogs import TextPrompt
+from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["ChatListScreen", "relative_time"]
 
@@ -40,7 +41,7 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     )
 
 
-class ChatListScreen(ModalScreen[str | None]):
+class ChatListScreen(ListKeys, ModalScreen[str | None]):
     """Dismisses with the id of the chat to open, or None."""
 
     CSS_PATH = "chat_list.tcss"
@@ -52,6 +53,7 @@ class ChatListScreen(ModalScreen[str | None]):
         Binding("u", "undo", "Undo delete", id="chats.undo"),
         Binding("t", "toggle_trash", "Deleted chats", id="chats.trash"),
         Binding("slash", "filter", "Filter", id="chats.filter"),
+        *LIST_BINDINGS,
     ]
 
     def __init__(self, workspace: Workspace, current: str | None = None) -> None:

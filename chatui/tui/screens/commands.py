@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from ...core.workspace import ImportFailed, ParamsError, PersonaConfig, TemplateConfig
+from ...core.workspace import (
+    AttachRefused,
+    ImportFailed,
+    ParamsError,
+    PersonaConfig,
+    TemplateConfig,
+)
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -187,7 +193,8 @@ class ChatCommands:
         from .help import HelpScreen
 
         if not isinstance(self.screen.app.screen, HelpScreen):
-            self.screen.app.push_screen(HelpScreen())
+            keymap = getattr(self.screen.app, "keys_in_force", {})
+            self.screen.app.push_screen(HelpScreen(keymap))
 
     # -- the palette ----------------------------------------------------------------
 
@@ -285,7 +292,28 @@ class ChatCommands:
                 partial(self.use_prompt, server_name, name),
             )
 
+        for server_name, uri, name, description in workspace.tool_resources(session_id):
+            yield (
+                f"Attach resource: {server_name}/{name}",
+                f"MCP resource {uri}, attached to the next message like a file"
+                + (f": {description}" if description else ""),
+                partial(self.attach_resource, server_name, uri, name),
+            )
+
     # -- palette commands ----------------------------------------------------------------
+
+    def attach_resource(self, server: str, uri: str, name: str) -> None:
+        self.screen.app.run_worker(
+            self._attach_resource(server, uri, name), group="mcp-resource", exit_on_error=False
+        )
+
+    async def _attach_resource(self, server: str, uri: str, name: str) -> None:
+        try:
+            attached = await self.pane.workspace.attach_resource(server, uri, name)
+        except AttachRefused as exc:
+            self.notify(str(exc), title="Not attached", severity="error", timeout=8)
+            return
+        self.pane.attach(attached)
 
     def use_template(self, template: TemplateConfig) -> None:
         """Fill the template's variables in a small form, then send the text."""

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from store import Message
+from store import Message, as_text, reply_state, reply_state_label
 from widgets import DiffView, format_tokens, one_line, word_diff
 
 __all__ = ["CompareScreen", "reply_facts"]
@@ -82,7 +82,7 @@ class CompareScreen(ModalScreen[str | None]):
 
     def _draw(self) -> None:
         left, right = self.replies[self.left], self.replies[self.right]
-        ours, theirs = word_diff(left.text, right.text)
+        ours, theirs = word_diff(compared_text(left), compared_text(right))
         count = len(self.replies)
         for side, index, message, runs in (
             ("left", self.left, left, ours),
@@ -121,3 +121,17 @@ class CompareScreen(ModalScreen[str | None]):
     def action_keep(self) -> None:
         left, right = self.shown
         self.dismiss(left if self.picked == "left" else right)
+
+
+def compared_text(message: Message) -> str:
+    """What a reply says, for comparing: its text; for a reply that only called tools,
+    the calls (name and arguments); for one with nothing, its state."""
+    if message.text.strip():
+        return message.text
+    calls = [
+        f"called {call.get('tool_name', '?')} {as_text(call.get('input'), indent=None)}"
+        for call in message.tool_calls
+    ]
+    if calls:
+        return "\n".join(calls)
+    return f"({reply_state_label(message, reply_state(message)) or 'no text'})"

@@ -10,16 +10,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from .list_keys import LIST_BINDINGS, ListKeys
+
 __all__ = ["ModelPicker"]
 
 
-class ModelPicker(ModalScreen[str | None]):
+class ModelPicker(ListKeys, ModalScreen[str | None]):
     """Pick from `choices` (model, note) or type a name; dismisses with the model or None."""
 
     CSS_PATH = "model_picker.tcss"
     BINDINGS = [
         Binding("escape", "dismiss(None)", "Close", id="models.close"),
         Binding("down", "focus_list", "List", show=False, id="models.list"),
+        *LIST_BINDINGS,
     ]
 
     def __init__(

@@ -18,6 +18,7 @@ from store import SearchResult
 from widgets import clean
 
 from ...core.workspace import Workspace
+from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
 
@@ -55,13 +56,14 @@ def _flat(piece: str) -> str:
     return head + words + tail if words else (" " if cleaned else "")
 
 
-class SearchScreen(ModalScreen[SearchHit | None]):
+class SearchScreen(ListKeys, ModalScreen[SearchHit | None]):
     """Type to search; enter opens the chat at the hit, on the hit's branch."""
 
     CSS_PATH = "search.tcss"
     BINDINGS = [
         Binding("escape", "dismiss(None)", "Close", id="search.close"),
         Binding("down", "focus_results", "Results", show=False, id="search.results"),
+        *LIST_BINDINGS,
     ]
 
     def __init__(self, workspace: Workspace, query: str = "", *, limit: int = 50) -> None:
