@@ -70,3 +70,32 @@ async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, 
         await pilot.pause()
         assert len(llm_server.requests) == sent
         assert chat_path(app)[-1].text == "All of it."
+
+
+async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
+    store, config, llm_server
+):
+    """ctrl+l opens at once while the server is asked (slowly) for its models in the
+    background; the next ctrl+l lists them, marked as served there."""
+    from textual.widgets import OptionList
+
+    from chatui.llm.served import SERVED
+    from chatui.tui.screens.model_picker import ModelPicker
+
+    SERVED.clear()
+    llm_server.model_ids = ("test-model", "qwen2.5-7b-instruct")
+    llm_server.info_delay = 1.0  # a slow server: the picker must not wait for it
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        ids = [o.id for o in app.screen.query_one("#models-list", OptionList).options]
+        assert "qwen2.5-7b-instruct" not in ids  # not known yet, and nothing waited
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "qwen2.5-7b-instruct" in SERVED.known(llm_server.base_url))
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        options = app.screen.query_one("#models-list", OptionList).options
+        served = [str(o.prompt) for o in options if o.id == "qwen2.5-7b-instruct"]
+        assert served and "served at" in served[0]

@@ -292,3 +292,16 @@ async def test_a_broken_stream_says_so_in_words_not_the_http_librarys(local):
     assert failed.kind == "connection" and "broke mid-reply" in failed.title
     assert failed.detail == "The server closed the connection before the reply was complete."
     assert local.session.get_latest_leaf().text.startswith("Hello there")  # kept
+
+
+def test_served_models_read_both_shapes_and_ignore_nonsense(llm_server):
+    from chatui.llm.served import SERVED, _ids
+
+    assert _ids({"data": [{"id": "a"}, {"id": "b"}, {"id": 3}, "x"]}) == ["a", "b"]
+    assert _ids({"models": [{"name": "llama3.2:latest"}, {"name": " "}]}) == ["llama3.2:latest"]
+    assert _ids([1, 2]) == [] and _ids({"data": "nope"}) == []
+    SERVED.clear()
+    llm_server.model_ids = ()  # an empty list: nothing learned, nothing broken
+    assert SERVED.refresh(llm_server.base_url) is False
+    assert SERVED.known(llm_server.base_url) == []
+    assert SERVED.refresh("http://127.0.0.1:9/v1", timeout=0.5) is False  # nobody there

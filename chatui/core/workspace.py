@@ -50,6 +50,7 @@ from store import (
 from store.search import query_problem
 
 from .. import llm
+from ..llm.served import SERVED
 from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
 from ..mcp.hub import Answer, McpHub, ServerStatus, ToolApproval, ToolsChanged
@@ -384,9 +385,30 @@ class Workspace:
         for model in self.config.models:
             seen.setdefault(model, "configured")
         seen.setdefault("demo", "offline demo, no key needed")
+        if self.config.api_base:  # a bare name goes there: what it serves can be picked
+            for model in SERVED.known(self.config.api_base):
+                seen.setdefault(model, f"served at {self.config.api_base}")
+            self._refresh_served(self.config.api_base)
         for model in self._manager.models_used():
             seen.setdefault(model, "used before")
         return list(seen.items())
+
+    def _refresh_served(self, api_base: str) -> None:
+        """Ask the server for its models in the background; the picker shows the list
+        known when it opens and never waits (the next one shows what came back)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._served(api_base), name=f"models:{api_base}")
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _served(self, api_base: str) -> None:
+        try:
+            await asyncio.to_thread(SERVED.refresh, api_base)
+        except Exception:
+            log.debug("asking %s for its models failed", api_base, exc_info=True)
 
     # -- chats ----------------------------------------------------------------------
 

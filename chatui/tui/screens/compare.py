@@ -135,4 +135,3 @@ def compared_text(message: Message) -> str:
     if calls:
         return "\n".join(calls)
     return f"({reply_state_label(message, reply_state(message)) or 'no text'})"
-
