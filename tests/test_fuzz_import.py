@@ -15,6 +15,7 @@ default 20); `make soak` runs 10,000 per format (`bench/soak_bench.py --fuzz`).
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -113,7 +114,7 @@ def swapped(tree: Any, changes: list[tuple[int, Any]]) -> Any:
         holder = tree
         for step in head:
             holder = holder[step]
-        holder[last] = value
+        holder[last] = copy.deepcopy(value)  # HOSTILE's objects are shared: never alias
     return tree
 
 
