@@ -158,7 +158,7 @@ class Message:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise ValueError("message id must be a non-empty string")
-        if self.role not in ROLES:
+        if not isinstance(self.role, str) or self.role not in ROLES:
             raise ValueError(f"message role must be one of {sorted(ROLES)}, not {self.role!r}")
         _check_parts(self.parts)
         if self.from_user_id and self.from_agent_id:

@@ -421,7 +421,7 @@ def _check_session(raw: Any, where: str) -> dict[str, Any]:
     for key in ("parent_session_id", "model", "source", "agent_id", "project_id", "status_detail"):
         s[key] = _str(raw, key, where, optional=True)
     status = raw.get("status", "active")
-    if status not in STATUSES:
+    if not isinstance(status, str) or status not in STATUSES:
         raise _fail(where, f"status {status!r} is not one of {', '.join(sorted(STATUSES))}")
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, dict):

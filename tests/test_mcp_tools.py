@@ -119,6 +119,9 @@ def test_the_issues_config_reads_as_written(tmp_path):
         ('[mcp.servers."a__b"]\ncommand = "a"\n', "single '_'"),
         ('[mcp.servers.x]\nurl = "ftp://h"\n', "http:// or https://"),
         ('[mcp.servers.x]\ncommand = "a"\nargs = "a b"\n', "args must be a list"),
+        ('[mcp.servers.x]\ncommand = "a"\nenv = { A = 1 }\n', "env must be a table of strings"),
+        ('[mcp.servers.x]\nurl = "http://h/mcp"\nheaders = "x"\n', "headers must be a table"),
+        ("[mcp]\nserver = {}\n", "unknown setting 'server'"),
     ],
 )
 def test_a_bad_server_table_is_one_clear_line(tmp_path, toml, says):
@@ -369,17 +372,20 @@ async def test_a_server_missing_at_launch_leaves_the_chat_working(
     store, llm_server, fake_key, closing
 ):
     missing = McpServer("gone", command="chatui-no-such-mcp-server", approval="always")
-    ws = make_workspace(store, llm_server, missing, time_server(approval="always"))
+    nowhere = McpServer("nowhere", command=sys.executable, args=(FAULTY,), cwd="/no/such/dir")
+    ws = make_workspace(store, llm_server, missing, nowhere, time_server(approval="always"))
     closing(ws)
     ws.start_tools()
     assert await ws.tools.connections["time"].wait_ready(30)
-    gone = ws.tools.connections["gone"]
+    gone, lost_one = ws.tools.connections["gone"], ws.tools.connections["nowhere"]
     for _ in range(500):
-        if gone.state == "failed":
+        if gone.state == "failed" and lost_one.state == "failed":
             break
         await asyncio.sleep(0.02)
     (status,) = [s for s in ws.tool_servers(None) if s.name == "gone"]
     assert status.state == "failed" and "not found" in status.problem
+    lost = ws.tool_servers(None)[1]
+    assert lost.state == "failed" and "cwd = '/no/such/dir'" in lost.problem
     sid = ws.create_chat("a", model="openai/test-model").id
     llm_server.script(script.tool_calls(("c1", "gone__anything", {})), script.text("No luck."))
     events = await turn(ws, sid, "use it")

@@ -288,7 +288,13 @@ class ServerConnection:
         """One line for people and the model, with the server's secrets removed."""
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
-        if isinstance(exc, FileNotFoundError):
+        if (
+            isinstance(exc, FileNotFoundError)
+            and self.server.cwd
+            and (exc.filename == self.server.cwd or not Path(self.server.cwd).is_dir())
+        ):
+            text = f"its folder (cwd = {self.server.cwd!r}) does not exist"
+        elif isinstance(exc, FileNotFoundError):
             text = f"{self.server.command!r} was not found (is it installed and on PATH?)"
         elif isinstance(exc, TimeoutError):
             text = "timed out"

@@ -164,7 +164,8 @@ def _conversation(conv: Any, where: str, path: Path) -> dict[str, Any]:
     position: dict[str, int] = {}
     for node in conv["mapping"].values():
         if isinstance(node, dict):
-            for i, child in enumerate(node.get("children") or []):
+            children = node.get("children")
+            for i, child in enumerate(children if isinstance(children, list) else []):
                 if isinstance(child, str):
                     position.setdefault(child, i)
     for index, (key, node) in enumerate(conv["mapping"].items()):
@@ -212,7 +213,8 @@ def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
     kind = kind if isinstance(kind, str) else "unknown"  # a list there is no content type
     parts: list[dict[str, Any]] = []
     if kind in ("text", "multimodal_text"):
-        for part in content.get("parts") or []:
+        listed = content.get("parts")
+        for part in listed if isinstance(listed, list) else []:
             if isinstance(part, str):
                 if part:
                     parts.append(text_part(part))

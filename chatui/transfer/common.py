@@ -68,7 +68,12 @@ def collect(
     documents: list[dict[str, Any]] = []
     for item, where in items:
         try:
-            documents.append(convert(item, where))
+            try:
+                documents.append(convert(item, where))
+            except (TypeError, AttributeError, KeyError) as exc:
+                # A value of a shape the importer did not expect (a number where a
+                # list belongs…): this conversation cannot be read, the others can.
+                raise ImportFormatError(f"{where}: unexpected shape ({exc})") from exc
         except ImportFormatError as exc:
             if rejected is None:
                 raise

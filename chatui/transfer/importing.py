@@ -15,8 +15,11 @@
   while the others are imported (a *partial* import), unless `strict` asks for
   all or nothing.
 
-Everything is written in one transaction, so a failure midway leaves the
-database as it was.
+Chats are written in batches of whole chats, one transaction each (about
+`BATCH_MESSAGES` messages), so a long import lets other writers in between: the
+app streaming a reply into the same database never waits long for the lock. A
+failure midway keeps the batches already written; importing the file again adds
+the rest (it merges). `strict` checks every chat before the first write.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import select
 import shutil
 import stat
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,34 +212,66 @@ def _import_path(
     documents = load_documents(path, source, report.rejected)
     match_source = source != "chatui" and not new_ids
     _refuse(report, documents, strict)
-    with store.write():
-        try:  # the usual case, every document good: checked once, by the write itself
-            outcomes = import_sessions(
-                store, documents, new_ids=new_ids, match_source=match_source, dry_run=dry_run
-            )
-        except TransferError:  # nothing was written; find and set aside the bad ones
-            documents = _checked(store, path, documents, report.rejected, new_ids, match_source)
-            _refuse(report, documents, strict)
-            outcomes = import_sessions(
-                store, documents, new_ids=new_ids, match_source=match_source, dry_run=dry_run
-            )
-        for outcome, doc in zip(outcomes, documents, strict=True):
-            if outcome.imported:
+    if strict and len(documents) > 1:  # all or nothing: every chat checked before any write
+        documents = _checked(store, path, documents, report.rejected, new_ids, match_source)
+        _refuse(report, documents, strict)
+    for n, batch in enumerate(_batches(documents)):
+        # One transaction a batch: the write lock is let go between batches, so a long
+        # import never keeps another writer (the app streaming a reply) waiting long.
+        if n and not dry_run:
+            # SQLite hands the lock to no one in particular: a writer waiting for it
+            # looks again every ≤100 ms, so a pause that long lets it in first.
+            time.sleep(BATCH_PAUSE)
+        with store.write():
+            try:  # the usual case, every document good: checked once, by the write itself
+                outcomes = import_sessions(
+                    store, batch, new_ids=new_ids, match_source=match_source, dry_run=dry_run
+                )
+            except TransferError:  # nothing of this batch written; set the bad ones aside
+                batch = _checked(store, path, batch, report.rejected, new_ids, match_source)
+                outcomes = import_sessions(
+                    store, batch, new_ids=new_ids, match_source=match_source, dry_run=dry_run
+                )
+            for outcome, doc in zip(outcomes, batch, strict=True):
+                if outcome.imported:
+                    report.chats.append(
+                        ChatResult(
+                            outcome.session_id, outcome.name, outcome.source, "imported",
+                            outcome.messages,
+                        )
+                    )  # fmt: skip
+                    continue
+                added = _merge(store, outcome.session_id, doc, dry_run)
                 report.chats.append(
                     ChatResult(
-                        outcome.session_id, outcome.name, outcome.source, "imported",
-                        outcome.messages,
+                        outcome.session_id, outcome.name, outcome.source,
+                        "updated" if added else "unchanged", added,
                     )
                 )  # fmt: skip
-                continue
-            added = _merge(store, outcome.session_id, doc, dry_run)
-            report.chats.append(
-                ChatResult(
-                    outcome.session_id, outcome.name, outcome.source,
-                    "updated" if added else "unchanged", added,
-                )
-            )  # fmt: skip
+    if not report.chats:
+        _refuse(report, [], strict)  # every conversation was bad: nothing imported
     return report
+
+
+BATCH_MESSAGES = 500
+"""Messages a write transaction of an import holds at most (whole chats: a bigger
+chat is a batch of its own): a fraction of a second of the write lock."""
+BATCH_PAUSE = 0.1
+"""Seconds between batches, for a waiting writer to take the lock."""
+
+
+def _batches(documents: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    batches: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for doc in documents:
+        listed = doc.get("messages") if isinstance(doc, dict) else None
+        count = len(listed) if isinstance(listed, list) else 1  # a bad one: refused later
+        if batches[-1] and size + count > BATCH_MESSAGES:
+            batches.append([])
+            size = 0
+        batches[-1].append(doc)
+        size += count
+    return [batch for batch in batches if batch]
 
 
 def _refuse(report: ImportReport, documents: list[dict[str, Any]], strict: bool) -> None:

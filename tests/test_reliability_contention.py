@@ -1,0 +1,87 @@
+"""A long import beside a streaming reply (issue 25 item 5): the import commits in
+batches of whole chats, so the reply's writes get the lock in between and the reply
+finishes whole. The reply's store waits at most 1 s for the lock here (the app waits
+10 s): an import that held the lock for its whole length failed it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+import time
+
+from chatui.core.events import Notice, ReplyFinished, TurnFailed
+from chatui.transfer.files import import_file
+from store import Store, StoreSessionProvider, document_entries
+from tests import llm_server as script
+from tests.test_engine import make_chat, of, run
+
+CHATS, MESSAGES = 60, 200  # 12,000 messages, ~4 MB of JSONL
+
+
+def big_export(path) -> int:
+    with path.open("w") as fh:
+        for c in range(CHATS):
+            sid = f"big{c:04d}"
+            messages, parent = [], None
+            for m in range(MESSAGES):
+                mid = f"{sid}-{m}"
+                messages.append({
+                    "id": mid, "parent_id": parent, "role": "user" if m % 2 == 0 else "assistant",
+                    "parts": [{"type": "text", "text": f"message {m} " + "lorem ipsum " * 25}],
+                })  # fmt: skip
+                parent = mid
+            doc = {"format": "chatui", "version": 1,
+                   "session": {"id": sid, "name": f"Big {c}"}, "messages": messages}  # fmt: skip
+            for entry in document_entries(doc):
+                fh.write(json.dumps(entry) + "\n")
+    return path.stat().st_size
+
+
+async def test_a_long_import_lets_a_streaming_reply_through(tmp_path, llm_server, fake_key):
+    source = tmp_path / "big.jsonl"
+    size = big_export(source)
+    assert size > 3_000_000
+    db = tmp_path / "chats.db"
+    Store(db).close()
+    done: list[object] = []
+
+    def importing() -> None:
+        with Store(db) as store:
+            try:
+                done.append(import_file(store, source, "chatui"))
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                done.append(exc)
+
+    words = " ".join(f"w{i}" for i in range(120))
+    with Store(db, busy_timeout=1.0) as store:
+        chat = make_chat(store, llm_server, max_retries=0)
+        llm_server.script(script.text(words, delay=0.01))
+        worker = threading.Thread(target=importing, daemon=True)
+        worker.start()
+        probe = sqlite3.connect(db, timeout=0, isolation_level=None)
+        for _ in range(3000):  # until the import is writing: it holds the write lock
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+            except sqlite3.OperationalError:
+                break
+            await asyncio.sleep(0.01)
+        probe.close()
+        started = time.monotonic()
+        events = await run(chat.engine.send(chat.sid, "stream while it imports"))
+        took = time.monotonic() - started
+        worker.join(120)
+        assert not of(events, TurnFailed), [(e.title, e.detail) for e in of(events, TurnFailed)]
+        assert not [n for n in of(events, Notice) if "locked" in n.text.lower()]
+        assert of(events, ReplyFinished)
+        reply = StoreSessionProvider(store, chat.sid).get_latest_leaf()
+        assert reply is not None and reply.text == words
+        assert reply.metadata.get("status") == "complete", reply.metadata
+    report = done[0]
+    assert not isinstance(report, Exception), report
+    assert report.count("imported") == CHATS
+    with Store(db) as store:
+        assert store.query("SELECT count(*) FROM messages")[0][0] == CHATS * MESSAGES + 2
+    assert took < 60
