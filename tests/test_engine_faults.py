@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sqlite3
 
@@ -273,6 +274,8 @@ async def test_reply_is_in_the_database_while_it_streams(store, llm_server, fake
         await events.aclose()
         reader.close()
     partial = json.loads(rows[0][0])
+    writer = partial["metadata"].pop("writer")  # whose stream it is, for other processes
+    assert writer["pid"] == os.getpid()
     assert partial["metadata"] == {
         "model": "openai/test-model",
         "status": "streaming",

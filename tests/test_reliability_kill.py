@@ -14,7 +14,7 @@ import signal
 import time
 
 from store import SessionManager, Store
-from store.message_search import index_text
+from store.message_search import index_body
 from store.storage import row_to_message
 from tests import llm_server as script
 
@@ -57,7 +57,7 @@ def fts_matches_messages(store: Store) -> None:
     assert len(rows) == store.query("SELECT count(*) FROM messages")[0][0]
     for row in rows:
         message = row_to_message(row[:6])
-        assert row[6] == index_text(message), message.id
+        assert row[6] == index_body(message), message.id
 
 
 def tree_is_intact(store: Store, session_id: str) -> None:

@@ -26,7 +26,7 @@ def gauge(lines: list[str]) -> str:
     raise AssertionError("no scratchpad gauge:\n" + "\n".join(lines))
 
 
-def wait_gauge(term: Terminal, figure: str, timeout: float = 20) -> list[str]:
+def wait_gauge(term: Terminal, figure: str, timeout: float = 60) -> list[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lines = term.screen()
