@@ -226,6 +226,11 @@ def fake_key(monkeypatch):
 # A PostgreSQL schema of one's own (`pg_url`); see tests/pg_helpers.py.
 from tests.pg_helpers import pg_url  # noqa: E402, F401
 
+# pytest-xdist workers export COLUMNS=80 and LINES=24; a chatui started in tmux by a test
+# would take them for its size (Rich reads them) and draw 80×24 in a wider window.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
 # -- a real browser (the HTML export) ------------------------------------------------
 #
 # Debian's chromium driven by the playwright package (its own browser download cannot

@@ -18,26 +18,35 @@ CHATUI = Path(sys.executable).parent / "chatui"
 
 
 class Terminal:
-    """One tmux session running `chatui` at a fixed size."""
+    """One tmux session running `chatui` at a fixed size, on a tmux server of its own.
+
+    Its own server (`tmux -L`): a shared server keeps the environment of whichever
+    process started it, so tests on parallel workers would hand each other their
+    environments (API keys, servers' addresses).
+    """
 
     def __init__(self, home: Path, width: int, height: int, *argv: str) -> None:
         self.name = f"chatui-test-{uuid.uuid4().hex[:8]}"
-        command = f"CHATUI_HOME={home} {CHATUI} {' '.join(argv)}"
+        self.start(f"CHATUI_HOME={home} {CHATUI} {' '.join(argv)}", width, height)
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-L", self.name, *args], capture_output=True, text=True, check=check
+        )
+
+    def start(self, command: str, width: int, height: int) -> None:
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height)]
-            + [command],
+            ["tmux", "-L", self.name, "new-session", "-d", "-s", self.name]
+            + ["-x", str(width), "-y", str(height), command],
             check=True,
             env={**os.environ, "TERM": "xterm-256color"},
         )
 
     def screen(self) -> list[str]:
-        out = subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
-        )
-        return out.stdout.splitlines()
+        return self.tmux("capture-pane", "-p", "-t", self.name, check=False).stdout.splitlines()
 
     def send(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        self.tmux("send-keys", "-t", self.name, *keys)
 
     def wait_for(self, words: str, timeout: float = 60) -> list[str]:
         deadline = time.monotonic() + timeout
@@ -49,7 +58,7 @@ class Terminal:
         raise AssertionError(f"{words!r} never showed:\n" + "\n".join(self.screen()))
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        self.tmux("kill-server", check=False)
 
 
 @pytest.fixture
@@ -136,10 +145,8 @@ def test_a_paste_with_escapes_and_carriage_returns_stays_in_the_input(terminal):
     term = terminal(80, 24, "--model", "demo")
     term.wait_for("Message · enter sends")
     pasted = "first line\x1b[31m red\x1b[0m\rsecond line\nthird"
-    subprocess.run(["tmux", "set-buffer", "-b", term.name, pasted], check=True)
-    subprocess.run(
-        ["tmux", "paste-buffer", "-p", "-d", "-b", term.name, "-t", term.name], check=True
-    )
+    term.tmux("set-buffer", "-b", term.name, pasted)
+    term.tmux("paste-buffer", "-p", "-d", "-b", term.name, "-t", term.name)
     lines = term.wait_for("third")
     box = [line for line in lines if "│" in line]
     assert any("first line red" in line for line in box), "\n".join(lines)

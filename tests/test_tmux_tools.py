@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -32,20 +33,10 @@ def context_tokens(lines: list[str]) -> int:
 
 class ToolTerminal(Terminal):
     def __init__(self, home: Path, key: str) -> None:
-        # The key goes on the command line: a tmux server started earlier keeps its own
-        # environment, so the test's would not reach the app.
-        super().__init__(home, 150, 40)
-        self.close()
-        self.name += "-tools"
-        import os
-        import subprocess
-
-        command = f"CHATUI_HOME={home} OPENAI_API_KEY={key} {CHATUI}"
-        subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "150", "-y", "40", command],
-            check=True,
-            env={**os.environ, "TERM": "xterm-256color"},
-        )
+        # The key goes on the command line, so it reaches the app whatever the server's
+        # environment.
+        self.name = f"chatui-tools-{uuid.uuid4().hex[:8]}"
+        self.start(f"CHATUI_HOME={home} OPENAI_API_KEY={key} {CHATUI}", 150, 40)
 
 
 def test_a_tool_round_on_one_branch_and_a_regenerated_sibling_without_it(
