@@ -30,7 +30,7 @@ import contextlib
 import importlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, cast
@@ -336,8 +336,8 @@ class ServerConnection:
             return f"Error: {self.name} failed: {self._describe(exc)}"
         return result_text(result)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
-        """The prompt's messages as one text (to put in the input box).
+    async def _ask(self, request: Callable[[Any], Awaitable[Any]]) -> Any:
+        """One request to the running server within its timeout.
 
         Raises:
             RuntimeError: the server is not running or refused (the message says why).
@@ -347,9 +347,17 @@ class ServerConnection:
             raise RuntimeError(f"the MCP server {self.name!r} is not running")
         try:
             async with asyncio.timeout(self.server.timeout):
-                got = await client.get_prompt(name, arguments)
+                return await request(client)
         except Exception as exc:
             raise RuntimeError(self._describe(exc)) from None
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
+        """The prompt's messages as one text (to put in the input box).
+
+        Raises:
+            RuntimeError: the server is not running or refused (the message says why).
+        """
+        got = await self._ask(lambda client: client.get_prompt(name, arguments))
         return clean("\n\n".join(_content_text(m.content) for m in got.messages))
 
     async def read_resource(self, uri: str) -> tuple[str, bytes]:
@@ -358,14 +366,7 @@ class ServerConnection:
         Raises:
             RuntimeError: the server is not running or refused (the message says why).
         """
-        client = self._client
-        if client is None:
-            raise RuntimeError(f"the MCP server {self.name!r} is not running")
-        try:
-            async with asyncio.timeout(self.server.timeout):
-                got = await client.read_resource(uri)
-        except Exception as exc:
-            raise RuntimeError(self._describe(exc)) from None
+        got = await self._ask(lambda client: client.read_resource(uri))
         for item in got.contents:
             mime = getattr(item, "mime_type", None) or "text/plain"
             text = getattr(item, "text", None)
