@@ -217,7 +217,6 @@ def drawn_header(view: MessageView) -> str:
     return view.header(view.query_one(".message--header").size.width).plain
 
 
-
 async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_server):
     """The first reply after launch took 6-10 s on a loaded machine with only "writing…
     (no text yet)": while the model process is still loading, the reply says so."""
