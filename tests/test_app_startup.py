@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
 
 from chatui import cli
 from chatui import launch as startup
@@ -54,7 +53,7 @@ class _FooterApp(App[None]):
 
     def on_mount(self) -> None:
         # Children are mounted (and composed) before their parent's Mount.
-        self.keys_at_mount = len(self.query_one(FittingFooter).query(FooterKey))
+        self.keys_at_mount = len(self.query_one(FittingFooter).shown_keys())
 
 
 async def test_the_footer_has_its_keys_when_it_is_mounted():
@@ -245,7 +244,7 @@ async def test_new_gauges_and_footer_keys_carry_their_classes_before_they_mount(
     app = _GaugeApp()
     async with app.run_test() as pilot:
         await pilot.pause()
-        keys = list(app.query_one(FittingFooter).query(FooterKey))
+        keys = app.query_one(FittingFooter).shown_keys()
         assert keys and all(k.has_class("-compact") for k in keys)
         mounted = app.query_one("#gauge", TokenGauge)
         assert mounted.has_class("-ok")
