@@ -92,7 +92,7 @@ a fast reply's first words are drawn by then."""
 WRITERS_CHECK_SECONDS = 1.0
 """How often a chat showing a reply another process writes asks whether it still lives
 (a process that dies writes nothing more: no change tells the pane)."""
-LOADING_NOTE = "starting the model (the first reply after launch waits for it)"
+LOADING_NOTE = "starting the model…"
 WELCOME = (
     "Type below and press enter to send (ctrl+j for a new line).\n"
     "ctrl+r regenerates and e edits a focused message — both make branches, nothing is "
