@@ -584,7 +584,9 @@ class MessageView(Vertical, can_focus=True):
             key.strip()
             for binding in self.BINDINGS
             if isinstance(binding, Binding)
-            for key in (keymap.get(binding.id, binding.key) if binding.id else binding.key).split(",")
+            for key in (keymap.get(binding.id, binding.key) if binding.id else binding.key).split(
+                ","
+            )
         )
 
     def typing_to(self, target: Callable[[str], None] | None) -> MessageView:
