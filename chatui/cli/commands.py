@@ -417,4 +417,3 @@ def _first_database_error(exc: BaseException) -> BaseException:
     while isinstance(exc.__context__, sqlite3.Error | PeeweeDatabaseError):
         exc = exc.__context__
     return exc
-

@@ -229,6 +229,7 @@ class ChatApp(App[int]):
         save_state(self.ui_state, self.state_path)
 
     @on(MainScreen.UiStateChanged)
+    @on(ChatPane.DraftChanged)
     def _ui_state_changed(self) -> None:
         save_state(self.ui_state, self.state_path)
 
