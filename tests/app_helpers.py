@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from textual.app import App
+from textual.drivers.headless_driver import HeadlessDriver
+
 from chatui.core.config import Config
 from chatui.core.ui_state import UiState
 from chatui.tui.app import ChatApp
@@ -107,6 +110,36 @@ def notices(app) -> str:
     """The text of the notices (toasts) on the screen now (`run_test(notifications=True)`:
     Textual's tests draw none by default)."""
     return " ".join(str(toast.render()) for toast in app.screen.query("Toast"))
+
+
+def record_frames(app: App) -> list[str]:
+    """Every frame `app` draws, as the text its terminal is sent (escape sequences and
+    all), one string a frame, first frame first.
+
+    Run the app with `run_test(headless=False)`: Textual sends nothing to a headless
+    driver. The driver here is headless in all but that (no terminal is touched), and
+    only Textual's public driver interface is used: `App.driver_class`, and the
+    `write`s of one frame followed by a `flush`. The bell (a lone BEL written outside
+    any frame) is a sound, not part of a frame: left out."""
+    frames: list[str] = []
+    pending: list[str] = []
+
+    class Recorder(HeadlessDriver):
+        @property
+        def is_headless(self) -> bool:
+            return False
+
+        def write(self, data: str) -> None:
+            if data != "\x07":
+                pending.append(data)
+
+        def flush(self) -> None:
+            if pending:
+                frames.append("".join(pending))
+                pending.clear()
+
+    app.driver_class = Recorder
+    return frames
 
 
 async def wait_until(pilot, condition, seconds: float = 20.0) -> None:

@@ -15,7 +15,7 @@ from chatui.tui.screens.dialogs import TextPrompt
 from store import Attachments
 from widgets import AttachmentTray, ChatInput, ChatNotice
 
-from .app_helpers import make_app, wait_until
+from .app_helpers import make_app, notices, wait_until
 
 SIZE = (140, 40)
 MODEL = "openai/test-model"
@@ -32,11 +32,7 @@ def vision_config(llm_server, **kwargs) -> Config:
     )
 
 
-def notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
-def notices(app) -> str:
+def chat_notices(app) -> str:
     return "\n".join(n.plain for n in app.main.query(ChatNotice))
 
 
@@ -114,7 +110,7 @@ async def test_unsupported_and_oversized_files_are_refused(store, llm_server, fa
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"GIF89a not a png")
     app = make_app(store, vision_config(llm_server, max_attachment_mb=0.001))  # ~1 KiB
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         # Each refusal checked as it comes (a toast expires: a loaded machine is slow).
         for path, words in (
@@ -127,8 +123,7 @@ async def test_unsupported_and_oversized_files_are_refused(store, llm_server, fa
             (tmp_path / "missing.txt", ("missing.txt: no such file",)),
         ):
             await attach_with_ctrl_o(pilot, path)
-            said = notes(app)
-            assert said and all(w in said[-1] for w in words), said
+            await wait_until(pilot, lambda words=words: all(w in notices(app) for w in words))
         assert tray(app) == () and Attachments(store).totals() == (0, 0)
         assert llm_server.requests == []
 
@@ -144,8 +139,8 @@ async def test_an_image_for_a_model_that_cannot_see_is_refused_and_kept(
         await pilot.pause()
         await attach_with_ctrl_o(pilot, photo)
         await pilot.press(*"Who is this?", "enter")
-        await wait_until(pilot, lambda: "cannot see images" in notices(app))
-        notice = notices(app)
+        await wait_until(pilot, lambda: "cannot see images" in chat_notices(app))
+        notice = chat_notices(app)
         assert "cat.png is an image" in notice and f'[models."{MODEL}"]' in notice
         assert llm_server.requests == []
         assert app.main.query_one(ChatInput).text == "Who is this?"  # nothing lost

@@ -17,7 +17,7 @@ from chatui.tui.screens.dialogs import TextPrompt
 from chatui.tui.screens.help import HelpScreen
 from widgets import MessageTree, MessageView
 
-from .app_helpers import make_app, populate, wait_until
+from .app_helpers import make_app, notices, populate, wait_until
 
 SIZE = (140, 40)
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -30,10 +30,6 @@ def chats(store):
 
 def keys_config(text: str) -> Config:
     return parse_config(tomllib.loads(text))
-
-
-def notes(app) -> str:
-    return " ".join(str(n.message) for n in app._notifications)
 
 
 async def test_a_remapped_key_runs_its_action_and_the_old_key_no_longer_does(store, chats):
@@ -118,11 +114,11 @@ async def test_bad_key_entries_are_warnings_and_the_defaults_stay(store, chats):
         'app.chats = ""\n'
     )
     app = make_app(store, config)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         main = app.main
-        await wait_until(pilot, lambda: "did you mean app.new_chat" in notes(app))
-        said = notes(app)
+        await wait_until(pilot, lambda: "did you mean app.new_chat" in notices(app))
+        said = notices(app)
         assert "unknown preset 'emacs'" in said
         assert "keys.message.regenerate: it calls the model, so it takes ctrl" in said
         assert "'ctrl+banana' is no key name" in said

@@ -13,7 +13,7 @@ from chatui.tui.screens.persona_picker import PersonaPicker
 from chatui.tui.screens.prompt import PromptScreen
 from chatui.tui.screens.template_form import TemplateForm
 
-from .app_helpers import make_app, wait_until
+from .app_helpers import make_app, notices, wait_until
 from .test_app_chat import idle, type_and_send
 from .test_app_palette import run_command
 
@@ -47,10 +47,6 @@ def config(llm_server, fake_key):
     data = tomllib.loads(CONFIG)
     data["api_base"] = llm_server.base_url
     return parse_config(data)
-
-
-def notes(app) -> str:
-    return " ".join(str(n.message) for n in app._notifications)
 
 
 def tool_names(request: dict) -> list[str]:
@@ -108,7 +104,7 @@ async def test_a_broken_persona_is_refused_with_the_reason_and_nothing_changes(
     store, config, llm_server
 ):
     app = make_app(store, config)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         main = app.main
         llm_server.text("First.")
@@ -118,7 +114,7 @@ async def test_a_broken_persona_is_refused_with_the_reason_and_nothing_changes(
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: isinstance(app.screen, PersonaPicker))
         await pilot.press("down", "enter")  # broken
-        await wait_until(pilot, lambda: "unknown tool 'no_such_tool'" in notes(app))
+        await wait_until(pilot, lambda: "unknown tool 'no_such_tool'" in notices(app))
         assert main.session_id == before  # still the chat that was open
         assert len(workspace_chats(app)) == 1
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 from chatui.tui.screens.chat_list import ChatListScreen
 from store import SessionManager
+from widgets import FittingFooter
 
 from .app_helpers import make_app, populate, wait_until
 
@@ -41,10 +40,11 @@ async def test_one_chat_is_not_one_chats(store, chats):
         assert status.startswith("1 chat ·"), status
 
 
-def _footer_keys(app) -> tuple[list[FooterKey], FooterKey]:
-    footer = app.main.query_one(Footer)
-    keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
-    return keys, footer.query_one(".-command-palette", FooterKey)
+def _footer_keys(app):
+    """(the keys shown, the command palette's key)."""
+    shown = app.main.query_one(FittingFooter).shown_keys()
+    keys = [k for k in shown if not k.has_class("-command-palette")]
+    return keys, next(k for k in shown if k.has_class("-command-palette"))
 
 
 @pytest.mark.parametrize("focus", ["input", "tree", "message"])

@@ -14,34 +14,20 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.dom import DOMNode
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
 
 from chatui import cli
 from chatui import launch as startup
+from chatui.tui.screens.main import MainScreen
 from widgets import ContextSidebar, FittingFooter, TokenGauge
 
-from .app_helpers import make_app, populate
+from .app_helpers import make_app, populate, record_frames
 
 
 @pytest.fixture
 def chats(store):
     return populate(store)
-
-
-def _frames(app: App) -> list[str]:
-    """The text of every frame the app hands to its driver (headless ones too)."""
-    frames: list[str] = []
-    shown = app._display
-
-    def display(screen, renderable):
-        shown(screen, renderable)
-        render = getattr(renderable, "render_segments", None)
-        if render is not None:
-            frames.append(render(app.console))
-
-    app._display = display  # type: ignore[method-assign]
-    return frames
 
 
 class _FooterApp(App[None]):
@@ -54,7 +40,7 @@ class _FooterApp(App[None]):
 
     def on_mount(self) -> None:
         # Children are mounted (and composed) before their parent's Mount.
-        self.keys_at_mount = len(self.query_one(FittingFooter).query(FooterKey))
+        self.keys_at_mount = len(self.query_one(FittingFooter).shown_keys())
 
 
 async def test_the_footer_has_its_keys_when_it_is_mounted():
@@ -68,8 +54,8 @@ async def test_the_footer_has_its_keys_when_it_is_mounted():
 
 async def test_the_first_frame_shows_the_footers_keys(store, chats):
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = _frames(app)
-    async with app.run_test(size=(120, 40)) as pilot:
+    frames = record_frames(app)
+    async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         assert frames
         assert "palette" in frames[0] and "Quit" in frames[0]
@@ -79,8 +65,8 @@ async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
     """The frame that first shows the last chat shows its memory too (the gauges were
     mounted without waiting, and drawn a frame later: an empty MEMORY meanwhile)."""
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = _frames(app)
-    async with app.run_test(size=(120, 40)) as pilot:
+    frames = record_frames(app)
+    async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         await pilot.pause()
         first = next(f for f in frames if "Lisbon trip" in f)
@@ -91,15 +77,15 @@ async def test_an_empty_database_starts_with_the_whole_screen_in_the_first_frame
     """Nothing to read: the new chat is composed into the first frame (no empty screen
     first), and the app goes on as after any start (the first chat was shown)."""
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = _frames(app)
-    shown: list[bool] = []
-    app._first_chat_shown = lambda: shown.append(True)
-    async with app.run_test(size=(120, 40)) as pilot:
+    frames = record_frames(app)
+    messages: list[object] = []
+    async with app.run_test(size=(120, 40), headless=False, message_hook=messages.append) as pilot:
         await pilot.pause()
         first = frames[0]
         for part in ("New chat · demo", "Type below", "read-only", "spent", "palette"):
             assert part in first, part
         assert app.main.chat is None and app.main.chat_input.has_focus
+        assert any(isinstance(m, MainScreen.FirstChatShown) for m in messages)
         await pilot.press(*"hi", "enter")
         await pilot.pause()
         assert app.main.chat is not None  # the first message stored the new chat
@@ -246,7 +232,7 @@ async def test_new_gauges_and_footer_keys_carry_their_classes_before_they_mount(
     app = _GaugeApp()
     async with app.run_test() as pilot:
         await pilot.pause()
-        keys = list(app.query_one(FittingFooter).query(FooterKey))
+        keys = app.query_one(FittingFooter).shown_keys()
         assert keys and all(k.has_class("-compact") for k in keys)
         mounted = app.query_one("#gauge", TokenGauge)
         assert mounted.has_class("-ok")
@@ -256,8 +242,17 @@ async def test_new_gauges_and_footer_keys_carry_their_classes_before_they_mount(
 
 
 class _SidebarApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.restyled: list[object] = []
+
     def compose(self) -> ComposeResult:
         yield ContextSidebar()
+
+    def update_styles(self, node: DOMNode, animate: bool = True) -> None:
+        """Textual restyles a node (and its children) here when its classes change."""
+        self.restyled.append(node)
+        super().update_styles(node, animate)
 
 
 async def test_new_memory_gauges_are_styled_once():
@@ -267,42 +262,26 @@ async def test_new_memory_gauges_are_styled_once():
 
     app = _SidebarApp()
     async with app.run_test() as pilot:
-        restyled: list[object] = []
-        update_styles = app.update_styles
-
-        def record(node, animate=True):
-            restyled.append(node)
-            update_styles(node, animate=animate)
-
-        app.update_styles = record
+        app.restyled.clear()
         sidebar = app.query_one(ContextSidebar)
         await sidebar.show_blocks([block("soul", 50, None, "readonly"), block("memory", 990, 1000)])
         await pilot.pause()
         gauges = list(sidebar.query(TokenGauge))
         assert [g.label for g in gauges][:2] == ["soul", "memory"]
         assert gauges[1].has_class("-over") and gauges[1].kind == "writable"
-        assert not [n for n in restyled if isinstance(n, TokenGauge)]
+        assert not [n for n in app.restyled if isinstance(n, TokenGauge)]
 
 
-async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_restyles(
-    store, monkeypatch
-):
+async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_restyles(store):
     """The theme set while the app is built only sets the variables of the first parse
-    (Textual re-parsed the app's sheets then, and parsed them again for the screen)."""
-    from textual.css import stylesheet
-
-    parsed: list[str] = []
-    parse = stylesheet.parse
-
-    def counting(scope, css, read_from, **kwargs):
-        parsed.append(str(read_from[0]))
-        return parse(scope, css, read_from, **kwargs)
-
-    monkeypatch.setattr(stylesheet, "parse", counting)
+    (Textual re-parsed the app's sheets then, `Stylesheet.reparse` putting a new source
+    in place of the one read, and parsed them again for the screen)."""
     app = make_app(store, warm_llm=False, model_process=False, theme="textual-light")
+    read = app.stylesheet.source
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert len([p for p in parsed if p.endswith("main.tcss")]) == 1
+        assert any(str(where[0]).endswith("main.tcss") for where in read)
+        assert app.stylesheet.source is read  # parsed as read, never re-parsed
         light = app.screen.styles.background
         app.theme = "textual-dark"
         await pilot.pause()

@@ -212,6 +212,11 @@ def test_a_401_with_no_key_set_says_the_key_is_missing_not_rejected(monkeypatch)
 # -- 12: the first reply after launch ---------------------------------------------------------
 
 
+def drawn_header(view: MessageView) -> str:
+    """A message's header as drawn: fitted to its header line's width."""
+    return view.header(view.query_one(".message--header").size.width).plain
+
+
 async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_server):
     """The first reply after launch took 6-10 s on a loaded machine with only "writing…
     (no text yet)": while the model process is still loading, the reply says so."""
@@ -219,7 +224,8 @@ async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_
     # for it, so the reply is on screen, still without text, well before it.
     llm_server.text("Here at last.", delay=1.0)
     app = make_app(store, config)
-    async with app.run_test(size=SIZE) as pilot:
+    # 160 columns, sidebar and tree shown: where the note was cut from the header.
+    async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
         worker = app.workspace.worker
         assert worker is not None
@@ -227,8 +233,9 @@ async def test_a_reply_waiting_for_the_model_to_load_says_so(store, config, llm_
         try:
             await pilot.press(*"Hi", "enter")
             await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2)
-            header = app.main.chat_view.views[-1].header().plain
-            assert "starting the model" in header
+            view = app.main.chat_view.views[-1]
+            # As drawn: at the pane's width, not the header's whole text.
+            await wait_until(pilot, lambda: "starting the model" in drawn_header(view))
         finally:
             worker.ready.set()
         await wait_until(pilot, lambda: app.main.chat_view.views[-1].shown == "Here at last.")

@@ -117,6 +117,11 @@ class FittingFooter(Footer):
         key.set_class(self.compact, "-compact", update=False)
         return key
 
+    def shown_keys(self) -> list[FooterKey]:
+        """The keys drawn now, left to right (the command palette's last, with class
+        `-command-palette`): what a user can read and click."""
+        return list(self.query(FooterKey))
+
     def on_resize(self, event: events.Resize) -> None:
         if event.size.width != self._composed_width and self._bindings_ready:
             self.call_after_refresh(self.recompose)

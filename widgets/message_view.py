@@ -318,7 +318,9 @@ class MessageView(Vertical, can_focus=True):
         if label:
             parts.append((f"  {label}", "italic", 0))
         if self.waiting_note and self.stream is not None:
-            parts.append((f" · {self.waiting_note}", "italic", 1))
+            # Why nothing comes yet is the reply's state for now: never dropped (it was
+            # cut first at 160 columns, so a slow first reply said nothing).
+            parts.append((f" · {self.waiting_note}", "italic", 0))
         usage = m.token_usage if isinstance(m.token_usage, dict) else {}  # an old row: any shape
         if isinstance(usage.get("output"), int | float) and usage.get("output"):
             parts.append((f"  {usage.get('input', 0)}→{usage['output']} tok", "", 4))
