@@ -34,12 +34,11 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, TypeAlias
 
-from peewee import DatabaseError as PeeweeDatabaseError
-
 from store import (
     LATEST,
     AgentInfo,
     ContextBlock,
+    EngineError,
     Latest,
     Message,
     Session,
@@ -98,7 +97,7 @@ max_retries, params) → chunks."""
 
 Params: TypeAlias = dict[str, Any]
 
-STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
+STORAGE_ERRORS = (StoreError, sqlite3.Error, EngineError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
 
 CONTINUE_PROMPT = (
@@ -480,7 +479,9 @@ class ChatEngine:
                         yield event
             except llm.LLMError as error:
                 status: ReplyStatus = "truncated"  # what it held, and what arrived, stays
-                finished = writer.finish(status)
+                async for note in self._finish(session_id, writer, status):
+                    yield note
+                finished = writer.stored_final
                 yield ReplyFinished(session_id, finished, status)
                 hint = error.hint
                 if error.kind == "context_length":
@@ -488,7 +489,9 @@ class ChatEngine:
                 yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                 return
             status = "truncated" if writer.finish_reason == "length" else "complete"
-            finished = writer.finish(status)
+            async for note in self._finish(session_id, writer, status):
+                yield note
+            finished = writer.stored_final
             if writer.usage is not None:
                 usage = writer.usage
                 self.manager.add_usage(session_id, usage["input"], usage["output"], usage["cost"])
@@ -722,8 +725,11 @@ class ChatEngine:
                         if isinstance(done, Compacted):
                             writer.reset()
                             continue
-                    finished = writer.finish("error", error=error.title, error_kind=error.kind)
-                    yield ReplyFinished(session_id, finished, "error")
+                    async for note in self._finish(
+                        session_id, writer, "error", error=error.title, error_kind=error.kind
+                    ):
+                        yield note
+                    yield ReplyFinished(session_id, writer.stored_final, "error")
                     hint = error.hint
                     if error.kind == "context_length":
                         hint = self._overflow_hint(model, options)
@@ -731,8 +737,11 @@ class ChatEngine:
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
                     title, detail = await self._empty_reply(session, parent, model)
-                    finished = writer.finish("error", error=title, error_kind="empty")
-                    yield ReplyFinished(session_id, finished, "error")
+                    async for note in self._finish(
+                        session_id, writer, "error", error=title, error_kind="empty"
+                    ):
+                        yield note
+                    yield ReplyFinished(session_id, writer.stored_final, "error")
                     yield TurnFailed(
                         session_id,
                         title,
@@ -744,7 +753,9 @@ class ChatEngine:
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
                 if not writer.calls and writer.finish_reason == "length":
                     status = "truncated"  # cut off by the output limit: kept, continuable
-                finished = writer.finish(status)
+                async for note in self._finish(session_id, writer, status):
+                    yield note
+                finished = writer.stored_final
                 if writer.usage is not None:
                     self.manager.add_usage(
                         session_id,
@@ -938,8 +949,38 @@ class ChatEngine:
                         "warning",
                     )
                 writer.maybe_flush()
+                note = writer.outage_note()
+                if note is not None:
+                    yield Notice(session_id, *note)
         finally:
             await stream.aclose()
+
+    async def _finish(
+        self,
+        session_id: str,
+        writer: ReplyWriter,
+        status: ReplyStatus,
+        *,
+        error: str | None = None,
+        error_kind: str | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Store the reply in its final form (`writer.stored_final`), waiting out an
+        unreachable database: the reply stays in memory and on screen, the wait is
+        said once, and the write is made when the server answers again (a cancel
+        meanwhile keeps what the last flush stored; see `ReplyWriter.cancel`)."""
+        while True:
+            try:
+                writer.finish(status, error=error, error_kind=error_kind)
+            except STORAGE_ERRORS as exc:
+                if not writer.kept(exc):
+                    raise
+            note = writer.outage_note()
+            if note is not None:
+                yield Notice(session_id, *note)
+            if writer.finished:
+                return
+            assert writer.outage is not None
+            await writer.outage.wait()
 
     async def _compact_quietly(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
         """Compact the path to `leaf_id`; a failure is a Notice, nothing is lost."""
