@@ -161,6 +161,29 @@ async def test_drafts_stay_with_their_chat_across_switches_and_a_restart(store, 
     assert saved["chat-soup"] == "More garlic?"
 
 
+async def test_a_draft_is_written_as_it_is_typed_without_a_switch_or_a_quit(store, chats, tmp_path):
+    state = tmp_path / "state.json"
+
+    def written() -> dict:
+        try:
+            return json.loads(state.read_text()).get("drafts", {})
+        except (OSError, ValueError):
+            return {}
+
+    app = make_app(store, ui_state=None, state_path=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        main = app.main
+        await wait_until(pilot, lambda: main.session_id == "chat-lisbon")
+        await pilot.press(*"Tram 28")
+        await wait_until(pilot, lambda: written().get("chat-lisbon") == "Tram 28")
+        await pilot.press(*" or walk?")
+        await wait_until(pilot, lambda: written().get("chat-lisbon") == "Tram 28 or walk?")
+        # Emptied by hand: forgotten in the file too.
+        main.chat_input.clear()
+        await wait_until(pilot, lambda: "chat-lisbon" not in written())
+
+
 def test_a_damaged_drafts_entry_is_dropped_not_fatal(tmp_path):
     from chatui.core.ui_state import load_state
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 
 import pytest
@@ -57,6 +58,25 @@ async def test_export_markdown_and_json_of_the_open_chat(store, chats, tmp_path)
     assert len(doc["messages"]) == 7  # the whole tree
     for name in ("trip.md", "trip.json"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+
+
+async def test_export_html_from_the_palette_writes_the_page_and_says_where(store, chats, tmp_path):
+    app = make_app(store)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        await run_command(pilot, "Export chat as HTML")
+        assert isinstance(app.screen, TextPrompt)
+        suggested = app.screen.query_one("#dialog-input", Input).value
+        assert suggested.endswith("-lisbon-trip.html")  # a name offered, in the exports folder
+        await answer(pilot, str(tmp_path / "trip.html"))
+        await wait_until(pilot, lambda: f"Exported to {tmp_path / 'trip.html'}" in notices(app))
+    page = (tmp_path / "trip.html").read_text()
+    assert page.startswith("<!doctype html>") and "Content-Security-Policy" in page
+    # Every branch is in the page; the one on screen in the app shows first.
+    assert "The Gulbenkian is a must." in page and "Try pastéis" in page
+    hidden = set(re.findall(r'<article [^>]*data-id="([^"]+)"[^>]* hidden>', page))
+    assert hidden == {"q2", "a3", "a1"}  # the other branch, and the replaced first reply
+    assert stat.S_IMODE((tmp_path / "trip.html").stat().st_mode) == 0o600
 
 
 async def test_export_to_an_unwritable_place_says_so(store, chats, tmp_path):

@@ -198,7 +198,7 @@ def test_start_up_compiles_no_search_pattern(started):
     assert started["compiled"] == 0
 
 
-def test_start_up_loads_no_exporter_importer_or_backup_module(started):
+def test_start_up_loads_no_exporter_importer_backup_module_or_postgresql_driver(started):
     """`chatui` builds its whole parser on every start, the app's too: the commands'
     modules, the memory inspector's and the demo model's replies load when used."""
     later = (
@@ -211,6 +211,7 @@ def test_start_up_loads_no_exporter_importer_or_backup_module(started):
         "store.transfer",
         "store.db_copy",
         "store.db_info",
+        "psycopg",  # PostgreSQL's driver: peewee imports it unless `store` comes first
     )
     loaded = set(started["modules"])
     assert {"chatui.cli.commands", "chatui.tui.app"} <= loaded

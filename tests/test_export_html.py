@@ -150,3 +150,76 @@ def test_branch_option_and_bad_input(capsys, tmp_path, chat):
     assert main(["export", "--all", "--format", "html", "-o", str(folder)]) == 0
     [written] = folder.iterdir()
     assert written.suffix == ".html" and (written.stat().st_mode & 0o777) == 0o600
+
+
+def tiny_png(width: int = 3, height: int = 2) -> bytes:
+    """A real PNG (a browser decodes it: its natural size is what the test reads)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.fixture
+def attached_chat(capsys, monkeypatch, tmp_path) -> str:
+    """A chat asked with an image, a short and a long text file (`chatui ask -a`; made
+    before the browser starts: playwright's loop would refuse `ask`'s own)."""
+    photo, notes, long = tmp_path / "red.png", tmp_path / "notes.txt", tmp_path / "log.txt"
+    photo.write_bytes(tiny_png())
+    notes.write_text("Platform 4, <b>not</b> 5.\nBring snacks.\n")
+    long.write_text("".join(f"line {i}\n" for i in range(200)))
+    server = LLMServer().start()
+    write_config(server.base_url, '[models."test-model"]\nvision = true\n')
+    server.script(text("A red rectangle, and your notes."))
+    try:
+        code, out, _ = ask(
+            capsys, monkeypatch, "--json", "-a", photo, "-a", notes, "-a", long, "what is this?"
+        )
+        assert code == 0, _
+    finally:
+        server.stop()
+    return str(json.loads(out)["chat_id"])
+
+
+def test_attachments_are_in_the_page_itself(capsys, tmp_path, attached_chat, browser):
+    """An image is inlined as a data: URI (it draws, nothing is fetched); a text file's
+    words are shown, collapsible; the page stays one file."""
+    target = export(capsys, tmp_path, attached_chat)
+    html = target.read_text(encoding="utf-8")
+    assert "data:image/png;base64," in html and "Platform 4, &lt;b&gt;not&lt;/b&gt; 5." in html
+    page = browser.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(target.as_uri())
+    page.wait_for_load_state("load")
+    image = page.locator("figure.file img")
+    assert image.count() == 1
+    # Decoded by the browser (the policy allows data: images and nothing else).
+    assert image.evaluate("e => [e.complete, e.naturalWidth, e.naturalHeight]") == [True, 3, 2]
+    assert "red.png" in page.locator("figure.file figcaption").text_content()
+    files = page.locator("details.file")
+    assert files.count() == 2
+    short, longer = files.nth(0), files.nth(1)
+    # A short text file is open; its markup is text. A long one is a click away.
+    assert short.locator("pre").is_visible()
+    assert short.locator("pre").text_content() == "Platform 4, <b>not</b> 5.\nBring snacks.\n"
+    assert not longer.locator("pre").is_visible()
+    longer.locator("summary").click()
+    assert longer.locator("pre").is_visible() and "line 199" in longer.locator("pre").inner_text()
+    assert errors == []
+    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
+    page.close()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -153,3 +155,30 @@ def test_a_paste_with_escapes_and_carriage_returns_stays_in_the_input(terminal):
     assert any("second line" in line for line in box)
     assert not any("You ·" in line for line in lines)  # nothing was sent
     assert not any("[31m" in line or "^[" in line for line in lines)
+
+
+def test_a_draft_outlives_the_terminal_being_killed(terminal, tmp_path):
+    """Drafts are written as they are typed, not only on a switch or a quit: a
+    terminal closed with SIGKILL (no chance to save anything) keeps the draft."""
+    term = terminal(100, 30, "--model", "demo")
+    term.wait_for("Message · enter sends")
+    term.send("Where does the river start", "Enter")
+    term.wait_for("You ·")  # the question is stored: the chat is
+    term.send("-l", "and half a question about its mouth")
+    state = tmp_path / "data" / "state.json"
+
+    def draft_written() -> bool:
+        try:
+            drafts = json.loads(state.read_text())["drafts"]
+        except (OSError, ValueError, KeyError):
+            return False
+        return "and half a question about its mouth" in drafts.values()
+
+    deadline = time.monotonic() + 30
+    while not draft_written():
+        assert time.monotonic() < deadline, "the draft was never written while typing"
+        time.sleep(0.05)
+    pane = int(term.tmux("list-panes", "-t", term.name, "-F", "#{pane_pid}").stdout.split()[0])
+    os.killpg(pane, signal.SIGKILL)  # the pane's whole process group: chatui and its helpers
+    again = terminal(100, 30)
+    again.wait_for("and half a question about its mouth")

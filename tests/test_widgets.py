@@ -291,6 +291,19 @@ async def test_gauge_state_classes_follow_fill():
         assert gauge.has_class("-unbounded")
 
 
+async def test_a_narrow_gauge_drops_where_its_figure_came_from_before_its_label():
+    gauge = TokenGauge("context")
+    gauge.figure = "575 of 32.8k (demo)"
+    app = Harness(gauge)
+    async with app.run_test(size=(26, 6)) as pilot:
+        await pilot.pause()
+        head = gauge.render().plain.splitlines()[0]
+        assert head.startswith("context ") and head.rstrip().endswith("575 of 32.8k")
+        await pilot.resize_terminal(60, 6)
+        await pilot.pause()
+        assert gauge.render().plain.splitlines()[0].rstrip().endswith("575 of 32.8k (demo)")
+
+
 def block(label: str, tokens: int, max_tokens: int | None, kind: str = "writable"):
     return ContextBlock(
         label=label,

@@ -53,15 +53,18 @@ class UiState:
         self.model = model
         self.recent_models = [model] + [m for m in self.recent_models if m != model][:9]
 
-    def remember_draft(self, session_id: str | None, text: str) -> None:
+    def remember_draft(self, session_id: str | None, text: str) -> bool:
         """Keep what is typed in a chat's input (blank: forget it); the newest
-        `MAX_DRAFTS` chats are kept, each up to `MAX_DRAFT_CHARS` characters."""
+        `MAX_DRAFTS` chats are kept, each up to `MAX_DRAFT_CHARS` characters.
+        Returns whether the kept draft changed (unchanged: nothing to write)."""
         key = session_id or NEW_CHAT_DRAFT
-        self.drafts.pop(key, None)
-        if text.strip():
-            self.drafts[key] = text[:MAX_DRAFT_CHARS]
+        before = self.drafts.pop(key, None)
+        after = text[:MAX_DRAFT_CHARS] if text.strip() else None
+        if after is not None:
+            self.drafts[key] = after
         while len(self.drafts) > MAX_DRAFTS:
             self.drafts.pop(next(iter(self.drafts)))
+        return before != after
 
     def draft(self, session_id: str | None) -> str:
         """What was typed in the chat's input and not sent ("" for none)."""

@@ -1,7 +1,8 @@
 """Export and import from inside the app (the command palette), on `chatui.transfer`.
 
 The same code paths as `chatui export` / `chatui import`: an export is the
-active branch as Markdown or the whole tree as chatui JSON, written private
+active branch as Markdown, the whole tree as chatui JSON or as one HTML page
+(`html_page`: every branch, the active one shown first), written private
 (0600) and whole; an import merges into chats already here and imports the readable
 conversations of a file with a damaged one (`chatui.transfer.importing`).
 """
@@ -46,7 +47,8 @@ def export_chat(
     active_leaf: str | None = None,
     live: Collection[str] = (),
 ) -> Path:
-    """Write one chat: `md` (the branch through `active_leaf`) or `json` (the whole tree).
+    """Write one chat: `md` (the branch through `active_leaf`), `json` (the whole tree)
+    or `html` (one self-contained page of the whole tree, showing `active_leaf`'s branch).
 
     `live`: ids of replies being written now, which the Markdown calls "writing…".
 
@@ -58,6 +60,10 @@ def export_chat(
         raise ValueError(f"no chat {session_id!r}")
     if fmt == "md":
         text = markdown_page(manager.store, info, active_leaf, live)
+    elif fmt == "html":
+        from .html_page import html_page  # Pygments and markdown-it: only when asked for
+
+        text = html_page(manager.store, info, active_leaf)
     else:
         text = json_text(export_session(manager.store, session_id)) + "\n"
     target = target.expanduser()

@@ -17,6 +17,9 @@ can do nothing when the page is opened.
   ‹ › buttons of a message that has siblings step between them.
 - Tool calls, their results, reasoning and the memory writes a reply made are
   collapsed (`<details>`), one click away.
+- Attached files are in the page too: an image as a `data:` URI (the one kind
+  of image the policy allows), a text file's words (open when short, collapsed
+  when long); other types, and content the store no longer holds, are named.
 - Control characters in messages are shown as escapes, as in the other exports.
 """
 
@@ -110,7 +113,69 @@ def _details(kind: str, summary: str, body_html: str) -> str:
     )
 
 
-def _parts(message: Message) -> str:
+TEXT_OPEN_LINES = 20
+"""A text file this short is shown open; a longer one is one click away."""
+
+
+def _file(name: str, mime: str, data: bytes | None, size: int = 0) -> str:
+    """An attached file in the page itself (nothing fetched when it opens): an image as
+    a `data:` URI, a text file's words (collapsible), anything else named, as is content
+    the store no longer holds (`data` None)."""
+    from store import attachment_kind, data_url
+
+    kind = attachment_kind(mime) if data is not None else "other"
+    size = len(data) if data is not None else size
+    label = f"{_esc(one_line(name, 80))} · {_esc(mime)} · {format_size(size)}"
+    if kind == "image":
+        assert data is not None
+        return (
+            f'<figure class="file"><img src="{data_url(mime, data)}" alt="{_esc(name)}">'
+            f"<figcaption>{label}</figcaption></figure>"
+        )
+    if kind == "text":
+        assert data is not None
+        text = data.decode("utf-8", errors="replace")
+        opened = " open" if text.count("\n") < TEXT_OPEN_LINES else ""
+        return (
+            f'<details class="file"{opened}><summary>File {label}</summary>'
+            f'<div class="detail"><pre>{_esc(text)}</pre></div></details>'
+        )
+    missing = " · its content is not in the store" if data is None else ""
+    return f'<p class="attachment">attachment: {label}{missing}</p>'
+
+
+def _attachment(part: dict[str, Any], load: Callable[[dict[str, Any]], bytes]) -> str:
+    """A chatui attachment (content stored once, by hash)."""
+    from store import StoreError
+
+    name, mime = str(part.get("name") or "attachment"), str(part.get("mime") or "")
+    try:
+        data: bytes | None = load(part)
+    except StoreError:  # pruned, or a part copied from another store
+        data = None
+    return _file(name, mime, data, int(part.get("size") or 0))
+
+
+def _imported_file(part: dict[str, Any]) -> str:
+    """A `file` part an import kept (Pi, llm: base64 `data`; ChatGPT: only a pointer)."""
+    from store import guess_mime
+
+    name = str(part.get("filename") or "")
+    mime = str(part.get("media_type") or "")
+    encoded = part.get("data")
+    if isinstance(encoded, str) and encoded:
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            data = None
+        if data is not None:
+            if not mime or mime.endswith("/*") or mime == "application/octet-stream":
+                mime = guess_mime(name, data)  # "image/*": the bytes say which
+            return _file(name or mime, mime, data)
+    return f'<p class="attachment">file: {_esc(name or mime)}</p>'
+
+
+def _parts(message: Message, load: Callable[[dict[str, Any]], bytes]) -> str:
     render = _markdown()
     out = []
     for part in message.parts:
@@ -131,16 +196,9 @@ def _parts(message: Message) -> str:
             body = f"<pre>{_esc(_pretty(part.get('output')))}</pre>"
             out.append(_details("tool", f"{label} <code>{name}</code>", body))
         elif kind == "attachment":
-            size = format_size(int(part.get("size") or 0))
-            out.append(
-                f'<p class="attachment">attachment: {_esc(part.get("name"))} · '
-                f"{_esc(part.get('mime'))} · {size}</p>"
-            )
+            out.append(_attachment(part, load))
         elif kind == "file":
-            out.append(
-                f'<p class="attachment">file: '
-                f"{_esc(part.get('filename') or part.get('media_type'))}</p>"
-            )
+            out.append(_imported_file(part))
         else:
             out.append(f'<p class="attachment">[{_esc(one_line(str(kind), 40))} part]</p>')
     return "\n".join(out) or '<p class="empty">(empty)</p>'
@@ -164,6 +222,7 @@ def _article(
     view: PathView,
     shown: bool,
     writes: list[StoredWrite],
+    load: Callable[[dict[str, Any]], bytes],
 ) -> str:
     role = message.role if message.role in ROLE_NAMES else "other"
     siblings = view.children.get(message.parent_id, [])
@@ -193,7 +252,7 @@ def _article(
         f'<article class="msg {role}" id="m-{_esc(message.id)}" data-id="{_esc(message.id)}" '
         f'data-parent="{_esc(message.parent_id or "")}"{"" if shown else " hidden"}>'
         f"<header>{' '.join(head)}</header>"
-        f'<div class="body">{_parts(message)}{_writes(writes)}</div></article>'
+        f'<div class="body">{_parts(message, load)}{_writes(writes)}</div></article>'
     )
 
 
@@ -341,6 +400,10 @@ details { margin: 6px 0; border: 1px solid var(--line); border-radius: 4px; padd
 details > summary { cursor: pointer; color: var(--muted); }
 details.memory > summary { color: var(--accent); }
 .attachment, .empty { color: var(--muted); font-style: italic; }
+figure.file { margin: 8px 0; }
+figure.file img { max-width: 100%; max-height: 70vh; border: 1px solid var(--line);
+  border-radius: 4px; }
+figure.file figcaption, details.file > summary { color: var(--muted); font-size: 0.9em; }
 section.compactions { margin-top: 24px; }
 """
 
@@ -383,6 +446,16 @@ _SCRIPT = """
 """
 
 
+def _loader(store: Store) -> Callable[[dict[str, Any]], bytes]:
+    """An attachment part → its content; each content read once (branches and forks
+    share parts, and a page shows every branch)."""
+    from store import Attachments
+
+    attachments = Attachments(store)
+    by_hash = cache(attachments.get)
+    return lambda part: by_hash(str(part.get("hash") or ""))
+
+
 def _hash(text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
@@ -397,6 +470,7 @@ def html_page(store: Store, info: SessionInfo, through: str | None = None) -> st
     """
     view = path_view(store, info, through)
     on_path = {m.id for m in view.path}
+    load = _loader(store)
     by_message: dict[str, list[StoredWrite]] = {}
     for write in session_writes(store, info.id):
         if write.message_id:
@@ -411,7 +485,7 @@ def html_page(store: Store, info: SessionInfo, through: str | None = None) -> st
         order.append(by_id[node])
         stack.extend(reversed(view.children.get(node, [])))
     articles = "\n".join(
-        _article(m, view, m.id in on_path, by_message.get(m.id, [])) for m in order
+        _article(m, view, m.id in on_path, by_message.get(m.id, []), load) for m in order
     )
     css = _CSS + _code_css()
     leaves = sum(1 for m in view.tree if not view.children.get(m.id))

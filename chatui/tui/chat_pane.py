@@ -76,6 +76,10 @@ from .message_actions import MessageActions
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
 
 _NOTHING_SHOWN = object()
+DRAFT_SAVE_AFTER = 0.5
+"""Seconds between typing and the draft reaching the state file: a killed terminal
+loses at most this much typing. A throttle, not a debounce (a steady typist's draft
+is written too); each write is one small file, atomically (`save_state`)."""
 """No chat shown yet: the empty input is nobody's draft."""
 
 log = logging.getLogger(__name__)
@@ -117,6 +121,9 @@ class ChatPane(Vertical):
         def __init__(self, session_id: str | None) -> None:
             super().__init__()
             self.session_id = session_id
+
+    class DraftChanged(TextualMessage):
+        """The draft of the chat on screen changed in `ui_state`; the app writes it."""
 
     class ModelChosen(TextualMessage):
         """The user picked a model; the app keeps it among the recent ones."""
@@ -187,6 +194,8 @@ class ChatPane(Vertical):
         self._elsewhere: frozenset[str] = frozenset()
         """Replies on screen another process is writing (`written_elsewhere`)."""
         self._writers_timer: Timer | None = None
+        self._draft_timer: Timer | None = None
+        """Pending: the draft typed since the last write goes to the state file."""
         self.attached: list[Attached] = []
         """What goes with the next message (the tray above the input shows it)."""
         self._sending: list[Attached] | None = None
@@ -264,11 +273,25 @@ class ChatPane(Vertical):
             else:
                 self.chat_input.focus()
 
-    def keep_draft(self) -> None:
-        """Keep what the input holds as the draft of the chat it was typed in."""
-        if self._draft_for is not _NOTHING_SHOWN:
-            key = self._draft_for if isinstance(self._draft_for, str) else None
-            self.ui_state.remember_draft(key, self.chat_input.text)
+    def keep_draft(self) -> bool:
+        """Keep what the input holds as the draft of the chat it was typed in; whether
+        the kept draft changed."""
+        if self._draft_for is _NOTHING_SHOWN:
+            return False
+        key = self._draft_for if isinstance(self._draft_for, str) else None
+        return self.ui_state.remember_draft(key, self.chat_input.text)
+
+    @on(ChatInput.Changed, "#input")
+    def _draft_typed(self) -> None:
+        """Typing (or a paste, or a send taking text off) is written as the draft within
+        `DRAFT_SAVE_AFTER` seconds, so a terminal killed mid-sentence keeps it."""
+        if self._draft_timer is None:
+            self._draft_timer = self.set_timer(DRAFT_SAVE_AFTER, self._save_draft)
+
+    def _save_draft(self) -> None:
+        self._draft_timer = None
+        if self.keep_draft():
+            self.post_message(self.DraftChanged())
 
     def _take_draft(self, session_id: str | None) -> None:
         """The input shows the draft of the chat now on screen (empty without one)."""
@@ -616,6 +639,16 @@ class ChatPane(Vertical):
         self._sent = None
         self._sending = None  # not stored: what was attached stays in the tray
         created, self._created = self._created, None
+        try:
+            await self._reread_after_turn(event, created)
+        except Exception as exc:  # a server that stopped answering: keep what is drawn
+            if not self.workspace.store.unreachable(exc):
+                raise
+            log.warning("the chat could not be read after its turn", exc_info=exc)
+        self.sync_busy()
+        await self._show_failure(event)
+
+    async def _reread_after_turn(self, event: JobEnded, created: str | None) -> None:
         if created is not None and self.workspace.discard_if_empty(created):
             # A new chat whose turn stored nothing (no key, say): it never existed; the
             # typed text is still in the input, the error stays on screen.
@@ -631,8 +664,6 @@ class ChatPane(Vertical):
             self.post_message(self.TreeChanged())  # once per turn: the final labels
             if not self._measured:  # a turn that ended without measuring (tool rounds)
                 await self.remeasure()
-        self.sync_busy()
-        await self._show_failure(event)
 
     async def _show_failure(self, event: JobEnded) -> None:
         if event.failure is not None:  # after the redraw, which would wipe it

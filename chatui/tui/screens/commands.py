@@ -53,6 +53,7 @@ class Host(Protocol):
 log = logging.getLogger(__name__)
 
 Entry = tuple[str, str, Callable[[], Any]]
+FORMAT_NAMES = {"md": "Markdown", "json": "JSON", "html": "HTML"}
 
 
 class ChatCommands:
@@ -237,6 +238,12 @@ class ChatCommands:
                 "The whole tree, every branch, as chatui JSON (import it back with "
                 "`chatui import`)",
                 partial(self.export_current, "json"),
+            )
+            yield (
+                "Export chat as HTML",
+                "One page to show anyone: every branch, the tree as a clickable graph, "
+                "attachments inside (no network)",
+                partial(self.export_current, "html"),
             )
             yield (
                 "Move chat to project",
@@ -476,7 +483,7 @@ class ChatCommands:
             self.notify(f"Exported to {written}")
 
         self.screen.app.push_screen(
-            TextPrompt(f"Export as {'Markdown' if fmt == 'md' else 'JSON'} to", str(suggested)),
+            TextPrompt(f"Export as {FORMAT_NAMES[fmt]} to", str(suggested)),
             done,
         )
 
