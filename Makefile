@@ -46,7 +46,10 @@ check: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
+# The first prints issue 23's table (chatui against the raw engines, SQLite and
+# PostgreSQL, with the load); TABLE_ARGS="--messages 1000000" for 1M.
 bench: $(STAMP)
+	$(BIN)/python bench/engine_table.py $(TABLE_ARGS)
 	$(BIN)/python bench/store_bench.py $(ARGS)
 	$(BIN)/python bench/pg_bench.py $(PG_ARGS)
 	$(BIN)/python bench/search_bench.py $(SEARCH_ARGS)

@@ -213,6 +213,10 @@ class LLMServer:
         self.prompt_tokens: list[int] = []
         """In llama-cpp-python mode: each request's prompt tokens as the server counted."""
         self.tokenize_requests: list[dict[str, Any]] = []
+        self.counted_usage = False
+        """Report usage as a server that counts but has no tokenize route (Ollama): the
+        rendered prompt (`render_prompt`, tools included) and the reply's text by the toy
+        tokenizer; each prompt's count goes to `prompt_tokens` too."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -324,8 +328,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _usage(self, reply: Scripted) -> tuple[int, int]:
         """The reply's usage; in llama-cpp-python mode the prompt as the server counted."""
         prompt, completion = reply.usage or (0, 0)
-        if self.owner.n_ctx is not None and self.owner.prompt_tokens:
+        if (self.owner.n_ctx is not None or self.owner.counted_usage) and self.owner.prompt_tokens:
             prompt = self.owner.prompt_tokens[-1]
+        if self.owner.counted_usage:
+            completion = count_tokens(reply.text)
         return prompt, completion
 
     def _start_stream(self) -> None:
@@ -436,6 +442,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if owner.n_ctx is not None and self._llama_cpp_python(body):
             return
+        if owner.counted_usage:
+            tokens = count_tokens(render_prompt(body.get("messages") or [], body.get("tools")))
+            with owner._lock:
+                owner.prompt_tokens.append(tokens)
         reply = owner._next()
         if reply is None:
             self._send_json(

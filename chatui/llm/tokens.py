@@ -12,19 +12,27 @@ What is asked, and when: `TOKENS.missing(api_base, texts)` says which pieces
 have no count yet; `TOKENS.count(api_base, texts)` (blocking: a thread) asks
 the server for them. A server with neither route is remembered as such after
 one try, and its figures stay estimates.
+
+OpenAI's hosted models are counted the same way by LiteLLM's tokenizer for the
+model (tiktoken's encoding, shipped inside LiteLLM: nothing is downloaded),
+under the key `litellm:MODEL` in place of an address (`counting_key`). Other
+hosted providers' tokenizers are not public (LiteLLM would count Claude 3+ or
+Gemini with OpenAI's encoding): their pieces stay estimated.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from .env import is_loaded, load_litellm, provider_of
 from .windows import _root
 
-__all__ = ["TOKENS", "TokenBook"]
+__all__ = ["LOCAL", "TOKENS", "TokenBook", "counting_key"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,26 @@ MAX_REMEMBERED = 20_000
 
 _ROUTES = (("/tokenize", "content"), ("/extras/tokenize", "input"))
 """llama-server's route and body key, then llama-cpp-python's."""
+LOCAL = "litellm:"
+"""The key of a model counted by LiteLLM's tokenizer, in this process."""
+COUNTED_PROVIDERS = frozenset({"openai"})
+"""Providers whose tokenizer LiteLLM has for real (tiktoken, by the model's encoding)."""
+
+
+def counting_key(api_base: str | None, model: str) -> str | None:
+    """Where `model`'s tokens are counted: its server (`api_base`), LiteLLM's tokenizer
+    for an OpenAI hosted model (once LiteLLM is loaded: never imported for this), or
+    nowhere (None: estimates)."""
+    if api_base:
+        return api_base
+    if "/" not in model and not is_loaded():
+        return None  # the provider of a bare name is LiteLLM's to say: not yet loaded
+    return LOCAL + model if _counted_here(model) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _counted_here(model: str) -> bool:
+    return provider_of(model) in COUNTED_PROVIDERS
 
 
 class TokenBook:
@@ -86,6 +114,8 @@ class TokenBook:
         return learned
 
     def _ask(self, api_base: str, text: str, timeout: float) -> int | None:
+        if api_base.startswith(LOCAL):
+            return self._ask_litellm(api_base, text)
         with self._lock:
             routes = [self._route[api_base]] if api_base in self._route else list(_ROUTES)
         import urllib.error
@@ -115,6 +145,20 @@ class TokenBook:
                 if api_base not in self._route:
                     self._route[api_base] = None  # it answered every route: it cannot count
         return None
+
+    def _ask_litellm(self, key: str, text: str) -> int | None:
+        """LiteLLM's count of `text` for the model; a tokenizer that cannot be had
+        offline (an encoding file missing) makes the model's figures estimates."""
+        try:
+            tokens = int(load_litellm().token_counter(model=key[len(LOCAL) :], text=text))
+        except Exception as exc:  # any failure of an optional count: estimates stay
+            log.debug("LiteLLM's tokenizer for %s: %s", key, exc)
+            with self._lock:
+                self._route[key] = None
+            return None
+        with self._lock:
+            self._route[key] = (key, "")
+        return tokens
 
     def clear(self) -> None:
         with self._lock:

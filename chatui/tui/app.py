@@ -44,6 +44,9 @@ CHANGE_POLL_SECONDS = 0.3
 GC_BACKSTOP_SECONDS = 5.0
 """Garbage collection paused for start-up (`launch.pause`) resumes by then at the latest."""
 
+UNREACHABLE_TOAST_SECONDS = 8.0
+"""A database that stops answering is said once in this long (every read fails)."""
+
 log = logging.getLogger(__name__)
 
 
@@ -82,6 +85,7 @@ class ChatApp(App[int]):
         self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
         self._warm = warm_llm
         self._quitting = False
+        self._told_unreachable = -UNREACHABLE_TOAST_SECONDS
         # [keys]: Textual rebinds by binding id; a bad entry is a warning after the
         # first frame, its action keeping the default key.
         self.keys_in_force, self._key_warnings = resolve_keys(config.keys)
@@ -119,6 +123,28 @@ class ChatApp(App[int]):
         super().notify(
             clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False
         )
+
+    def _handle_exception(self, error: Exception) -> None:
+        # A database server that stops answering (PostgreSQL stopped, restarting, the
+        # network gone) fails every read: a redraw, the sidebar's facts, the chat list.
+        # That is no reason to quit: what is on screen stays (the last good state), a
+        # reply being written is kept in memory until the server is back
+        # (`core.replies`), and the next action reads again. Anything else is a bug:
+        # Textual's handling (the traceback, the exit).
+        if self.store.unreachable(error):
+            log.warning("a read failed: the database is unreachable", exc_info=error)
+            now = time.monotonic()
+            if now - self._told_unreachable > UNREACHABLE_TOAST_SECONDS:
+                self._told_unreachable = now
+                self.notify(
+                    f"The database ({self.store.path}) does not answer; the screen shows "
+                    "what was read last. chatui keeps trying: nothing you typed is lost.",
+                    title="Database unreachable",
+                    severity="error",
+                    timeout=UNREACHABLE_TOAST_SECONDS,
+                )
+            return
+        super()._handle_exception(error)
 
     # -- start-up ---------------------------------------------------------------
 

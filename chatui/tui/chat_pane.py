@@ -639,6 +639,16 @@ class ChatPane(Vertical):
         self._sent = None
         self._sending = None  # not stored: what was attached stays in the tray
         created, self._created = self._created, None
+        try:
+            await self._reread_after_turn(event, created)
+        except Exception as exc:  # a server that stopped answering: keep what is drawn
+            if not self.workspace.store.unreachable(exc):
+                raise
+            log.warning("the chat could not be read after its turn", exc_info=exc)
+        self.sync_busy()
+        await self._show_failure(event)
+
+    async def _reread_after_turn(self, event: JobEnded, created: str | None) -> None:
         if created is not None and self.workspace.discard_if_empty(created):
             # A new chat whose turn stored nothing (no key, say): it never existed; the
             # typed text is still in the input, the error stays on screen.
@@ -654,8 +664,6 @@ class ChatPane(Vertical):
             self.post_message(self.TreeChanged())  # once per turn: the final labels
             if not self._measured:  # a turn that ended without measuring (tool rounds)
                 await self.remeasure()
-        self.sync_busy()
-        await self._show_failure(event)
 
     async def _show_failure(self, event: JobEnded) -> None:
         if event.failure is not None:  # after the redraw, which would wipe it
