@@ -84,7 +84,9 @@ class LockProbe(threading.Thread):
 
     def __init__(self, db: Path) -> None:
         super().__init__(daemon=True)
-        self.db, self.waits, self.errors = db, [], []
+        self.db = db
+        self.waits: list[float] = []
+        self.errors: list[str] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
