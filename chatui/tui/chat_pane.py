@@ -72,6 +72,7 @@ from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
 from .message_actions import MessageActions
+from .outage import SurvivesOutage
 
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
 
@@ -101,7 +102,7 @@ WELCOME = (
 )
 
 
-class ChatPane(Vertical):
+class ChatPane(SurvivesOutage, Vertical):
     """The title, the chat view and the input of the chat on screen."""
 
     class TreeChanged(TextualMessage):
@@ -491,7 +492,10 @@ class ChatPane(Vertical):
             return
         except Exception as exc:  # the database refused the new chat: say so, keep the text
             log.error("could not start a reply", exc_info=exc)
-            failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
+            advice = self.workspace.store.failure_advice(exc)  # the engine's terms
+            failure = JobEnded(
+                self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True, advice
+            )
             self.run_worker(self._show_failure(failure), group="failure")
             return
         # The title and the input's busy border follow a moment later: restyling the
