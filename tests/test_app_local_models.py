@@ -99,3 +99,51 @@ async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
         options = app.screen.query_one("#models-list", OptionList).options
         served = [str(o.prompt) for o in options if o.id == "qwen2.5-7b-instruct"]
         assert served and "served at" in served[0]
+
+
+async def test_the_model_picker_lists_hosted_models_whose_key_is_set(
+    store, config, llm_server, monkeypatch
+):
+    """LiteLLM's table gives the hosted providers' chat models; only those whose key
+    variable is set are listed (made in the background: the next ctrl+l shows them),
+    named so LiteLLM routes them, and the key itself is never shown."""
+    from textual.widgets import OptionList
+
+    from chatui.llm.served import HOSTED
+    from chatui.tui.screens.model_picker import ModelPicker
+
+    HOSTED.clear()
+    secret = "sk-ant-NEVER-SHOWN-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-NEVER-SHOWN-0123456789")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.llm_ready)
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: bool(HOSTED.known()))
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        options = app.screen.query_one("#models-list", OptionList).options
+        shown = {str(o.id): str(o.prompt) for o in options}
+        claude = [m for m in shown if m.startswith("claude-")]
+        assert claude and "ANTHROPIC_API_KEY is set" in shown[claude[0]]
+        gemini = [m for m in shown if "gemini" in m and "GEMINI_API_KEY is set" in shown[m]]
+        assert gemini and all(m.startswith("gemini/") for m in gemini)  # routed to Gemini
+        assert "gpt-4o" in shown  # the fixture's OPENAI_API_KEY
+        assert not [m for m in shown if m.startswith(("openrouter/", "mistral/"))]  # no key
+        assert not any("NEVER-SHOWN" in text for text in shown.values())
+        await pilot.press("escape")
+
+
+def test_hosted_models_follow_the_keys_set_and_are_made_once_per_set():
+    from chatui.llm.served import HostedModels
+
+    hosted = HostedModels()
+    assert hosted.refresh({"DEEPSEEK_API_KEY": "x"})
+    models = hosted.known()
+    assert models and {variable for _, variable in models} == {"DEEPSEEK_API_KEY"}
+    assert "deepseek/deepseek-chat" in dict(models)  # named so LiteLLM routes it there
+    assert not hosted.refresh({"DEEPSEEK_API_KEY": "another"})  # same providers: kept
+    assert hosted.refresh({"DEEPSEEK_API_KEY": " "}) and hosted.known() == []  # blank: unset
