@@ -130,6 +130,24 @@ def _key(chat) -> str:
     return server_key(chat.config.api_base, chat.config.model, names)
 
 
+async def test_vllms_tokenize_route_counts_too(local):
+    """vLLM's `/tokenize` takes {"prompt"} (asked without special tokens); the other
+    routes answer 400/404 there. Its counts make the figure exact as llama.cpp's do."""
+    local.server.tokenize_shape = "vllm"
+    errors = []
+    for question in ["Hello there.", "Tell me more, please.", "And then?"]:
+        usage = await next_figure(local, question)
+        await turn(local, question)
+        errors.append(usage.tokens - server_count(local))
+    assert local.server.tokenize_requests
+    assert all(
+        set(r) == {"prompt", "add_special_tokens"} and r["add_special_tokens"] is False
+        for r in local.server.tokenize_requests
+    )
+    assert TOKENS.counts(local.server.base_url) is True
+    assert errors[2] == 0, errors
+
+
 # -- a server that counts but has no /tokenize (Ollama) ---------------------------------
 
 
