@@ -28,11 +28,14 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ..transfer.text import neutralise, one_line
 from .base import BAD_INPUT, NOT_FOUND, OK, USAGE, CliError, _open, _resolve
 from .exits import code_for_failure
+
+if TYPE_CHECKING:
+    from ..core.config import Config
 
 __all__ = ["AskRequest", "Output", "add_ask_command", "ask", "cmd_ask", "read_prompt"]
 
@@ -173,10 +176,12 @@ async def ask(
     out: Output,
     *,
     opener: Callable[[str | None], AbstractContextManager[Any]] = open_database,
+    config: Config | None = None,
 ) -> int:
     """Run one turn for `request`, its words to `out`; returns the exit code.
 
     `opener`: how the database is had (the ask process keeps one open across turns).
+    `config`: the config as the caller read it for this turn (read here if None).
 
     Raises:
         CliError: no such chat, message or agent; conflicting options.
@@ -185,10 +190,11 @@ async def ask(
     from ..core.config import ConfigError, load_config
     from ..core.workspace import JobsFull, Workspace
 
-    try:
-        config = load_config()
-    except ConfigError as exc:
-        raise CliError(str(exc), USAGE) from exc
+    if config is None:
+        try:
+            config = load_config()
+        except ConfigError as exc:
+            raise CliError(str(exc), USAGE) from exc
     with opener(request.db) as store:
         workspace = Workspace(store, config, launch_model=request.model)
         try:
