@@ -29,13 +29,15 @@ run: $(APP_STAMP)
 	$(BIN)/chatui $(ARGS)
 
 # Tests run on as many workers as the machine has cores (two here), each test alone
-# in its own process's event loop; TEST_WORKERS=0 runs them in one process.
+# in its own process's event loop; TEST_WORKERS=0 runs them in one process. A worker
+# that is done takes tests from the other's queue (worksteal): the slow tmux and fuzz
+# tests no longer leave one core idle at the end of the run.
 TEST_WORKERS ?= auto
 
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 check: $(STAMP)
 	$(BIN)/ruff format .
@@ -44,7 +46,10 @@ check: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
+# The first prints issue 23's table (chatui against the raw engines, SQLite and
+# PostgreSQL, with the load); TABLE_ARGS="--messages 1000000" for 1M.
 bench: $(STAMP)
+	$(BIN)/python bench/engine_table.py $(TABLE_ARGS)
 	$(BIN)/python bench/store_bench.py $(ARGS)
 	$(BIN)/python bench/pg_bench.py $(PG_ARGS)
 	$(BIN)/python bench/search_bench.py $(SEARCH_ARGS)

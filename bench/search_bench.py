@@ -129,50 +129,78 @@ def raw_postgres(conn: Any):  # noqa: ANN201
     return search
 
 
-def measure(name: str, store: Store, raw: Any, queries: list[str], counts: dict) -> None:
+def time_queries(
+    store: Store, raw: Any, queries: list[str]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Milliseconds of each query through the library (`SessionManager.search(q, 20)`)
+    and through `raw`, warm, library and raw alternating."""
     manager = SessionManager(store)
-    lib: dict[str, list[float]] = {q: [] for q in queries}
-    base: dict[str, list[float]] = {q: [] for q in queries}
     for q in queries:  # warm both
         manager.search(q, 20, include_deleted=False)
         raw(q)
+    lib: dict[str, float] = {}
+    base: dict[str, float] = {}
     for q in queries:
         t = time.perf_counter()
         manager.search(q, 20, include_deleted=False)
-        lib[q].append((time.perf_counter() - t) * 1000)
+        lib[q] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         raw(q)
-        base[q].append((time.perf_counter() - t) * 1000)
+        base[q] = (time.perf_counter() - t) * 1000
+    return lib, base
+
+
+def by_band(
+    lib: dict[str, float], base: dict[str, float], queries: list[str], counts: dict[str, int]
+) -> list[tuple[str, int, float, float, float, float]]:
+    """(band, queries, library p50, p95, raw p50, p95) per hit-count band, then "all"."""
+    out = []
+    for low, high, label in [*BANDS, (0, 10**12, "all")]:
+        picked = [q for q in queries if low <= counts[q] < high]
+        if picked:
+            ours = [lib[q] for q in picked]
+            theirs = [base[q] for q in picked]
+            out.append(
+                (label, len(picked), pct(ours, 50), pct(ours, 95), pct(theirs, 50), pct(theirs, 95))
+            )
+    return out
+
+
+def measure(name: str, store: Store, raw: Any, queries: list[str], counts: dict) -> None:
+    lib, base = time_queries(store, raw, queries)
     load = os.getloadavg()[0]
     print(f"\n{name}: global search, 20 best, load {load:.1f}")
     print(
         f"  {'hits':<8} {'queries':>7} {'chatui p50':>10} {'p95':>8} {'raw p50':>9} {'p95':>8} "
         f"{'ratio p50':>9} {'ratio p95':>9}"
     )
-    rows = [*BANDS, (0, 10**12, "all")]
-    for low, high, label in rows:
-        picked = [q for q in queries if low <= counts[q] < high]
-        if not picked:
-            continue
-        ours = [lib[q][0] for q in picked]
-        theirs = [base[q][0] for q in picked]
-        o50, o95, t50, t95 = pct(ours, 50), pct(ours, 95), pct(theirs, 50), pct(theirs, 95)
+    for label, n, o50, o95, t50, t95 in by_band(lib, base, queries, counts):
         print(
-            f"  {label:<8} {len(picked):>7} {o50:10.2f} {o95:8.2f} {t50:9.2f} {t95:8.2f} "
+            f"  {label:<8} {n:>7} {o50:10.2f} {o95:8.2f} {t50:9.2f} {t95:8.2f} "
             f"{o50 / t50:8.2f}× {o95 / t95:8.2f}×"
         )
     top = queries[-1]
     print(
-        f"  most common word ({counts[top]:,} hits): chatui {lib[top][0]:.2f} ms, "
-        f"raw {base[top][0]:.2f} ms; two-letter prefixes: chatui p95 "
-        f"{pct([lib[q][0] for q in queries if q.endswith('*')], 95):.2f} ms"
+        f"  most common word ({counts[top]:,} hits): chatui {lib[top]:.2f} ms, "
+        f"raw {base[top]:.2f} ms; two-letter prefixes: chatui p95 "
+        f"{pct([lib[q] for q in queries if q.endswith('*')], 95):.2f} ms"
     )
     rng = random.Random(5)
     vocab = sorted({w for q in queries for w in q.replace("*", "").split() if w != "OR"})
     pasted = " ".join(rng.choice(vocab) for _ in range(5000))
     t = time.perf_counter()
-    manager.search(pasted, 20, include_deleted=False)
+    SessionManager(store).search(pasted, 20, include_deleted=False)
     print(f"  a pasted 5,000-word query: {(time.perf_counter() - t) * 1000:.1f} ms (64 searched)")
+
+
+def hit_counts(store: Store, queries: list[str]) -> dict[str, int]:
+    """How many messages each query matches (the same on both engines: the parity test)."""
+    counts = {}
+    for q in set(queries):
+        parsed = parse_query(q)
+        assert parsed is not None
+        counts[q] = len(store.engine.match_rowids(parsed))
+    return counts
 
 
 def main() -> None:
@@ -187,7 +215,7 @@ def main() -> None:
         path, corpus = corpus_file(args.cache, size, args.sessions)
         queries = query_mix(corpus["vocab"], random.Random(11))
         with Store(path) as store:
-            counts = {q: len(store.engine.match_rowids(parse_query(q))) for q in set(queries)}
+            counts = hit_counts(store, queries)
             if "sqlite" in args.engines:
                 conn = sqlite3.connect(path)
                 measure(f"SQLite, {size:,} messages", store, raw_sqlite(conn), queries, counts)

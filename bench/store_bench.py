@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -165,6 +166,69 @@ def compare(
     )
 
 
+# The recursive walk the library ran before it read histories in windows of rows
+# (`storage.walk_path`), and the overlays a history applies: the minimal work of a
+# history at raw driver speed.
+HISTORY_SQL = """
+    WITH RECURSIVE path(seq, parent_id, depth) AS (
+        SELECT seq, parent_id, 0 FROM messages WHERE session_id = ?1 AND id = ?2
+        UNION ALL
+        SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m
+        JOIN path ON m.session_id = ?1 AND m.id = path.parent_id)
+    SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at
+    FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC"""
+# PostgreSQL's planner hash-joins the whole chat at each step of that join (see
+# `storage.ancestors`); a person writing it by hand for psycopg takes the lookup.
+HISTORY_SQL_PG = """
+    WITH RECURSIVE path(seq, parent_id, depth) AS (
+        SELECT seq, parent_id, 0 FROM messages WHERE session_id = %(sid)s AND id = %(leaf)s
+        UNION ALL
+        SELECT up.seq, up.parent_id, path.depth + 1 FROM path, LATERAL (
+            SELECT seq, parent_id FROM messages
+            WHERE session_id = %(sid)s AND id = path.parent_id LIMIT 1) up)
+    SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at
+    FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC"""
+
+
+def raw_history(conn: Any) -> Callable[[tuple[str, str]], None]:
+    """The path root → leaf and the chat's overlays on a plain connection (sqlite3 or
+    psycopg), the JSON decoded."""
+    postgres = not isinstance(conn, sqlite3.Connection)
+    mark = "%s" if postgres else "?"
+
+    def history(sample: tuple[str, str]) -> None:
+        sid, leaf = sample
+        if postgres:
+            rows = conn.execute(HISTORY_SQL_PG, {"sid": sid, "leaf": leaf}).fetchall()
+        else:
+            rows = conn.execute(HISTORY_SQL, (sid, leaf)).fetchall()
+        conn.execute(f"SELECT * FROM compactions WHERE session_id = {mark}", (sid,)).fetchall()
+        [json.loads(r[4]) for r in rows]
+
+    return history
+
+
+# The statement `SessionManager.list()` runs: live sessions outside archived
+# projects, every column a SessionInfo carries.
+LIST_SQL = (
+    "SELECT id, name, parent_session_id, model, source, agent_id, project_id, status, "
+    "metadata, input_tokens, output_tokens, cost, created_at, updated_at, deleted_at, "
+    "status_detail FROM sessions WHERE deleted_at IS NULL AND (project_id IS NULL OR "
+    "project_id NOT IN (SELECT id FROM projects WHERE archived_at IS NOT NULL)) "
+    "ORDER BY updated_at DESC, rowid DESC LIMIT {mark} OFFSET {mark}"
+)
+
+
+def raw_list(conn: Any) -> Callable[[object], None]:
+    """The first 50 chats of the list on a plain connection (sqlite3 or psycopg)."""
+    sql = LIST_SQL.format(mark="?" if isinstance(conn, sqlite3.Connection) else "%s")
+
+    def listing(_: object) -> None:
+        conn.execute(sql, (50, 0)).fetchall()
+
+    return listing
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
@@ -274,25 +338,7 @@ def main() -> None:
         sid, leaf = sample
         sessions[sid].get_history(leaf)
 
-    # The recursive walk the library ran before it read histories in windows of
-    # rows (`storage.walk_path`): the ratio is the library against the old
-    # algorithm at raw sqlite3 speed.
-    cte = """
-        WITH RECURSIVE path(seq, parent_id, depth) AS (
-            SELECT seq, parent_id, 0 FROM messages WHERE session_id = ?1 AND id = ?2
-            UNION ALL
-            SELECT m.seq, m.parent_id, path.depth + 1 FROM messages m
-            JOIN path ON m.session_id = ?1 AND m.id = path.parent_id)
-        SELECT m.seq, m.id, m.parent_id, m.role, m.content, m.created_at
-        FROM path JOIN messages m ON m.seq = path.seq ORDER BY path.depth DESC"""
-
-    def raw_history(sample: tuple[str, str]) -> None:
-        sid, leaf = sample
-        rows = raw.execute(cte, (sid, leaf)).fetchall()
-        raw.execute("SELECT * FROM compactions WHERE session_id = ?", (sid,)).fetchall()
-        [json.loads(r[4]) for r in rows]
-
-    compare("get_history", lib_history, raw_history, leaves, "≤ 1 ms, ≤ 2×")
+    compare("get_history", lib_history, raw_history(raw), leaves, "≤ 1 ms, ≤ 2×")
 
     queries = corpus["queries"]
     pairs = [(rng.choice(corpus["leaves"])[0], q) for q in queries]
@@ -365,20 +411,7 @@ def main() -> None:
     def lib_list(_: object) -> None:
         manager.list(limit=50)
 
-    # The statement `SessionManager.list()` runs: live sessions outside
-    # archived projects, every column a SessionInfo carries.
-    list_sql = (
-        "SELECT id, name, parent_session_id, model, source, agent_id, project_id, status, "
-        "metadata, input_tokens, output_tokens, cost, created_at, updated_at, deleted_at, "
-        "status_detail FROM sessions WHERE deleted_at IS NULL AND (project_id IS NULL OR "
-        "project_id NOT IN (SELECT id FROM projects WHERE archived_at IS NOT NULL)) "
-        "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?"
-    )
-
-    def raw_list(_: object) -> None:
-        raw.execute(list_sql, (50, 0)).fetchall()
-
-    compare("list (50)", lib_list, raw_list, list(range(n)), "≤ 0.2 ms, ≤ 2×")
+    compare("list (50)", lib_list, raw_list(raw), list(range(n)), "≤ 0.2 ms, ≤ 2×")
     loop.close()
     store.close()
     raw.close()

@@ -176,6 +176,19 @@ class Store:
         "try again" where trying again may help."""
         return self.engine.failure_advice(exc)
 
+    def unreachable(self, exc: BaseException) -> bool:
+        """`exc` (from a read or a write) says the database server cannot be reached
+        now — stopped, restarting, the network or the connection lost — so the same
+        call may succeed later: keep what was to be written and try again. Always
+        False on SQLite (a file is there or not; its errors need a person)."""
+        return self.engine.unreachable(exc)
+
+    def answers(self) -> bool:
+        """The database answers now (PostgreSQL: a connection of its own is opened and
+        closed, at most `busy_timeout` seconds; SQLite: always). Safe on any thread:
+        run it off the event loop while the server is away."""
+        return self.engine.answers()
+
     def close(self) -> None:
         """Close this thread's connection (safe to call twice)."""
         if not self.db.is_closed():

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store import Session, storage
-from store.block_writes import path_ids
+from store.block_writes import BranchSite, block_history, content_at, path_ids, record_write
 from store.schema import MessageRow as M
 from store.storage import StoreSessionProvider, walk_path
 
@@ -232,3 +232,67 @@ async def test_history_with_overlays_on_a_long_path(store, windows):
     assert [m.id for m in shown][:10] == [f"m{i}" for i in range(10)]
     assert len(shown) == 40 - 20 + 1 and shown[-1].id == "m39"
     assert len(session.get_raw_history("m39")) == 40
+
+
+# -- a block's content on a path (`block_writes.content_at`): the path read only as far
+# as the newest write on it needs (`storage.PathWalk`), the same answer as reading it all.
+
+
+def write(store, mid: str | None, content: str, sid: str = "memo") -> None:
+    with store.write():
+        record_write(store, "ns", "notes", content, BranchSite(sid, mid))
+
+
+def content_by_whole_path(store, sid: str, leaf: str) -> str | None:
+    """The definition: the newest live write whose message is on the path (or none)."""
+    on_path = set(chain_of(store, sid, leaf))
+    for w in reversed(block_history(store, "ns", "notes")):
+        if not w.reverted and (w.message_id is None or w.message_id in on_path):
+            return w.content
+    return None
+
+
+def test_the_newest_write_on_the_path_wins_not_the_nearest(store, windows, monkeypatch):
+    s = StoreSessionProvider(store, "memo")
+    parent = None
+    for i in range(300):
+        parent = s.append_message(msg(f"m{i}"), parent).id
+        if i % 10 == 5:
+            s.append_message(msg(f"b{i}"), parent)  # a branch off the path
+    write(store, "m298", "near the leaf")
+    assert content_at(store, "ns", "notes", BranchSite("memo", "m299")) == "near the leaf"
+    write(store, "m2", "near the root, newer")
+    write(store, "b295", "on a branch, newest")
+    reads = []
+    real = storage._windows
+    monkeypatch.setattr(storage, "_windows", lambda *a: reads.append(a) or real(*a))
+    assert content_at(store, "ns", "notes", BranchSite("memo", "m299")) == "near the root, newer"
+    assert content_at(store, "ns", "notes", BranchSite("memo", "b295")) == "on a branch, newest"
+    assert content_at(store, "ns", "notes", BranchSite("memo", "m1")) is None
+    write(store, None, "on no message")
+    assert content_at(store, "ns", "notes", BranchSite("memo", "m1")) == "on no message"
+    write(store, "m299", "at the leaf")
+    reads.clear()
+    assert content_at(store, "ns", "notes", BranchSite("memo", "m299")) == "at the leaf"
+    assert len(reads) == 1  # the first window holds the answer: the rest is not read
+    for leaf in ("m0", "m150", "m299", "b5", "b295", "nope"):
+        expected = content_by_whole_path(store, "memo", leaf)
+        assert content_at(store, "ns", "notes", BranchSite("memo", leaf)) == expected
+
+
+def test_a_parent_stored_after_its_child(store, windows):
+    """No API makes such a link (a parent is stored before its children; a delete
+    moves children up to an older message); one written by hand is the one case
+    where stopping early can miss a write: on the late parent, from below it."""
+    s = StoreSessionProvider(store, "memo")
+    for i in range(8):
+        s.append_message(msg(f"m{i}"), f"m{i - 1}" if i else None)
+    s.append_message(msg("late"), None)
+    reparent(store, "memo", "m3", "late")  # m7 → … → m3 → late → m2 → m1 → m0
+    reparent(store, "memo", "late", "m2")
+    write(store, "m6", "older")
+    write(store, "late", "on the late parent")
+    assert content_at(store, "ns", "notes", BranchSite("memo", "late")) == "on the late parent"
+    assert content_at(store, "ns", "notes", BranchSite("memo", "m7")) == "older"
+    assert content_by_whole_path(store, "memo", "m7") == "on the late parent"
+    assert path_ids(store, "memo", "m7") == {"m0", "m1", "m2", "late", "m3", "m4", "m5", "m6", "m7"}

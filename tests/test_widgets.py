@@ -291,6 +291,19 @@ async def test_gauge_state_classes_follow_fill():
         assert gauge.has_class("-unbounded")
 
 
+async def test_a_narrow_gauge_drops_where_its_figure_came_from_before_its_label():
+    gauge = TokenGauge("context")
+    gauge.figure = "575 of 32.8k (demo)"
+    app = Harness(gauge)
+    async with app.run_test(size=(26, 6)) as pilot:
+        await pilot.pause()
+        head = gauge.render().plain.splitlines()[0]
+        assert head.startswith("context ") and head.rstrip().endswith("575 of 32.8k")
+        await pilot.resize_terminal(60, 6)
+        await pilot.pause()
+        assert gauge.render().plain.splitlines()[0].rstrip().endswith("575 of 32.8k (demo)")
+
+
 def block(label: str, tokens: int, max_tokens: int | None, kind: str = "writable"):
     return ContextBlock(
         label=label,
@@ -507,9 +520,7 @@ async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come()
         stream.write(" and more")
         await wait_until(pilot, lambda: streaming.shown == live + " and more")
         body = streaming.query_one(Markdown)
-        shown = " ".join(
-            str(block._content.plain) for block in body.children if hasattr(block, "_content")
-        )
+        shown = " ".join(str(block.content) for block in body.query_children(Static))
         assert body.source == live + " and more"
         assert shown.startswith("First line"), shown
         assert shown.endswith("line and more"), shown
@@ -540,11 +551,7 @@ async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
             await pilot.pause()
             if round_ % 2:
                 body = streaming.query_one(Markdown)
-                shown = " ".join(
-                    str(block._content.plain)
-                    for block in body.children
-                    if hasattr(block, "_content")
-                )
+                shown = " ".join(str(block.content) for block in body.query_children(Static))
                 assert body.source == final_text
             else:
                 assert not streaming.query(Markdown)

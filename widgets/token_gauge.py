@@ -157,6 +157,11 @@ class TokenGauge(Widget, can_focus=True):
             head.append(f" {self.kind}", style("token-gauge--kind"))
         figure = self.figure_text()
         gap = width - head.cell_len - len(figure)
+        if gap < 1 and figure.endswith(")") and " (" in figure:
+            # A narrow sidebar: where the figure came from "(demo)" goes before the
+            # label is cut ("conte… 575 of 32.8k (demo)" said less than "context 575 of 32.8k").
+            figure = figure[: figure.rindex(" (")]
+            gap = width - head.cell_len - len(figure)
         if gap >= 1:
             head.append(" " * gap)
             head.append(figure, style("token-gauge--figure"))

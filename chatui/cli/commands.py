@@ -17,11 +17,10 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from peewee import DatabaseError as PeeweeDatabaseError
-
 from store import (
     DatabaseFileError,
     DatabaseUnavailableError,
+    EngineError,
     SchemaVersionError,
     SessionInfo,
     SessionManager,
@@ -414,7 +413,7 @@ def failure_of(exc: BaseException) -> tuple[str, int] | None:
         return str(exc), UNREACHABLE
     if isinstance(exc, DatabaseFileError | SchemaVersionError):
         return str(exc), DATABASE
-    if isinstance(exc, sqlite3.Error | PeeweeDatabaseError):
+    if isinstance(exc, sqlite3.Error | EngineError):
         return f"database error: {_first_database_error(exc)}", DATABASE
     return None
 
@@ -422,6 +421,6 @@ def failure_of(exc: BaseException) -> tuple[str, int] | None:
 def _first_database_error(exc: BaseException) -> BaseException:
     """The error that started it: a full disk makes SQLite roll back on its own, and
     peewee's rollback then fails with "no transaction is active", which says nothing."""
-    while isinstance(exc.__context__, sqlite3.Error | PeeweeDatabaseError):
+    while isinstance(exc.__context__, sqlite3.Error | EngineError):
         exc = exc.__context__
     return exc

@@ -13,7 +13,11 @@ Figures are counted by the server's own tokenizer where it has one (`count`:
 `chatui.llm.tokens`, llama.cpp's `/tokenize`), each piece of the request (the
 prompt, each tool's schema, each message's text) on its own, plus
 `store.PER_MESSAGE_OVERHEAD` a message for the template's tokens around it;
-estimates otherwise (`store.tokens`). `ContextUsage.exact` says which.
+estimates otherwise (`store.tokens`). What the template adds beyond that (its
+tokens around each message, the tools as it renders them, a BOS) is learned
+from the prompt tokens the server reported for past requests (`fit`:
+`chatui.llm.template_cost`) and shown as `ContextUsage.template`.
+`ContextUsage.exact` says whether the figure is counted or estimated.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from dataclasses import dataclass
 from store import ContextBlock, Message, Tool, estimate_string_tokens, render_system_prompt
 from store.tokens import PER_MESSAGE_OVERHEAD, part_text
 
+from ..llm.template_cost import Piece
+
 __all__ = [
     "ContextUsage",
     "Counter",
+    "Fit",
     "Measured",
     "NextRequest",
     "ToolLine",
@@ -38,6 +45,10 @@ __all__ = [
 
 Counter = Callable[[str], int | None]
 """A text's tokens by the server's tokenizer, None when it has not been counted."""
+
+Fit = Callable[[list[Piece], int], "tuple[int, bool] | None"]
+"""The request's pieces and its message count → its tokens as the server will count
+them and whether that is exact (`TemplateCosts.figure`), None when nothing applies."""
 
 
 @dataclass(frozen=True)
@@ -84,12 +95,17 @@ class ContextUsage:
     source: str = ""
     """Where `window` came from: server, error, config, litellm, demo ("" when unknown)."""
     exact: bool = False
-    """Every piece was counted by the server's tokenizer (else: estimated)."""
+    """Counted, not estimated: the server counted a past request (the template's share
+    is known) and every piece by its tokenizer, or whatever changed since its count
+    of this chat's last request."""
+    template: int = 0
+    """What the chat template adds beyond `PER_MESSAGE_OVERHEAD` a message, learned
+    from the server's counts (negative where it leaves a piece out, as dropped tools)."""
 
     @property
     def tokens(self) -> int:
-        """The whole request: prompt, tools and messages."""
-        return self.prompt + self.tools + self.messages
+        """The whole request: prompt, tools, messages and the template's own tokens."""
+        return self.prompt + self.tools + self.messages + self.template
 
     @property
     def fraction(self) -> float | None:
@@ -150,6 +166,17 @@ def next_request(
     return NextRequest(model, prompt, prompt_tokens, tuple(lines), exact)
 
 
+def request_pieces(
+    prompt: str,
+    tools: Mapping[str, Tool],
+    history: Sequence[Message],
+    count: Counter | None = None,
+) -> list[Piece]:
+    """The request's pieces (`request_texts`), each with its tokens and whether counted:
+    what the server's count of a request is set against (`TemplateCosts.learn`)."""
+    return [Piece.of(text, *_tokens(text, count)) for text in request_texts(prompt, tools, history)]
+
+
 def measure(
     blocks: Sequence[ContextBlock],
     tools: Mapping[str, Tool],
@@ -158,9 +185,11 @@ def measure(
     window: int | None,
     source: str = "",
     count: Counter | None = None,
+    fit: Fit | None = None,
 ) -> Measured:
     """The next request of a path: `blocks` rendered, `tools`, `history`, against `window`.
-    `count`: the server's tokenizer's counts (estimates for what it has not counted)."""
+    `count`: the server's tokenizer's counts (estimates for what it has not counted);
+    `fit`: what the server's past counts teach about the rest (the template's tokens)."""
     request = next_request(blocks, tools, model, count)
     exact = request.exact
     messages = 0
@@ -170,7 +199,16 @@ def measure(
             tokens, counted = _tokens(part_text(part), count)
             messages += tokens
             exact = exact and counted
+    template = 0
+    if fit is not None:
+        pieces = request_pieces(request.system_prompt, tools, history, count)
+        fitted = fit(pieces, len(history))
+        if fitted is None:
+            exact = False  # the pieces may be counted; the template's share is not known
+        else:
+            figure, exact = fitted
+            template = figure - (request.prompt_tokens + request.tool_tokens + messages)
     usage = ContextUsage(
-        request.prompt_tokens, request.tool_tokens, messages, window, model, source, exact
+        request.prompt_tokens, request.tool_tokens, messages, window, model, source, exact, template
     )
     return Measured(tuple(blocks), request, usage)

@@ -29,17 +29,16 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, TypeAlias
-
-from peewee import DatabaseError as PeeweeDatabaseError
 
 from store import (
     LATEST,
     AgentInfo,
     ContextBlock,
+    EngineError,
     Latest,
     Message,
     Session,
@@ -56,10 +55,18 @@ from store.tokens import PER_MESSAGE_OVERHEAD, part_text
 
 from .. import llm
 from ..llm.quirks import QUIRKS
-from ..llm.tokens import TOKENS
+from ..llm.template_cost import TEMPLATES, server_key
+from ..llm.tokens import TOKENS, counting_key
 from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
-from .context_usage import ContextUsage, Measured, measure, request_texts
+from .context_usage import (
+    ContextUsage,
+    Counter,
+    Measured,
+    measure,
+    request_pieces,
+    request_texts,
+)
 from .convert import to_openai_messages
 from .events import (
     Compacted,
@@ -90,7 +97,7 @@ max_retries, params) → chunks."""
 
 Params: TypeAlias = dict[str, Any]
 
-STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
+STORAGE_ERRORS = (StoreError, sqlite3.Error, EngineError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
 
 CONTINUE_PROMPT = (
@@ -212,22 +219,26 @@ class ChatEngine:
         window = self.window(model)
         tools = await self.tools_for(session)
         api_base = self.options_for(model).api_base
-        if not api_base or TOKENS.counts(api_base) is False:
-            return measure(blocks, tools, history, model, window.tokens, window.source)
-        count = functools.partial(TOKENS.known, api_base)
-        measured = measure(blocks, tools, history, model, window.tokens, window.source, count)
-        if measured.usage.exact:
+        count = _counter(api_base, model)
+        # The server's counts of this chat's (or this server's) past requests teach what
+        # the pieces leave out: the template's own tokens.
+        fit = functools.partial(
+            TEMPLATES.figure, server_key(api_base, model, list(tools)), session.session_id
+        )
+        measured = measure(blocks, tools, history, model, window.tokens, window.source, count, fit)
+        counter = counting_key(api_base, model)
+        if not counter or TOKENS.counts(counter) is False or measured.usage.exact:
             return measured
         texts = request_texts(measured.request.system_prompt, tools, history)
-        return replace(measured, uncounted=tuple(TOKENS.missing(api_base, texts)))
+        return replace(measured, uncounted=tuple(TOKENS.missing(counter, texts)))
 
     async def count_tokens(self, model: str, measured: Measured) -> bool:
         """Have the model's server count what `measured` left uncounted (llama.cpp's
         `/tokenize`); True when a count was learned (measure again for the figure)."""
-        api_base = self.options_for(model).api_base
-        if not api_base or not measured.uncounted:
+        counter = counting_key(self.options_for(model).api_base, model)
+        if not counter or not measured.uncounted:
             return False
-        return await asyncio.to_thread(TOKENS.count, api_base, measured.uncounted)
+        return await asyncio.to_thread(TOKENS.count, counter, measured.uncounted)
 
     async def context_usage(self, session_id: str, leaf_id: str | None = None) -> ContextUsage:
         """How full the window is for the path to `leaf_id` (latest leaf if None): the
@@ -468,7 +479,9 @@ class ChatEngine:
                         yield event
             except llm.LLMError as error:
                 status: ReplyStatus = "truncated"  # what it held, and what arrived, stays
-                finished = writer.finish(status)
+                async for note in self._finish(session_id, writer, status):
+                    yield note
+                finished = writer.stored_final
                 yield ReplyFinished(session_id, finished, status)
                 hint = error.hint
                 if error.kind == "context_length":
@@ -476,7 +489,9 @@ class ChatEngine:
                 yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                 return
             status = "truncated" if writer.finish_reason == "length" else "complete"
-            finished = writer.finish(status)
+            async for note in self._finish(session_id, writer, status):
+                yield note
+            finished = writer.stored_final
             if writer.usage is not None:
                 usage = writer.usage
                 self.manager.add_usage(session_id, usage["input"], usage["output"], usage["cost"])
@@ -710,8 +725,11 @@ class ChatEngine:
                         if isinstance(done, Compacted):
                             writer.reset()
                             continue
-                    finished = writer.finish("error", error=error.title, error_kind=error.kind)
-                    yield ReplyFinished(session_id, finished, "error")
+                    async for note in self._finish(
+                        session_id, writer, "error", error=error.title, error_kind=error.kind
+                    ):
+                        yield note
+                    yield ReplyFinished(session_id, writer.stored_final, "error")
                     hint = error.hint
                     if error.kind == "context_length":
                         hint = self._overflow_hint(model, options)
@@ -719,8 +737,11 @@ class ChatEngine:
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
                     title, detail = await self._empty_reply(session, parent, model)
-                    finished = writer.finish("error", error=title, error_kind="empty")
-                    yield ReplyFinished(session_id, finished, "error")
+                    async for note in self._finish(
+                        session_id, writer, "error", error=title, error_kind="empty"
+                    ):
+                        yield note
+                    yield ReplyFinished(session_id, writer.stored_final, "error")
                     yield TurnFailed(
                         session_id,
                         title,
@@ -732,7 +753,9 @@ class ChatEngine:
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
                 if not writer.calls and writer.finish_reason == "length":
                     status = "truncated"  # cut off by the output limit: kept, continuable
-                finished = writer.finish(status)
+                async for note in self._finish(session_id, writer, status):
+                    yield note
+                finished = writer.stored_final
                 if writer.usage is not None:
                     self.manager.add_usage(
                         session_id,
@@ -746,6 +769,14 @@ class ChatEngine:
                         writer.usage["input"],
                         writer.usage["output"],
                         writer.usage["cost"],
+                    )
+                    await _learn_cost(
+                        options.api_base,
+                        model,
+                        session_id,
+                        (system_prompt, tools, history),
+                        writer.usage["input"],
+                        (finished, writer.usage["output"]),
                     )
                     dropped = await _tools_dropped(
                         options.api_base, system_prompt, schemas, history, writer.usage["input"]
@@ -918,8 +949,38 @@ class ChatEngine:
                         "warning",
                     )
                 writer.maybe_flush()
+                note = writer.outage_note()
+                if note is not None:
+                    yield Notice(session_id, *note)
         finally:
             await stream.aclose()
+
+    async def _finish(
+        self,
+        session_id: str,
+        writer: ReplyWriter,
+        status: ReplyStatus,
+        *,
+        error: str | None = None,
+        error_kind: str | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Store the reply in its final form (`writer.stored_final`), waiting out an
+        unreachable database: the reply stays in memory and on screen, the wait is
+        said once, and the write is made when the server answers again (a cancel
+        meanwhile keeps what the last flush stored; see `ReplyWriter.cancel`)."""
+        while True:
+            try:
+                writer.finish(status, error=error, error_kind=error_kind)
+            except STORAGE_ERRORS as exc:
+                if not writer.kept(exc):
+                    raise
+            note = writer.outage_note()
+            if note is not None:
+                yield Notice(session_id, *note)
+            if writer.finished:
+                return
+            assert writer.outage is not None
+            await writer.outage.wait()
 
     async def _compact_quietly(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
         """Compact the path to `leaf_id`; a failure is a Notice, nothing is lost."""
@@ -939,6 +1000,48 @@ def _estimate(
     """The request's size by the estimate (its prompt, tools and messages)."""
     tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
     return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)
+
+
+def _counter(api_base: str | None, model: str) -> Counter:
+    """A text's tokens as the model's server counts them, where known: its tokenizer's
+    count (`TOKENS`), or a reply's `completion_tokens` as the server reported them."""
+    replies = server_key(api_base, model, ())
+    counter = counting_key(api_base, model)
+
+    def count(text: str) -> int | None:
+        known = TOKENS.known(counter, text)
+        return known if known is not None else TEMPLATES.reply(replies, text)
+
+    return count
+
+
+async def _learn_cost(
+    api_base: str | None,
+    model: str,
+    chat: str,
+    request: tuple[str, Mapping[str, Tool], list[Message]],
+    prompt_tokens: int,
+    reply: tuple[Message, int],
+) -> None:
+    """Set the server's count of the request just answered against its pieces, and a
+    plain reply's text against its `completion_tokens` (`TEMPLATES`): the next figures
+    take the template's cost from them."""
+    system_prompt, tools, history = request
+    counter = counting_key(api_base, model)
+    if counter and TOKENS.counts(counter) is not False:
+        texts = request_texts(system_prompt, tools, history)
+        await asyncio.to_thread(TOKENS.count, counter, texts)  # the new question, mostly
+    pieces = request_pieces(system_prompt, tools, history, _counter(api_base, model))
+    schemas = {piece.digest for piece in request_pieces("", tools, [])}
+    optional = sum(piece.tokens for piece in pieces if piece.digest in schemas)
+    key = server_key(api_base, model, list(tools))
+    if not TEMPLATES.learn(key, chat, pieces, len(history), prompt_tokens, optional):
+        return  # not this request's count (a stand-in figure): nothing learned from it
+    message, completion_tokens = reply
+    # Only a reply sent back as it was written: reasoning is not sent, tool calls are
+    # rendered otherwise, and a continued reply's tokens are only the continuation's.
+    if [p.get("type") for p in message.parts] == ["text"] and not message.metadata.get("continued"):
+        TEMPLATES.learn_reply(server_key(api_base, model, ()), message.text, completion_tokens)
 
 
 async def _tools_dropped(

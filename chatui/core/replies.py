@@ -9,6 +9,15 @@ text up to the last flush, still marked incomplete.
 The text streamed so far is one `LiveText` (`ReplyWriter.live`): the writer
 stores it, and the reply job hands the same object to a view opened
 mid-reply. Nothing else keeps a copy.
+
+A database server that stops answering mid-reply (PostgreSQL stopped,
+restarting, the network gone: `Store.unreachable`) does not end the reply:
+the text streams on into `live`, the writes wait (`Outage`: a probe off the
+event loop, on a doubling delay up to `RETRY_MAX` seconds), and the first
+write once the server answers stores everything. The engine says so on
+screen (`ReplyWriter.outage_note`) and waits for the server before the
+reply's final write (`ChatEngine._finish`). A cancel or a quit during the
+outage cannot store the text: it is logged, with its length.
 """
 
 from __future__ import annotations
@@ -19,21 +28,82 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
-from store import Message, Session, Tool, tool_call_part, tool_result_part, writer_mark
+from store import Message, Session, Store, Tool, tool_call_part, tool_result_part, writer_mark
 
 from ..llm.errors import known_secrets, redact_known
 from .events import LiveText, ReplyStatus
 
-__all__ = ["ReplyWriter", "ToolRun", "new_id", "run_tools"]
+__all__ = [
+    "DB_BACK_NOTE",
+    "DB_DOWN_NOTE",
+    "Outage",
+    "ReplyWriter",
+    "ToolRun",
+    "new_id",
+    "run_tools",
+]
 
 log = logging.getLogger(__name__)
+
+RETRY_FIRST = 0.25
+"""Seconds before the first look at a database that stopped answering."""
+RETRY_MAX = 2.0
+"""The longest wait between two looks (the delay doubles up to it): a server back
+is written to within ~2 s, and a down one costs a connection attempt every 2 s."""
+DB_DOWN_NOTE = (
+    "The database is unreachable ({where}). The reply goes on and is kept in memory; "
+    "it is saved when the database answers again (chatui keeps trying). Do not quit "
+    "until then: what is not saved is lost."
+)
+DB_BACK_NOTE = "The database answers again: the reply is saved."
 
 
 def new_id() -> str:
     """A fresh message id."""
     return uuid.uuid4().hex
+
+
+class Outage:
+    """The database stopped answering while a reply was written: when to look again.
+
+    A look is `Store.answers()` run in a thread: a server that does not answer at
+    all may take its whole connect timeout, which the event loop must not wait for.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.delay = RETRY_FIRST
+        self._next = time.monotonic() + self.delay
+        self._probe: asyncio.Future[bool] | None = None
+        self.since = time.monotonic()
+
+    def failed(self) -> None:
+        """A write failed again: the next look waits longer (up to `RETRY_MAX`)."""
+        self.delay = min(self.delay * 2, RETRY_MAX)
+        self._next = time.monotonic() + self.delay
+
+    def back(self) -> bool:
+        """A look found the server answering (write now); starts a look when one is due.
+        Never blocks."""
+        probe = self._probe
+        if probe is not None and probe.done():
+            self._probe = None
+            if not probe.cancelled() and probe.exception() is None and probe.result():
+                return True
+            self.failed()
+        if self._probe is None and time.monotonic() >= self._next:
+            self._probe = asyncio.ensure_future(asyncio.to_thread(self.store.answers))
+        return False
+
+    async def wait(self) -> None:
+        """Until a look finds the server answering (asleep between looks)."""
+        while not self.back():
+            if self._probe is not None:
+                await asyncio.wait({self._probe})
+            else:
+                await asyncio.sleep(max(self._next - time.monotonic(), 0.01))
 
 
 class ReplyWriter:
@@ -64,6 +134,11 @@ class ReplyWriter:
         """Keys an endpoint may echo back inside a reply: never stored or indexed."""
         self.marks: dict[str, Any] = {}
         """Metadata kept through every write (`continued`: where continuations begin)."""
+        self.outage: Outage | None = None
+        """The database stopped answering: what streamed since is in memory only."""
+        self._said_down = False
+        self.final: Message | None = None
+        """The reply as `finish` stored it."""
 
     async def start(self, parent_id: str) -> Message:
         """Store the empty reply (status streaming, incomplete) under `parent_id`."""
@@ -101,6 +176,12 @@ class ReplyWriter:
         if self._requested_at is None:
             self._requested_at = self._last_flush
         self.flush()  # marked writing again: a redraw shows it live, a crash interrupted
+
+    @property
+    def stored_final(self) -> Message:
+        """The reply as `finish` stored it."""
+        assert self.final is not None
+        return self.final
 
     @property
     def stored(self) -> Message:
@@ -190,19 +271,54 @@ class ReplyWriter:
         }
 
     def maybe_flush(self) -> None:
-        """Write the text so far if `flush_interval` has passed since the last write."""
-        if self._dirty and time.monotonic() - self._last_flush >= self.flush_interval:
+        """Write the text so far if `flush_interval` has passed since the last write
+        (during an outage: once a look finds the database answering)."""
+        if self.outage is not None:
+            if self.outage.back():
+                self.flush()
+        elif self._dirty and time.monotonic() - self._last_flush >= self.flush_interval:
             self.flush()
 
     def flush(self) -> None:
         # Not final: the next flush or `finish` supersedes it, so its commit need not
         # wait for the database's disk (`Store`'s durability "final").
-        self.session.update_message(
-            self._message(self._streaming_metadata()),
-            final=False,
-        )
+        try:
+            self.session.update_message(
+                self._message(self._streaming_metadata()),
+                final=False,
+            )
+        except Exception as exc:
+            if not self.kept(exc):
+                raise
+            return
         self._last_flush = time.monotonic()
         self._dirty = False
+        self.outage = None
+
+    def kept(self, exc: BaseException) -> bool:
+        """`exc` (from a write of this reply) says the database is unreachable: the
+        reply stays in memory and is written when it answers again (True). False for
+        any other failure: the caller's to raise."""
+        store = self.session.store
+        if store is None or not store.unreachable(exc):
+            return False
+        if self.outage is None:
+            log.warning("the database is unreachable; reply %s is kept in memory: %s", self.id, exc)
+            self.outage = Outage(store)
+        else:
+            self.outage.failed()
+        return True
+
+    def outage_note(self) -> tuple[str, Literal["info", "warning"]] | None:
+        """(text, level) of a notice to show, once when the database stops answering
+        and once when the reply is saved again; None otherwise."""
+        if self.outage is not None and not self._said_down:
+            self._said_down = True
+            return DB_DOWN_NOTE.format(where=self.outage.store.path), "warning"
+        if self.outage is None and self._said_down:
+            self._said_down = False
+            return DB_BACK_NOTE, "info"
+        return None
 
     def finish(
         self, status: ReplyStatus, *, error: str | None = None, error_kind: str | None = None
@@ -220,15 +336,34 @@ class ReplyWriter:
         self.session.update_message(final)
         self._dirty = False
         self.finished = True
+        self.outage = None
         # As a read would give it back (no read: one statement less per turn): the row
         # keeps the time and the parent `start` stored.
         assert self._stored is not None
-        return replace(final, created_at=self._stored.created_at, parent_id=self._stored.parent_id)
+        self.final = replace(
+            final, created_at=self._stored.created_at, parent_id=self._stored.parent_id
+        )
+        return self.final
 
     def cancel(self) -> None:
-        """Store what streamed, marked cancelled, unless the reply already ended."""
+        """Store what streamed, marked cancelled, unless the reply already ended.
+
+        With the database unreachable nothing can be stored: that is logged (the
+        stored reply keeps its last flush, marked incomplete) and the cancel goes on.
+        """
         if self.started and not self.finished:
-            self.finish("cancelled")
+            try:
+                self.finish("cancelled")
+            except Exception as exc:
+                store = self.session.store
+                if store is None or not store.unreachable(exc):
+                    raise
+                log.error(
+                    "reply %s cancelled with the database unreachable: its last %d "
+                    "characters were not saved",
+                    self.id,
+                    len(self.live.text),
+                )
 
 
 @dataclass

@@ -33,6 +33,7 @@ from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
+from .outage import OutageNotices, SurvivesOutage
 from .screens.main import MainScreen
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
@@ -47,7 +48,7 @@ GC_BACKSTOP_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
-class ChatApp(App[int]):
+class ChatApp(SurvivesOutage, App[int]):
     """The chatui application: builds the workspace, shows the main screen, keeps UI state."""
 
     TITLE = "chatui"
@@ -82,6 +83,8 @@ class ChatApp(App[int]):
         self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
         self._warm = warm_llm
         self._quitting = False
+        self.outage = OutageNotices(store, self)
+        """Says when the database does not answer (the app stays up: `tui.outage`)."""
         # [keys]: Textual rebinds by binding id; a bad entry is a warning after the
         # first frame, its action keeping the default key.
         self.keys_in_force, self._key_warnings = resolve_keys(config.keys)
@@ -119,6 +122,13 @@ class ChatApp(App[int]):
         super().notify(
             clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False
         )
+
+    def _handle_exception(self, error: Exception) -> None:
+        # A timer's or a worker's read that failed because the database server does
+        # not answer: said, and the app goes on (message handlers: `SurvivesOutage`).
+        if self.outage.absorb(error):
+            return
+        super()._handle_exception(error)
 
     # -- start-up ---------------------------------------------------------------
 

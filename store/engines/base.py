@@ -125,6 +125,17 @@ class Engine(ABC):
         del exc
         return "Free disk space and check the database file's permissions, then try again."
 
+    def unreachable(self, exc: BaseException) -> bool:
+        """`exc` says the database server cannot be reached now (down, restarting, the
+        connection lost) and may answer later; never for a file."""
+        del exc
+        return False
+
+    def answers(self) -> bool:
+        """The database answers now: a new connection of its own, opened and closed,
+        so any thread may ask (the caller's connection is left alone)."""
+        return True
+
     @abstractmethod
     def size_bytes(self) -> int:
         """What the database takes on disk."""

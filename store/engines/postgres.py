@@ -327,9 +327,38 @@ class PostgresEngine(Engine):
         tables = [model._meta.table_name for model in MODELS]
         self.db.execute_sql(f"ANALYZE {', '.join([*tables, 'messages_fts', 'search_entries_fts'])}")
 
+    def unreachable(self, exc: BaseException) -> bool:
+        if isinstance(exc, DatabaseUnavailableError):
+            return True
+        cause = _driver_error(exc)
+        state = str(getattr(cause, "sqlstate", None) or "")
+        if state in _ADVICE:  # the server answered: a full disk, a lock, a grant…
+            return False
+        if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+            return True  # a connection failure; an admin's, a crash's or a start's end
+        try:
+            text = str(cause).lower()
+        except Exception:  # an exception that cannot say itself
+            text = ""
+        if "no space left on device" in text or "could not extend file" in text:
+            return False
+        return any(gone in text for gone in _GONE) or (
+            not state and isinstance(exc, OperationalError | InterfaceError)
+        )
+
+    def answers(self) -> bool:
+        import psycopg  # loaded by `load_psycopg` already
+
+        params = {k: v for k, v in self.db.connect_params.items() if v is not None}
+        try:
+            psycopg.connect(dbname=self.db.database, **params).close()
+        except Exception:  # any reason: it does not answer now
+            return False
+        return True
+
     def failure_advice(self, exc: BaseException) -> str:
         where = self.path
-        if isinstance(exc, DatabaseUnavailableError):
+        if self.unreachable(exc):
             return _LOST.format(where=where)
         cause = _driver_error(exc)
         state = str(getattr(cause, "sqlstate", None) or "")
@@ -341,13 +370,6 @@ class PostgresEngine(Engine):
             return _ADVICE[state].format(where=where)
         if "no space left on device" in text or "could not extend file" in text:
             return _ADVICE["53100"].format(where=where)
-        lost = state.startswith("08") or state in ("57P01", "57P02", "57P03")
-        if (
-            lost
-            or any(gone in text for gone in _GONE)
-            or (not state and isinstance(exc, OperationalError | InterfaceError))
-        ):
-            return _LOST.format(where=where)
         return (
             f"Check that the PostgreSQL server ({where}) is running and has free disk "
             "space, then try again."

@@ -6,8 +6,7 @@ from ..block_writes import (
     BranchSite,
     StoredWrite,
     block_history,
-    content_on_path,
-    path_ids,
+    content_at,
     record_write,
     revert_write,
 )
@@ -54,7 +53,7 @@ class StoreContextProvider:
         """The content (`default` before the first write); per branch: writes on no
         message only."""
         if self.branches:
-            found = content_on_path(self.store, self.namespace, self.label, set())
+            found = content_at(self.store, self.namespace, self.label, None)
             return self.default if found is None else found
         rows = self.store.rows(
             B.select(B.content).where(B.namespace == self.namespace, B.label == self.label)
@@ -65,8 +64,7 @@ class StoreContextProvider:
         """The content seen from `site` (the newest write for a shared block)."""
         if not self.branches:
             return await self.get()
-        path = path_ids(self.store, site.session_id, site.message_id)
-        found = content_on_path(self.store, self.namespace, self.label, path)
+        found = content_at(self.store, self.namespace, self.label, site)
         return self.default if found is None else found
 
     async def set(self, content: str) -> None:

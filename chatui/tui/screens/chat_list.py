@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from rich.text import Text
@@ -15,10 +16,13 @@ from store import SessionInfo
 from widgets import clean, one_line
 
 from ...core.workspace import Workspace
+from ..outage import SurvivesOutage
 from .dialogs import TextPrompt
 from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["ChatListScreen", "relative_time"]
+
+log = logging.getLogger(__name__)
 
 
 def relative_time(when: datetime, now: datetime | None = None) -> str:
@@ -41,7 +45,7 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     )
 
 
-class ChatListScreen(ListKeys, ModalScreen[str | None]):
+class ChatListScreen(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     """Dismisses with the id of the chat to open, or None."""
 
     CSS_PATH = "chat_list.tcss"
@@ -127,16 +131,27 @@ class ChatListScreen(ListKeys, ModalScreen[str | None]):
 
     def reload(self, keep: str | None = None) -> None:
         table = self.query_one(DataTable)
-        rows = self.workspace.list_chats(deleted=self.show_deleted)
-        if self.filter_text:
-            needle = self.filter_text.lower()
-            rows = [r for r in rows if needle in r.name.lower()]
-        names = self.workspace.chat_names()
-        agents = self.workspace.agent_names()
-        counts = self._counts()
+        try:  # every read before the table is touched: a failed one leaves it whole
+            rows = self.workspace.list_chats(deleted=self.show_deleted)
+            if self.filter_text:
+                needle = self.filter_text.lower()
+                rows = [r for r in rows if needle in r.name.lower()]
+            names = self.workspace.chat_names()
+            agents = self.workspace.agent_names()
+            counts = self._counts()
+            groups = self._groups(rows)
+        except Exception as exc:
+            if not self.workspace.store.unreachable(exc):
+                raise
+            log.warning("the chat list could not be read", exc_info=exc)
+            self.query_one("#chats-status", Label).update(
+                "The database does not answer: the list is as it was last read. "
+                "Press escape, or wait and reopen it."
+            )
+            return
         self.rows = []
         table.clear()
-        for header, infos in self._groups(rows):
+        for header, infos in groups:
             if header is not None:
                 table.add_row(Text(clean(header), "bold"), "", "", "", "", "", "")
                 self.rows.append(None)
