@@ -22,7 +22,7 @@ from chatui import launch as startup
 from chatui.tui.screens.main import MainScreen
 from widgets import ContextSidebar, FittingFooter, TokenGauge
 
-from .app_helpers import make_app, populate, record_frames
+from .app_helpers import make_app, populate, record_terminal
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ async def test_the_footer_has_its_keys_when_it_is_mounted():
 
 async def test_the_first_frame_shows_the_footers_keys(store, chats):
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = record_frames(app)
+    frames = record_terminal(app).frames
     async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         assert frames
@@ -65,7 +65,7 @@ async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
     """The frame that first shows the last chat shows its memory too (the gauges were
     mounted without waiting, and drawn a frame later: an empty MEMORY meanwhile)."""
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = record_frames(app)
+    frames = record_terminal(app).frames
     async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         await pilot.pause()
@@ -77,7 +77,7 @@ async def test_an_empty_database_starts_with_the_whole_screen_in_the_first_frame
     """Nothing to read: the new chat is composed into the first frame (no empty screen
     first), and the app goes on as after any start (the first chat was shown)."""
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = record_frames(app)
+    frames = record_terminal(app).frames
     messages: list[object] = []
     async with app.run_test(size=(120, 40), headless=False, message_hook=messages.append) as pilot:
         await pilot.pause()

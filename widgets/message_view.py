@@ -29,6 +29,7 @@ from textual.widgets import Collapsible, Static
 
 from store import Message, as_text, reply_state_label
 
+from .in_place import update_in_place
 from .sanitize import clean, one_line
 from .tree_layout import status_of
 
@@ -553,7 +554,9 @@ class MessageView(Vertical, can_focus=True):
                 await body.remove()
         else:
             self._tail = shown[len(shown.rstrip()) :]
-            body.update(_plain(shown))
+            # Laid out again only when the reply takes another line: most deltas
+            # land in its last line and repaint that alone.
+            update_in_place(body, _plain(shown))
 
     # -- actions ----------------------------------------------------------------
 

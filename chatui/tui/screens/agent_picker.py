@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from store import AgentInfo
 from widgets import clean
 
+from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["AgentPicker", "NO_AGENT"]
@@ -23,7 +24,7 @@ NO_AGENT = ""
 """What the picker returns for "no agent" (the config's default assistant)."""
 
 
-class AgentPicker(ListKeys, ModalScreen[str | None]):
+class AgentPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     """Dismisses with an agent id, `NO_AGENT`, or None when cancelled."""
 
     CSS_PATH = "agent_picker.tcss"

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from widgets import clean
 
 from ...core.workspace import PersonaConfig
+from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["NO_PERSONA", "PersonaPicker"]
@@ -23,7 +24,7 @@ NO_PERSONA = ""
 """What the picker returns for "no persona" (the config's prompt, model and parameters)."""
 
 
-class PersonaPicker(ListKeys, ModalScreen[str | None]):
+class PersonaPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     """Dismisses with a persona's name, `NO_PERSONA`, or None when cancelled."""
 
     CSS_PATH = "agent_picker.tcss"  # the agent picker's look
