@@ -1,8 +1,8 @@
 """Token counts by the server's own tokenizer, where the server can count.
 
-llama.cpp's `llama-server` has `POST /tokenize` ({"content": text}) and
-llama-cpp-python's server `POST /extras/tokenize` ({"input": text}); both
-answer {"tokens": [...]}. For such a server the sidebar's figure is counted,
+llama.cpp's `llama-server` has `POST /tokenize` ({"content": text}),
+llama-cpp-python's server `POST /extras/tokenize` ({"input": text}) and vLLM
+`POST /tokenize` ({"prompt": text}); each answers {"tokens": [...]}. For such a server the sidebar's figure is counted,
 not estimated: each piece of the request (the system prompt, each tool's
 schema, each message's text) is tokenized once, off the event loop, and
 remembered by its text. The chat template's few tokens around each message
@@ -40,8 +40,9 @@ ASK_TIMEOUT = 2.0
 MAX_REMEMBERED = 20_000
 """Texts whose counts are kept (oldest forgotten first)."""
 
-_ROUTES = (("/tokenize", "content"), ("/extras/tokenize", "input"))
-"""llama-server's route and body key, then llama-cpp-python's."""
+_ROUTES = (("/tokenize", "content"), ("/extras/tokenize", "input"), ("/tokenize", "prompt"))
+"""llama-server's route and body key, llama-cpp-python's, then vLLM's (asked without
+its special tokens, as llama-server's is by default: a BOS is the template's)."""
 LOCAL = "litellm:"
 """The key of a model counted by LiteLLM's tokenizer, in this process."""
 COUNTED_PROVIDERS = frozenset({"openai"})
@@ -127,7 +128,10 @@ class TokenBook:
                 return None
             path, key = route
             try:
-                answer = _post(root + path, {key: text}, timeout)
+                body: dict[str, object] = {key: text}
+                if key == "prompt":
+                    body["add_special_tokens"] = False
+                answer = _post(root + path, body, timeout)
                 tokens = answer.get("tokens") if isinstance(answer, dict) else None
                 if not isinstance(tokens, list):
                     raise ValueError("no tokens in the answer")
@@ -166,7 +170,7 @@ class TokenBook:
             self._route.clear()
 
 
-def _post(url: str, body: dict[str, str], timeout: float) -> object:
+def _post(url: str, body: dict[str, object], timeout: float) -> object:
     import urllib.request  # not on the start-up path
 
     request = urllib.request.Request(

@@ -33,6 +33,7 @@ from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
+from .outage import OutageNotices, SurvivesOutage
 from .screens.main import MainScreen
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
@@ -44,13 +45,10 @@ CHANGE_POLL_SECONDS = 0.3
 GC_BACKSTOP_SECONDS = 5.0
 """Garbage collection paused for start-up (`launch.pause`) resumes by then at the latest."""
 
-UNREACHABLE_TOAST_SECONDS = 8.0
-"""A database that stops answering is said once in this long (every read fails)."""
-
 log = logging.getLogger(__name__)
 
 
-class ChatApp(App[int]):
+class ChatApp(SurvivesOutage, App[int]):
     """The chatui application: builds the workspace, shows the main screen, keeps UI state."""
 
     TITLE = "chatui"
@@ -85,7 +83,8 @@ class ChatApp(App[int]):
         self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
         self._warm = warm_llm
         self._quitting = False
-        self._told_unreachable = -UNREACHABLE_TOAST_SECONDS
+        self.outage = OutageNotices(store, self)
+        """Says when the database does not answer (the app stays up: `tui.outage`)."""
         # [keys]: Textual rebinds by binding id; a bad entry is a warning after the
         # first frame, its action keeping the default key.
         self.keys_in_force, self._key_warnings = resolve_keys(config.keys)
@@ -125,24 +124,9 @@ class ChatApp(App[int]):
         )
 
     def _handle_exception(self, error: Exception) -> None:
-        # A database server that stops answering (PostgreSQL stopped, restarting, the
-        # network gone) fails every read: a redraw, the sidebar's facts, the chat list.
-        # That is no reason to quit: what is on screen stays (the last good state), a
-        # reply being written is kept in memory until the server is back
-        # (`core.replies`), and the next action reads again. Anything else is a bug:
-        # Textual's handling (the traceback, the exit).
-        if self.store.unreachable(error):
-            log.warning("a read failed: the database is unreachable", exc_info=error)
-            now = time.monotonic()
-            if now - self._told_unreachable > UNREACHABLE_TOAST_SECONDS:
-                self._told_unreachable = now
-                self.notify(
-                    f"The database ({self.store.path}) does not answer; the screen shows "
-                    "what was read last. chatui keeps trying: nothing you typed is lost.",
-                    title="Database unreachable",
-                    severity="error",
-                    timeout=UNREACHABLE_TOAST_SECONDS,
-                )
+        # A timer's or a worker's read that failed because the database server does
+        # not answer: said, and the app goes on (message handlers: `SurvivesOutage`).
+        if self.outage.absorb(error):
             return
         super()._handle_exception(error)
 

@@ -15,11 +15,12 @@ from textual.widgets import Collapsible, Label, Static
 from widgets import clean, format_tokens
 
 from ...core.workspace import ContextUsage, NextRequest
+from ..outage import SurvivesOutage
 
 __all__ = ["PromptScreen"]
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(SurvivesOutage, ModalScreen[str | None]):
     """The system prompt (whole), the parameters, each tool with its schema and token
     count; dismissed with "prompt" or "params" to edit one, else None."""
 

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from ..outage import SurvivesOutage
 from .list_keys import ListKeys
 
 __all__ = ["NO_CHOICE", "StartPicker"]
@@ -21,7 +22,7 @@ NO_CHOICE = ""
 """What a picker returns for its default row (the config's own settings)."""
 
 
-class StartPicker(ListKeys, ModalScreen[str | None]):
+class StartPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     """Dismisses with the chosen row's value, `NO_CHOICE` for the default row, or None
     when cancelled. A subclass names the dialog, its default row and its `choices`, and
     binds escape (its own binding id, for `[keys]`)."""
