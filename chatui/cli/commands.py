@@ -31,6 +31,7 @@ from store.search import query_problem
 
 from .. import launch
 from ..transfer.text import one_line
+from .argv import find_command, reads_as_prompt
 from .ask import add_ask_command
 from .base import (
     DATABASE,
@@ -337,30 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUED = ("--db", "--model", "--theme")
-"""The top-level options that take a value (skipped when looking for the command)."""
-
-
 def prompt_shortcut(argv: Sequence[str], commands: Collection[str]) -> list[str]:
     """`chatui "a question"` as `chatui ask "a question"`: when the first argument that
-    is not an option is no command and reads as a prompt, that is, holds several words
-    (one quoted argument). Unquoted words stay a usage error (`chatui shwo 3f2a`), so a
-    mistyped command never costs a model call."""
+    is not an option is no command and reads as a prompt (`argv.reads_as_prompt`)."""
     args = list(argv)
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word == "--":
-            return args
-        if word in _VALUED:
-            i += 2
-            continue
-        if word.startswith("-"):
-            i += 1
-            continue
-        if word not in commands and len(word.split()) > 1:
-            return [*args[:i], "ask", *args[i:]]
-        return args
+    _, i = find_command(args)
+    if i is not None and args[i] not in commands and reads_as_prompt(args[i]):
+        return [*args[:i], "ask", *args[i:]]
     return args
 
 
