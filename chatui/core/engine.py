@@ -143,7 +143,7 @@ class ChatEngine:
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
-        self._asking: set[asyncio.Task[bool]] = set()
+        self._asking: set[asyncio.Task[Any]] = set()
         """Servers being asked for a model's window (`_ask_window`)."""
         self.tool_filter = tool_filter
         """The tools a chat is limited to, by session id (a persona's), or None: all."""
