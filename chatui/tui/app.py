@@ -150,9 +150,6 @@ class ChatApp(SurvivesOutage, App[int]):
         if self.keys_in_force:
             self.set_keymap(self.keys_in_force)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        # Other processes and machines on the same database: their writes show
-        # within a second (the watcher is one pragma or one socket check a call).
-        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
         # Collection resumes after the first chat's frame; this is the backstop for
         # a start that never gets there (a database error on the first read).
         self.set_timer(GC_BACKSTOP_SECONDS, launch.resume, name="gc backstop")
@@ -161,6 +158,9 @@ class ChatApp(SurvivesOutage, App[int]):
         # The MCP servers' sessions end with the app (a stdio server's process is
         # stopped by the SDK), however it exits.
         await self.workspace.tools.stop()
+
+    def _watch_changes(self) -> None:
+        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
 
     def _poll_changes(self) -> None:
         try:
@@ -177,6 +177,11 @@ class ChatApp(SurvivesOutage, App[int]):
     @on(MainScreen.FirstChatShown)
     def _first_chat_shown(self) -> None:
         self.call_after_refresh(launch.resume)
+        # Other processes and machines on the same database: their writes show within a
+        # second (the watcher is one pragma or one socket check a call). Started once the
+        # first chat is on screen: on a loaded machine the first polls (the watcher's
+        # set-up) fell before the first frame and delayed it.
+        self.call_after_refresh(self._watch_changes)
         if self._warm:
             # After the next refresh the whole first screen is on the terminal; LiteLLM's
             # import (seconds of CPU) starts only then, so it never delays that frame.

@@ -53,9 +53,10 @@ class PromptScreen(SurvivesOutage, ModalScreen[str | None]):
             "before the messages"
         )
         if self.usage is not None:
-            title += (
-                f" · messages {self.usage.messages:,} · whole request {self.usage.tokens:,} tokens"
-            )
+            title += f" · messages {self.usage.messages:,}"
+            if self.usage.template:  # learned from the server's counts (chat template, BOS)
+                title += f" · template {self.usage.template:+,}"
+            title += f" · whole request {self.usage.tokens:,} tokens"
         with Vertical(id="prompt"):
             yield Label(Text(title), id="prompt-title")
             with VerticalScroll(id="prompt-body"):
