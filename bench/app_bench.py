@@ -1,15 +1,23 @@
-"""Benchmark of the app as a user feels it: first frame, opening a long chat, switching branch.
+"""Benchmark of the app as a user feels it: start-up, opening a long chat, switching branch.
 
-First frame is measured in tmux, from launching `chatui` until its screen shows (the
-footer's key hints are drawn), with an empty database and with 1,000 chats / 100k
-messages. The rest run the app headless (Textual's `run_test`) and time the operation
-from the key press to the redrawn screen. Figures, not assertions: `make bench`.
+Start-up (issue 23): `measure_startup` launches `chatui` and a bare Textual app (a
+`Static` and Textual's `Footer`) in tmux, alternately, in the same run, and times each
+from launch until the screen shows it whole: chatui's title, the chat's text, the input,
+a memory gauge, the conversation's figures and the footer's keys; the bare app's text
+and footer keys. The ratio of the medians is printed with the load average, on the
+machine as it is and again with a CPU-bound process on every other core.
+
+First frame is also measured on its own, with an empty database and with 1,000 chats /
+100k messages. The rest run the app headless (Textual's `run_test`) and time the
+operation from the key press to the redrawn screen. Figures, not assertions: `make bench`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -19,6 +27,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -28,6 +37,9 @@ from store_bench import build_corpus  # noqa: E402
 
 from store import SessionManager, Store  # noqa: E402
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 CHATUI = str(Path(sys.executable).with_name("chatui"))
 FRAME_MARK = "MEMORY"  # the sidebar's heading: the first frame with the whole layout
 READY_MARK = "· demo"  # the title's model (--model demo): drawn once the last chat is open
@@ -35,6 +47,175 @@ READY_MARK = "· demo"  # the title's model (--model demo): drawn once the last 
 
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+
+
+# -- start-up: full UI ready against a bare Textual app's first frame ----------------------
+
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Footer, Static
+class Bare(App):
+    def compose(self):
+        yield Static("BARE-READY")
+        yield Footer()
+Bare().run()
+"""
+BARE_MARKS = ("BARE-READY", "palette")  # its text (its first frame), its footer's key
+
+READY_MARKS = (
+    "New chat · demo",  # the title: the last chat is open (a new one: nothing is stored)
+    "Type below",  # that chat's text (a new chat's welcome)
+    "Message ·",  # the input
+    "MEMORY",
+    "read-only",  # a memory block's gauge (the "soul" block of the default config)
+    "CONVERSATION",
+    "spent",  # the conversation's figures
+    "palette",  # the footer's keys (their last one)
+)
+"""Every part of chatui's first screen, with its content: "ready" is when all are drawn
+(the frame that first shows one part need not show the others)."""
+
+
+class _Terminal:
+    """One tmux server for a series of launches: each program runs in a new session of
+    it, as a user starts a program in a terminal that is already open."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.socket = f"chatui-bench-{uuid.uuid4().hex[:8]}"
+        self.prefix = " ".join(f"{k}={json.dumps(v)}" for k, v in env.items())
+        self._run("new-session", "-d", "-s", "idle", "-x", "140", "-y", "40", "sleep 3600")
+
+    def _run(self, *args: str) -> str:
+        command = ["tmux", "-L", self.socket, *args]
+        return subprocess.run(command, capture_output=True, text=True, check=False).stdout
+
+    def launch_until(self, command: str, marks: tuple[str, ...]) -> dict[str, float]:
+        """Milliseconds from launching `command` until its screen first showed each mark
+        (the screen is read until it shows them all)."""
+        name = uuid.uuid4().hex[:8]
+        started = time.perf_counter()
+        self._run(
+            "new-session", "-d", "-s", name, "-x", "140", "-y", "40", f"{self.prefix} {command}"
+        )
+        seen: dict[str, float] = {}
+        try:
+            while time.perf_counter() - started < 30:
+                screen = self._run("capture-pane", "-p", "-t", name)
+                now = (time.perf_counter() - started) * 1000
+                seen.update({mark: now for mark in marks if mark not in seen and mark in screen})
+                if len(seen) == len(marks):
+                    return seen
+                time.sleep(0.005)
+            raise RuntimeError(f"never ready: {[m for m in marks if m not in seen]}")
+        finally:
+            pid = self._run("display-message", "-p", "-t", name, "#{pane_pid}").strip()
+            self._run("kill-session", "-t", name)
+            _wait_gone(int(pid) if pid.isdigit() else None)
+
+    def close(self) -> None:
+        self._run("kill-server")
+
+
+def _wait_gone(pid: int | None, timeout: float = 5.0) -> None:
+    """Until the killed program has exited: one still shutting down would take CPU from
+    the next launch, and write into the home folder the bench is about to delete."""
+    deadline = time.monotonic() + timeout
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.005)
+
+
+@contextlib.contextmanager
+def cpu_bound_beside(processes: int | None = None) -> Iterator[None]:
+    """A busy-looping process on every core but one (the machine's other work does not
+    stop for a user's start-up either)."""
+    count = processes if processes is not None else max(1, (os.cpu_count() or 2) - 1)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5)  # scheduled and spinning before the first launch
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
+def startup_samples(runs: int = 9) -> dict[str, list[float]]:
+    """Milliseconds per launch, `runs` launches of each program in tmux, alternating
+    which goes first (load falls on both alike): "chatui" (its full UI ready), "bare" (a
+    bare Textual app's first frame) and "bare footer" (that app's footer keys, which
+    Textual draws a few frames later). A fresh chatui home: the new chat's screen."""
+    # Bytecode as an install has it (pip compiles it; where PYTHONDONTWRITEBYTECODE is
+    # set, a module edited since `make` would be compiled again on every launch).
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "chatui", "store", "widgets", "themes"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as home:
+        env = {
+            "CHATUI_HOME": home,
+            "PATH": os.environ["PATH"],
+            "TERM": "xterm-256color",
+            "PYTHONPATH": str(ROOT),
+        }
+        script = Path(home) / "bare.py"
+        script.write_text(BARE_APP)
+        bare_command = f"{sys.executable} {script}"
+        chatui_command = f"{CHATUI} --model demo"
+        samples: dict[str, list[float]] = {"chatui": [], "bare": [], "bare footer": []}
+
+        def bare() -> None:
+            seen = terminal.launch_until(bare_command, BARE_MARKS)
+            samples["bare"].append(seen["BARE-READY"])
+            samples["bare footer"].append(seen["palette"])
+
+        def chatui() -> None:
+            samples["chatui"].append(
+                max(terminal.launch_until(chatui_command, READY_MARKS).values())
+            )
+
+        terminal = _Terminal(env)
+        try:
+            # One launch of each first, not counted: the files are in the page cache.
+            terminal.launch_until(bare_command, BARE_MARKS)
+            terminal.launch_until(chatui_command, READY_MARKS)
+            for i in range(runs):
+                first, second = (bare, chatui) if i % 2 == 0 else (chatui, bare)
+                first()
+                second()
+        finally:
+            terminal.close()
+    return samples
+
+
+def measure_startup(runs: int = 9) -> tuple[float, float]:
+    """Median milliseconds to chatui's full UI ready and to a bare Textual app's first
+    frame (`startup_samples`: both in tmux, alternating, in the same run)."""
+    samples = startup_samples(runs)
+    return statistics.median(samples["chatui"]), statistics.median(samples["bare"])
+
+
+def startup_row(runs: int, busy: bool) -> str:
+    """One printed line: the medians, the ratios, and the load around the run."""
+    load_before = os.getloadavg()[0]
+    with cpu_bound_beside() if busy else contextlib.nullcontext():
+        samples = startup_samples(runs)
+    load_after = os.getloadavg()[0]
+    chatui, bare, footer = (
+        statistics.median(samples[k]) for k in ("chatui", "bare", "bare footer")
+    )
+    where = "a CPU-bound process beside" if busy else "the machine as it is"
+    return (
+        f"start-up, {where}: full UI ready {chatui:.0f} ms ÷ bare Textual first frame "
+        f"{bare:.0f} ms = {chatui / bare:.2f}× (target ≤ 1.3×; ÷ its footer's keys, "
+        f"{footer:.0f} ms: {chatui / footer:.2f}×; medians of {runs}; "
+        f"load {load_before:.1f} → {load_after:.1f})"
+    )
 
 
 def first_frame(db: Path, home: Path, runs: int) -> tuple[list[float], list[float]]:
@@ -205,9 +386,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument(
+        "--startup-only", action="store_true", help="only the start-up ratio, quiet and busy"
+    )
     args = parser.parse_args()
     if not shutil.which("tmux"):
         sys.exit("tmux is needed for the first-frame figures")
+    print(startup_row(args.runs, busy=False), flush=True)
+    print(startup_row(args.runs, busy=True), flush=True)
+    if args.startup_only:
+        return
     folder = Path(tempfile.mkdtemp(prefix="chatui-app-bench-"))
     home = folder / "home"
     os.environ["CHATUI_HOME"] = str(home)

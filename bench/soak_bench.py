@@ -11,7 +11,8 @@ nothing was lost: each message exactly once, every parent present, the search in
 consistent with the messages table (`Store.integrity_check`).
 
 `--fuzz N` runs the input fuzzers instead (every import format and the store's
-message shapes, N examples each; `make soak ARGS="--fuzz 10000"`).
+message shapes, N examples each, one format after another; `make soak ARGS="--fuzz
+10000"`, or `--formats zip,pi` for some of them).
 
 Figures, not assertions: run it on demand (`make soak`, `make soak ARGS="--messages
 20000"`). Exits non-zero when anything was lost or any error was seen.
@@ -182,35 +183,82 @@ def verify(db: Path, written: dict[str, set[str]]) -> list[str]:
     return problems
 
 
-def fuzz(examples: int) -> int:
-    """Every input format's fuzzer, `examples` each, in one pytest run; the examples
-    each really ran are counted by the tests themselves (CHATUI_FUZZ_COUNT_FILE)."""
+FUZZERS = {
+    "chatui-json": "test_chatui_json",
+    "chatui-jsonl": "test_chatui_jsonl",
+    "chatgpt": "test_chatgpt",
+    "pi": "test_pi",
+    "llm": "test_llm",
+    "zip": "test_chatgpt_zip",
+    "store-api": "test_store_api",
+}
+"""Each input format's fuzzer in tests/test_fuzz_import.py (the name the count file uses)."""
+
+
+def fuzz_run(root: Path, fmt: str, examples: int, seed: int, counts: Path) -> tuple[int, str]:
+    """One pytest run of one format's fuzzer; returns (exit code, its output)."""
+    env = {
+        **os.environ,
+        "CHATUI_FUZZ_EXAMPLES": str(examples),
+        "CHATUI_FUZZ_COUNT_FILE": str(counts),
+    }
+    test = f"{root / 'tests' / 'test_fuzz_import.py'}::{FUZZERS[fmt]}"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+            test, f"--hypothesis-seed={seed}"]  # fmt: skip
+    proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def fuzz(
+    examples: int, formats: list[str], seed: int, chunk: int, until: float | None, keep: Path | None
+) -> int:
+    """Each format's fuzzer until it has run `examples` examples, in runs of at most
+    `chunk` examples (each its own pytest process and Hypothesis seed), taking the
+    formats in turn, so a run cut short by `until` leaves every format with about as
+    many. The examples each really ran are counted by the tests themselves
+    (CHATUI_FUZZ_COUNT_FILE); a run that failed is shown whole and its format stops."""
     root = Path(__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory(prefix="chatui-fuzz-") as folder:
-        counts = Path(folder) / "counts"
-        env = {
-            **os.environ,
-            "CHATUI_FUZZ_EXAMPLES": str(examples),
-            "CHATUI_FUZZ_COUNT_FILE": str(counts),
-        }
-        started = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
-             str(root / "tests" / "test_fuzz_import.py")],
-            cwd=root, env=env, capture_output=True, text=True,
-        )  # fmt: skip
-        elapsed = time.perf_counter() - started
-        ran: dict[str, int] = {}
-        for line in counts.read_text().split() if counts.exists() else []:
-            ran[line] = ran.get(line, 0) + 1
-    tracebacks = proc.stdout.count("Traceback") + proc.stdout.count("Falsifying")
-    print(f"fuzz: {examples:,} examples asked per format, {elapsed:.0f} s")
-    for fmt, n in sorted(ran.items()):
-        print(f"  {fmt:<14}{n:>8,} examples run")
-    print(f"failures/tracebacks: {0 if proc.returncode == 0 else 'SEE BELOW'} ({tracebacks})")
-    if proc.returncode != 0:
-        print(proc.stdout[-5000:])
-    return proc.returncode
+    folder = keep or Path(tempfile.mkdtemp(prefix="chatui-fuzz-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    counts = folder / "counts"
+    # A kept folder resumes: the examples its counts file holds are counted again.
+    held = counts.read_text().split() if counts.exists() else []
+    ran = {fmt: held.count(fmt) for fmt in formats}
+    took = dict.fromkeys(formats, 0.0)
+    failed: dict[str, str] = {}
+    print(f"fuzz: {examples:,} examples per format, runs of {chunk:,}, seed {seed}", flush=True)
+    n = 0
+    while True:
+        todo = [f for f in formats if ran[f] < examples and f not in failed]
+        if not todo or (until is not None and time.time() >= until):
+            break
+        for fmt in todo:
+            if until is not None and time.time() >= until:
+                break
+            n += 1
+            before = counts.read_text().split().count(fmt) if counts.exists() else 0
+            started = time.perf_counter()
+            code, output = fuzz_run(root, fmt, min(chunk, examples - ran[fmt]), seed + n, counts)
+            took[fmt] += time.perf_counter() - started
+            ran[fmt] += counts.read_text().split().count(fmt) - before if counts.exists() else 0
+            verdict = "ok" if code == 0 else f"FAILED (exit {code})"
+            print(
+                f"  run {n:>3}  {fmt:<13} seed {seed + n}  {ran[fmt]:>7,} so far  "
+                f"{took[fmt]:>6.0f} s  {verdict}  {time.strftime('%H:%M:%S')}",
+                flush=True,
+            )
+            if code != 0:
+                failed[fmt] = output
+                (folder / f"failure-{fmt}.txt").write_text(output)
+                print(output[-5000:], flush=True)
+    print("\nexamples run, per format:")
+    for fmt in formats:
+        verdict = "FAILED" if fmt in failed else "no failure, no traceback"
+        print(f"  {fmt:<14}{ran[fmt]:>8,}  {took[fmt]:>6.0f} s  {verdict}")
+    print(f"formats failed: {len(failed)}")
+    if keep is None:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 1 if failed else 0
 
 
 def main() -> int:
@@ -218,7 +266,12 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--searchers", type=int, default=1)
-    parser.add_argument("--db", type=Path, help="database file (default: a temp file)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="database file (default: a temp file); with --fuzz: the folder to keep the "
+        "example counts and failures in",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--searcher", nargs=2, metavar=("DB", "STOP"), help=argparse.SUPPRESS)
     parser.add_argument(
@@ -228,9 +281,36 @@ def main() -> int:
         help="instead: run the input fuzzers (tests/test_fuzz_import.py) N examples per "
         "format and report the examples run and any failure",
     )
+    parser.add_argument(
+        "--formats",
+        default=",".join(FUZZERS),
+        help=f"with --fuzz: the formats to fuzz, comma-separated (default: {','.join(FUZZERS)})",
+    )
+    parser.add_argument(
+        "--fuzz-seed", type=int, default=1, help="with --fuzz: the first run's Hypothesis seed"
+    )
+    parser.add_argument(
+        "--chunk", type=int, default=1000, help="with --fuzz: examples a pytest run takes"
+    )
+    parser.add_argument(
+        "--until",
+        metavar="HH:MM",
+        help="with --fuzz: start no run after this time (UTC) and report what ran",
+    )
     args = parser.parse_args()
     if args.fuzz:
-        return fuzz(args.fuzz)
+        formats = [f for f in args.formats.split(",") if f]
+        unknown = [f for f in formats if f not in FUZZERS]
+        if unknown:
+            parser.error(f"unknown format(s): {', '.join(unknown)} (known: {', '.join(FUZZERS)})")
+        until = None
+        if args.until:
+            hour, minute = map(int, args.until.split(":"))
+            now = time.gmtime()
+            until = (
+                time.time() + ((hour * 60 + minute) - (now.tm_hour * 60 + now.tm_min)) % 1440 * 60
+            )
+        return fuzz(args.fuzz, formats, args.fuzz_seed, args.chunk, until, args.db)
     if args.searcher:
         searcher(args.searcher[0], args.searcher[1], args.seed, args.sessions)
         return 0

@@ -17,6 +17,7 @@ from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
+from .driver import EngineError
 from .errors import (
     AttachmentError,
     ContextError,
@@ -111,6 +112,7 @@ if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
     )
 
 __all__ = [
+    "EngineError",
     # attachments (store.attachments)
     "DEFAULT_MAX_ATTACHMENT_BYTES",
     "AttachmentError",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["defer", "load_psycopg"]
+__all__ = ["EngineError", "defer", "load_psycopg"]
 
 
 def defer() -> None:
@@ -49,3 +49,8 @@ def load_psycopg() -> None:
 
 
 defer()
+
+# What an engine's own errors (SQLite's, psycopg's) pass through the store as: peewee's
+# `DatabaseError`, named here so that callers import it from `store` (a module importing
+# peewee itself before `store` loads psycopg on every start of the app).
+from peewee import DatabaseError as EngineError  # noqa: E402  # after defer(): the point

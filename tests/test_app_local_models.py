@@ -99,3 +99,89 @@ async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
         options = app.screen.query_one("#models-list", OptionList).options
         served = [str(o.prompt) for o in options if o.id == "qwen2.5-7b-instruct"]
         assert served and "served at" in served[0]
+
+
+async def test_the_model_picker_lists_hosted_models_whose_key_is_set(
+    store, config, llm_server, monkeypatch
+):
+    """LiteLLM's table gives the hosted providers' chat models; only those whose key
+    variable is set are listed (made in the background: the next ctrl+l shows them),
+    named so LiteLLM routes them, and the key itself is never shown."""
+    from textual.widgets import OptionList
+
+    from chatui.llm.served import HOSTED
+    from chatui.tui.screens.model_picker import ModelPicker
+
+    HOSTED.clear()
+    secret = "sk-ant-NEVER-SHOWN-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-NEVER-SHOWN-0123456789")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.llm_ready)
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: bool(HOSTED.known()))
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        options = app.screen.query_one("#models-list", OptionList).options
+        shown = {str(o.id): str(o.prompt) for o in options}
+        claude = [m for m in shown if m.startswith("claude-")]
+        assert claude and "ANTHROPIC_API_KEY is set" in shown[claude[0]]
+        gemini = [m for m in shown if "gemini" in m and "GEMINI_API_KEY is set" in shown[m]]
+        assert gemini and all(m.startswith("gemini/") for m in gemini)  # routed to Gemini
+        assert "gpt-4o" in shown  # the fixture's OPENAI_API_KEY
+        assert not [m for m in shown if m.startswith(("openrouter/", "mistral/"))]  # no key
+        assert not any("NEVER-SHOWN" in text for text in shown.values())
+        await pilot.press("escape")
+
+
+def test_hosted_models_follow_the_keys_set_and_are_made_once_per_set():
+    from chatui.llm.served import HostedModels
+
+    hosted = HostedModels()
+    assert hosted.refresh({"DEEPSEEK_API_KEY": "x"})
+    models = hosted.known()
+    assert models and {variable for _, variable in models} == {"DEEPSEEK_API_KEY"}
+    assert "deepseek/deepseek-chat" in dict(models)  # named so LiteLLM routes it there
+    assert not hosted.refresh({"DEEPSEEK_API_KEY": "another"})  # same providers: kept
+    assert hosted.refresh({"DEEPSEEK_API_KEY": " "}) and hosted.known() == []  # blank: unset
+
+
+async def test_the_sidebar_says_estimated_until_the_server_counted_then_exact(
+    store, config, llm_server
+):
+    """A server with /tokenize: before any reply the template's share is unknown and the
+    sidebar says so; after two replies its figure is the server's count of the next
+    request less the question (and says exact), and F2 shows the template's share."""
+    from chatui.llm.template_cost import TEMPLATES
+    from chatui.llm.tokens import TOKENS
+    from chatui.tui.screens.prompt import PromptScreen
+
+    TOKENS.clear()
+    TEMPLATES.clear()
+    llm_server.default = script.text("A short answer.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        counted = app.main.sidebar.query_one("#counted")
+        await type_and_send(pilot, "Hello there.")
+        await wait_until(pilot, lambda: len(chat_path(app)) == 2)
+        await idle(pilot)
+        await type_and_send(pilot, "And again?")
+        await wait_until(pilot, lambda: len(chat_path(app)) == 4)
+        await idle(pilot)
+        await wait_until(pilot, lambda: "exact" in str(counted.render()))
+        assert str(counted.render()) == "tokens exact (server's count)"
+        shown = app.main.sidebar.stats.tokens
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
+        title = str(app.screen.query_one("#prompt-title").render())
+        assert "template " in title and f"whole request {shown:,} tokens" in title
+        await pilot.press("escape")
+        await type_and_send(pilot, "x")
+        await wait_until(pilot, lambda: len(chat_path(app)) == 6)
+        await idle(pilot)
+    # The question "x" is one token and its message three (the toy ChatML's markers).
+    assert shown + 1 + 3 == llm_server.prompt_tokens[-1]

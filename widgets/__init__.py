@@ -10,6 +10,7 @@ from .chat_view import ChatNotice, ChatView
 from .context_sidebar import ContextSidebar, ConversationStats
 from .diff_view import DiffView, word_diff
 from .fitting_footer import FittingFooter
+from .in_place import update_in_place
 from .message_tree import MessageTree, preview
 from .message_view import MessageView, ReplyStream, code_blocks, status_of
 from .sanitize import clean, one_line
@@ -40,5 +41,6 @@ __all__ = [
     "preview",
     "status_label",
     "status_of",
+    "update_in_place",
     "word_diff",
 ]

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from store import ContextBlock
 
+from .in_place import update_in_place
 from .token_gauge import TokenGauge, format_tokens
 
 __all__ = ["ContextSidebar", "ConversationStats"]
@@ -30,7 +31,7 @@ class ConversationStats:
     window_source: str = ""
     """Where the window figure came from ("server", "config", "litellm", …), shown beside it."""
     counted: str = ""
-    """How `tokens` was had: "exact" (the server's tokenizer) or "estimated"."""
+    """How `tokens` was had: "exact" (the server's counts) or "estimated"."""
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
@@ -156,10 +157,10 @@ class ContextSidebar(VerticalScroll):
         spend = f"spent {format_tokens(spent)} tok"
         if stats.cost:
             spend += f" · ${stats.cost:,.4f}" if stats.cost < 1 else f" · ${stats.cost:,.2f}"
-        self.query_one("#spend", Static).update(spend)
+        _say(self.query_one("#spend", Static), spend)
         counted = self.query_one("#counted", Static)
         counted.display = bool(stats.counted)
-        counted.update(f"tokens {stats.counted}" if stats.counted else "")
+        _say(counted, f"tokens {stats.counted}" if stats.counted else "")
         parts = []
         if stats.compactions:
             parts.append(f"{stats.compactions} summar{'y' if stats.compactions == 1 else 'ies'}")
@@ -167,5 +168,11 @@ class ContextSidebar(VerticalScroll):
             parts.append("not compacted")
         if stats.compact_at and stats.window:
             parts.append(f"auto at {format_tokens(int(stats.window * stats.compact_at))}")
-        self.query_one("#compaction", Static).update(" · ".join(parts))
-        self.query_one("#model", Static).update(stats.model)
+        _say(self.query_one("#compaction", Static), " · ".join(parts))
+        _say(self.query_one("#model", Static), stats.model)
+
+
+def _say(line: Static, text: str) -> None:
+    """A line's new text, drawn only when it changed (each turn's end sets them all)."""
+    if str(line.content) != text:
+        update_in_place(line, text)

@@ -13,10 +13,9 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
-from peewee import DatabaseError as PeeweeDatabaseError
-
 from store import (
     DatabaseUnavailableError,
+    EngineError,
     Store,
     StoreError,
     is_url,
@@ -119,7 +118,7 @@ def cmd_db_copy(args: argparse.Namespace) -> int:
                 report = copy_database(src, dst, replace=args.replace)
             except CopyError as exc:
                 raise CliError(str(exc), DATABASE) from exc
-            except PeeweeDatabaseError as exc:  # a dropped server, a full disk: nothing kept
+            except EngineError as exc:  # a dropped server, a full disk: nothing kept
                 raise CliError(
                     f"copy failed, {redact_url(args.dst)} left as it was: "
                     f"{redact_urls_in(str(exc))}",

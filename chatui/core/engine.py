@@ -34,12 +34,11 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, TypeAlias
 
-from peewee import DatabaseError as PeeweeDatabaseError
-
 from store import (
     LATEST,
     AgentInfo,
     ContextBlock,
+    EngineError,
     Latest,
     Message,
     Session,
@@ -98,7 +97,7 @@ max_retries, params) → chunks."""
 
 Params: TypeAlias = dict[str, Any]
 
-STORAGE_ERRORS = (StoreError, sqlite3.Error, PeeweeDatabaseError, OSError)
+STORAGE_ERRORS = (StoreError, sqlite3.Error, EngineError, OSError)
 """What a database that refuses a write raises (disk full, read-only, locked, corrupt)."""
 
 CONTINUE_PROMPT = (

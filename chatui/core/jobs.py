@@ -31,9 +31,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from peewee import DatabaseError as PeeweeError
-
-from store import SessionManager, StoreError
+from store import EngineError, SessionManager, StoreError
 
 from .events import (
     JobEnded,
@@ -51,7 +49,7 @@ __all__ = ["JobEnded", "JobEvent", "JobsFull", "ReplyJob", "ReplyJobs", "TurnKin
 
 log = logging.getLogger(__name__)
 
-STORAGE_ERRORS = (sqlite3.Error, StoreError, OSError, PeeweeError)
+STORAGE_ERRORS = (sqlite3.Error, StoreError, OSError, EngineError)
 Listener: TypeAlias = Callable[[JobEvent], None]
 
 

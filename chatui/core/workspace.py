@@ -50,7 +50,7 @@ from store import (
 from store.search import query_problem
 
 from .. import llm
-from ..llm.served import SERVED
+from ..llm.served import HOSTED, SERVED
 from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
 from ..mcp.hub import Answer, McpHub, ServerStatus, ToolApproval, ToolsChanged
@@ -391,7 +391,30 @@ class Workspace:
             self._refresh_served(self.config.api_base)
         for model in self._manager.models_used():
             seen.setdefault(model, "used before")
+        for model, variable in HOSTED.known():
+            seen.setdefault(model, f"{variable} is set")
+        self._refresh_hosted()
         return list(seen.items())
+
+    def _refresh_hosted(self) -> None:
+        """Make the hosted models' list in the background (LiteLLM's table, for the
+        providers whose key is set); the picker never waits for it. Only once LiteLLM
+        is loaded (the app loads it after its first frame): never imported for this."""
+        if not llm.is_loaded():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._hosted(), name="models:hosted")
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _hosted(self) -> None:
+        try:
+            await asyncio.to_thread(HOSTED.refresh)
+        except Exception:
+            log.debug("listing hosted models failed", exc_info=True)
 
     def _refresh_served(self, api_base: str) -> None:
         """Ask the server for its models in the background; the picker shows the list

@@ -28,6 +28,7 @@ __all__ = [
     "is_loaded",
     "key_env_name",
     "load_litellm",
+    "provider_key_env",
     "provider_of",
     "warm_up",
 ]
@@ -138,7 +139,11 @@ def provider_of(model: str) -> str:
 
 def key_env_name(model: str) -> str:
     """The environment variable that holds the key for a model's provider."""
-    provider = provider_of(model)
+    return provider_key_env(provider_of(model))
+
+
+def provider_key_env(provider: str) -> str:
+    """The environment variable that holds a provider's key (`OPENAI_API_KEY`, …)."""
     known = {
         "gemini": "GEMINI_API_KEY",
         "together_ai": "TOGETHERAI_API_KEY",

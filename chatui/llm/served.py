@@ -1,20 +1,29 @@
-"""The models a configured server offers, for the model picker.
+"""The models a configured server offers, and the hosted ones a key is set for, for
+the model picker.
 
 OpenAI-compatible servers (llama.cpp, vLLM, LM Studio, a LiteLLM proxy) list
 theirs at `GET /v1/models`; Ollama at `GET /api/tags`. The lists are asked
 for in a background thread and cached per address: the picker shows what is
 known when it opens and never waits for a server.
+
+Hosted providers' chat models come from LiteLLM's own table
+(`models_by_provider`, `model_cost`), for the providers whose key variable is
+set in the environment (`OPENAI_API_KEY`, …): read only to know that it is set,
+never kept or shown. Also made in a background thread and cached, refreshed
+when the picker opens (a key set meanwhile shows up on the next opening).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
+from .env import load_litellm, provider_key_env
 from .windows import _get, _root
 
-__all__ = ["SERVED", "ServedModels"]
+__all__ = ["HOSTED", "SERVED", "HostedModels", "ServedModels"]
 
 log = logging.getLogger(__name__)
 
@@ -74,3 +83,70 @@ class ServedModels:
 
 SERVED = ServedModels()
 """The process's lists of served models."""
+
+
+MAX_HOSTED = 2_000
+
+
+def _named_for_litellm(litellm: Any, provider: str, name: str) -> str:
+    """`name` as it reaches `provider` through LiteLLM: bare where LiteLLM routes it
+    there by itself (gpt-4o, claude-…), else prefixed (gemini/…, a name Vertex would
+    otherwise take)."""
+    if name.startswith(provider + "/"):
+        return name
+    try:
+        routed = litellm.get_llm_provider(model=name)[1]
+    except Exception:  # LiteLLM cannot place the bare name: the prefix does
+        routed = None
+    return name if routed == provider else f"{provider}/{name}"
+
+
+class HostedModels:
+    """Hosted chat models whose provider's key is set, from LiteLLM's table; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._models: list[tuple[str, str]] = []
+        self._for: tuple[str, ...] | None = None
+        """The providers (with a key set) the list was made for."""
+
+    def known(self) -> list[tuple[str, str]]:
+        """(model, provider's key variable) as last made (never imports LiteLLM)."""
+        with self._lock:
+            return list(self._models)
+
+    def refresh(self, environ: dict[str, str] | None = None) -> bool:
+        """Make the list again if the providers with a key changed (blocking: LiteLLM
+        is imported if it was not; call in a thread); True when it changed."""
+        environ = dict(os.environ if environ is None else environ)
+        litellm = load_litellm()
+        by_provider = getattr(litellm, "models_by_provider", {}) or {}
+        table = getattr(litellm, "model_cost", {}) or {}
+        keyed = tuple(
+            sorted(p for p in by_provider if environ.get(provider_key_env(str(p)), "").strip())
+        )
+        with self._lock:
+            if keyed == self._for:
+                return False
+        found: list[tuple[str, str]] = []
+        for provider in keyed:
+            names = sorted(
+                str(name)
+                for name in by_provider[provider]
+                if (table.get(name) or table.get(f"{provider}/{name}") or {}).get("mode") == "chat"
+            )
+            variable = provider_key_env(provider)
+            found += [(_named_for_litellm(litellm, provider, n), variable) for n in names]
+        with self._lock:
+            self._for = keyed
+            self._models = list(dict(found).items())[:MAX_HOSTED]
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._models = []
+            self._for = None
+
+
+HOSTED = HostedModels()
+"""The process's list of hosted models a key is set for."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import Static
 
-from widgets import ContextSidebar, ConversationStats, MessageTree, clean
+from widgets import ContextSidebar, ConversationStats, MessageTree, clean, update_in_place
 
 if TYPE_CHECKING:
     from ..core.chat_state import ChatSnapshot
@@ -122,7 +122,7 @@ class ChatSidebar(ContextSidebar):
                 tokens=usage.tokens,
                 window=usage.window,
                 window_source=usage.source,
-                counted="exact (server's tokenizer)" if usage.exact else "estimated",
+                counted="exact (server's count)" if usage.exact else "estimated",
                 model=f"{facts.model.model} ({facts.model.why})",
                 input_tokens=info.input_tokens if info else 0,
                 output_tokens=info.output_tokens if info else 0,
@@ -150,6 +150,6 @@ class ChatTitle(Static):
 
     def say(self, parts: list[str]) -> None:
         title = clean(" · ".join(parts))
-        if title != self._said:  # an update lays the screen out again: only on change
+        if title != self._said:  # only on change, and one line: no layout
             self._said = title
-            self.update(Text(title))
+            update_in_place(self, Text(title))
