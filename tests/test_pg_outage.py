@@ -13,6 +13,7 @@ import time
 
 from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.dialogs import Confirm
 from store import Store, StoreSessionProvider
 from widgets import ChatNotice, MessageView
 
@@ -87,6 +88,12 @@ async def test_a_ten_second_outage_mid_reply_keeps_the_reply_and_the_typed_text(
             status = str(app.screen.query_one("#chats-status").render())
             assert "does not answer" in status
             await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.main)
+            # Quitting now would lose the reply: the question says so (no: stay).
+            await pilot.press("ctrl+q")
+            await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+            assert "does not answer" in app.screen.question
+            await pilot.press("n")
             await wait_until(pilot, lambda: app.screen is app.main)
             await wait_until(pilot, lambda: time.monotonic() >= back_at, OUTAGE_SECONDS + 5)
             assert app.is_running and app.main.generating  # waiting to write the reply
