@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
 from chatui.tui.screens.dialogs import Confirm
-from store import Store, StoreSessionProvider
+from store import DatabaseUnavailableError, SessionManager, Store, StoreSessionProvider
 from widgets import ChatNotice, MessageView
 
 from .app_helpers import make_app, notices, wait_until
@@ -164,3 +166,22 @@ async def test_a_message_sent_while_the_server_is_down_stays_in_the_input(
             assert app.main.pane.chat_input.text == ""
     finally:
         store.close()
+
+
+def test_the_store_tells_a_server_away_from_other_failures(pg_cluster):
+    with Store(pg_cluster.url) as store:
+        manager = SessionManager(store)
+        chat = manager.create("kept")
+        assert store.answers()
+        pg_cluster.stop()
+        assert not store.answers()
+        with pytest.raises(Exception) as failed:  # the connection the server ended
+            manager.get(chat.id)
+        assert store.unreachable(failed.value)
+        with pytest.raises(DatabaseUnavailableError) as refused:  # no server to connect to
+            manager.get(chat.id)
+        assert store.unreachable(refused.value)
+        assert "127.0.0.1" in store.failure_advice(refused.value)
+        pg_cluster.start()
+        assert store.answers()
+        assert manager.get(chat.id).name == "kept"  # the same store reads again
