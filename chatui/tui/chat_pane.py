@@ -77,11 +77,12 @@ from .outage import SurvivesOutage
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
 
 _NOTHING_SHOWN = object()
+"""No chat shown yet: the empty input is nobody's draft."""
 DRAFT_SAVE_AFTER = 0.5
 """Seconds between typing and the draft reaching the state file: a killed terminal
 loses at most this much typing. A throttle, not a debounce (a steady typist's draft
-is written too); each write is one small file, atomically (`save_state`)."""
-"""No chat shown yet: the empty input is nobody's draft."""
+is written too); each write is the UI state file, whole and atomically (`save_state`),
+and a draft that did not change writes nothing."""
 
 log = logging.getLogger(__name__)
 
