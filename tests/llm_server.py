@@ -217,6 +217,9 @@ class LLMServer:
         """In llama-cpp-python mode, the tokenize route's shape: "llama" (llama.cpp's
         `/tokenize` {"content"} and `/extras/tokenize` {"input"}) or "vllm" (only
         `/tokenize` {"prompt"}, 400 for anything else)."""
+        self.tokenize_bos = False
+        """The tokenize routes add a BOS token to every text, as llama-cpp-python's
+        `/extras/tokenize` does for a model that takes one (the prompt has one BOS)."""
         self.counted_usage = False
         """Report usage as a server that counts but has no tokenize route (Ollama): the
         rendered prompt (`render_prompt`, tools included) and the reply's text by the toy
@@ -485,7 +488,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.owner._lock:
             self.owner.tokenize_requests.append(body)
-        tokens = list(range(count_tokens(value)))
+        tokens = list(range(count_tokens(value) + (1 if self.owner.tokenize_bos else 0)))
         extra = {"count": len(tokens), "max_model_len": self.owner.n_ctx} if vllm else {}
         self._send_json(200, {**extra, "tokens": tokens})
 

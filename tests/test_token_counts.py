@@ -130,6 +130,19 @@ def _key(chat) -> str:
     return server_key(chat.config.api_base, chat.config.model, names)
 
 
+async def test_a_bos_the_tokenize_route_adds_to_every_text_is_counted_once(local):
+    """llama-cpp-python's `/extras/tokenize` adds a BOS to each text it is given (for a
+    model that takes one); the prompt has one. The route's tokens for the empty text
+    are taken off each piece, so the pieces alone are not one token a piece over."""
+    local.server.tokenize_bos = True
+    await next_figure(local, "Hello there.")
+    assert {"content": ""} in local.server.tokenize_requests  # asked once, when found
+    await turn(local, "Hello there.")
+    system = local.server.requests[-1]["messages"][0]["content"]
+    assert TOKENS.known(local.server.base_url, system) == script.count_tokens(system)
+    assert TOKENS.known(local.server.base_url, "Hello there.") == 3
+
+
 async def test_vllms_tokenize_route_counts_too(local):
     """vLLM's `/tokenize` takes {"prompt"} (asked without special tokens); the other
     routes answer 400/404 there. Its counts make the figure exact as llama.cpp's do."""
@@ -231,6 +244,8 @@ def test_counts_that_cannot_be_the_requests_are_refused():
     sent = pieces(("prompt", 300, True), ("tools", 500, True))
     assert not book.learn("k", "c", sent, 1, 12)  # a stand-in figure
     assert not book.learn("k", "c", sent, 1, 5000)  # more than twice the whole
+    # Only what a server's cache did not hold: under the counted pieces without tools.
+    assert not book.learn("k", "c", sent, 1, 250, optional=500)
     assert book.learn("k", "c", sent, 1, 310, optional=500)  # the tools left out: plausible
     assert book.figure("k", "c", sent, 1) == (310, True)
 

@@ -73,6 +73,8 @@ class TokenBook:
         self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._route: dict[str, tuple[str, str] | None] = {}
         """api_base → the route that counts there (None: the server cannot count)."""
+        self._bias: dict[str, int] = {}
+        """api_base → the tokens its route adds to any text (`_learn_bias`)."""
 
     def counts(self, api_base: str | None) -> bool | None:
         """True when the server counts, False when it cannot, None when not yet tried."""
@@ -142,13 +144,35 @@ class TokenBook:
                 log.debug("tokenize at %s%s: %s", root, path, exc)
                 continue
             with self._lock:
+                found = api_base not in self._route
                 self._route[api_base] = route
-            return len(tokens)
+            if found:
+                self._learn_bias(api_base, root, route, timeout)
+            with self._lock:
+                return max(0, len(tokens) - self._bias.get(api_base, 0))
         if answered:
             with self._lock:
                 if api_base not in self._route:
                     self._route[api_base] = None  # it answered every route: it cannot count
         return None
+
+    def _learn_bias(self, api_base: str, root: str, route: tuple[str, str], timeout: float) -> None:
+        """What the route adds to every text: the tokens of the empty text (a BOS, where
+        llama-cpp-python's route adds one and the model takes one). Counted once per
+        request by the template, not once per piece: taken off each piece's count."""
+        path, key = route
+        body: dict[str, object] = {key: ""}
+        if key == "prompt":
+            body["add_special_tokens"] = False
+        try:
+            answer = _post(root + path, body, timeout)
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        except (OSError, ValueError) as exc:
+            log.debug("tokenize of nothing at %s%s: %s", root, path, exc)
+            return
+        if isinstance(tokens, list):
+            with self._lock:
+                self._bias[api_base] = len(tokens)
 
     def _ask_litellm(self, key: str, text: str) -> int | None:
         """LiteLLM's count of `text` for the model; a tokenizer that cannot be had
@@ -168,6 +192,7 @@ class TokenBook:
         with self._lock:
             self._counts.clear()
             self._route.clear()
+            self._bias.clear()
 
 
 def _post(url: str, body: dict[str, object], timeout: float) -> object:

@@ -72,15 +72,17 @@ from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
 from .message_actions import MessageActions
+from .outage import SurvivesOutage
 
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
 
 _NOTHING_SHOWN = object()
+"""No chat shown yet: the empty input is nobody's draft."""
 DRAFT_SAVE_AFTER = 0.5
 """Seconds between typing and the draft reaching the state file: a killed terminal
 loses at most this much typing. A throttle, not a debounce (a steady typist's draft
-is written too); each write is one small file, atomically (`save_state`)."""
-"""No chat shown yet: the empty input is nobody's draft."""
+is written too); each write is the UI state file, whole and atomically (`save_state`),
+and a draft that did not change writes nothing."""
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +103,7 @@ WELCOME = (
 )
 
 
-class ChatPane(Vertical):
+class ChatPane(SurvivesOutage, Vertical):
     """The title, the chat view and the input of the chat on screen."""
 
     class TreeChanged(TextualMessage):
@@ -504,7 +506,10 @@ class ChatPane(Vertical):
             return
         except Exception as exc:  # the database refused the new chat: say so, keep the text
             log.error("could not start a reply", exc_info=exc)
-            failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
+            advice = self.workspace.store.failure_advice(exc)  # the engine's terms
+            failure = JobEnded(
+                self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True, advice
+            )
             self.run_worker(self._show_failure(failure), group="failure")
             return
         # The title and the input's busy border follow a moment later: restyling the
