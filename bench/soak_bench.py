@@ -251,10 +251,12 @@ def fuzz(
                 failed[fmt] = output
                 (folder / f"failure-{fmt}.txt").write_text(output)
                 print(output[-5000:], flush=True)
-    print("\nexamples run, per format:")
+    held = counts.read_text().split() if counts.exists() else []
+    print("\nexamples run, per format (imported and read back everywhere / refused):")
     for fmt in formats:
         verdict = "FAILED" if fmt in failed else "no failure, no traceback"
-        print(f"  {fmt:<14}{ran[fmt]:>8,}  {took[fmt]:>6.0f} s  {verdict}")
+        shares = f"{held.count(fmt + ':imported'):>7,} / {held.count(fmt + ':refused'):>7,}"
+        print(f"  {fmt:<14}{ran[fmt]:>8,}  ({shares})  {took[fmt]:>6.0f} s  {verdict}")
     print(f"formats failed: {len(failed)}")
     if keep is None:
         shutil.rmtree(folder, ignore_errors=True)
