@@ -228,12 +228,16 @@ def fuzz(
     failed: dict[str, str] = {}
     print(f"fuzz: {examples:,} examples per format, runs of {chunk:,}, seed {seed}", flush=True)
     n = 0
+
+    def over() -> bool:  # `until` passed, or `touch FOLDER/stop`: no new run
+        return (until is not None and time.time() >= until) or (folder / "stop").exists()
+
     while True:
         todo = [f for f in formats if ran[f] < examples and f not in failed]
-        if not todo or (until is not None and time.time() >= until):
+        if not todo or over():
             break
         for fmt in todo:
-            if until is not None and time.time() >= until:
+            if over():
                 break
             n += 1
             before = counts.read_text().split().count(fmt) if counts.exists() else 0
@@ -297,7 +301,8 @@ def main() -> int:
     parser.add_argument(
         "--until",
         metavar="HH:MM",
-        help="with --fuzz: start no run after this time (UTC) and report what ran",
+        help="with --fuzz: start no run after this time (UTC) and report what ran (so does "
+        "a file named stop in the --db folder)",
     )
     args = parser.parse_args()
     if args.fuzz:
