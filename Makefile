@@ -29,13 +29,15 @@ run: $(APP_STAMP)
 	$(BIN)/chatui $(ARGS)
 
 # Tests run on as many workers as the machine has cores (two here), each test alone
-# in its own process's event loop; TEST_WORKERS=0 runs them in one process.
+# in its own process's event loop; TEST_WORKERS=0 runs them in one process. A worker
+# that is done takes tests from the other's queue (worksteal): the slow tmux and fuzz
+# tests no longer leave one core idle at the end of the run.
 TEST_WORKERS ?= auto
 
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 check: $(STAMP)
 	$(BIN)/ruff format .

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from rich.cells import cell_len
 from textual.app import App
 from textual.drivers.headless_driver import HeadlessDriver
 
@@ -112,16 +116,80 @@ def notices(app) -> str:
     return " ".join(str(toast.render()) for toast in app.screen.query("Toast"))
 
 
-def record_frames(app: App) -> list[str]:
-    """Every frame `app` draws, as the text its terminal is sent (escape sequences and
-    all), one string a frame, first frame first.
+@dataclass(frozen=True)
+class Run:
+    """A run of text as the screen shows it: where, what, and in which colours."""
 
-    Run the app with `run_test(headless=False)`: Textual sends nothing to a headless
-    driver. The driver here is headless in all but that (no terminal is touched), and
-    only Textual's public driver interface is used: `App.driver_class`, and the
-    `write`s of one frame followed by a `flush`. The bell (a lone BEL written outside
-    any frame) is a sound, not part of a frame: left out."""
-    frames: list[str] = []
+    line: int
+    column: int
+    text: str
+    color: str
+    """`#rrggbb` as drawn (reverse and dim applied)."""
+    background: str | None
+    """`#rrggbb`, or None for the terminal's own background."""
+
+
+_SVG_LINE_HEIGHT = re.compile(r"line-height: ([\d.]+)px")
+_SVG_CLASS = re.compile(r"\.(terminal-\d+-r\d+) \{ fill: (#[0-9a-f]{6})")
+_SVG_RECT = re.compile(
+    r'<rect fill="(#[0-9a-f]{6})" x="([\d.]+)" y="([\d.]+)" width="[\d.]+" '
+    r'height="[\d.]+" shape-rendering="crispEdges"/>'
+)
+_SVG_TEXT = re.compile(
+    r'<text class="(terminal-\d+-r\d+)" x="([\d.]+)" y="([\d.]+)" '
+    r'textLength="([\d.]+)"[^>]*>([^<]*)</text>'
+)
+
+
+def screen_runs(app: App) -> list[Run]:
+    """The screen as a user sees it, read from Textual's screenshot (`export_screenshot`,
+    an SVG): each run of text with its colours, top to bottom, left to right. Text is as
+    the app composed it (a control character in a cell stays in the run); runs of only
+    spaces are not drawn as text, so they are not here."""
+    svg = app.export_screenshot()
+    found = _SVG_LINE_HEIGHT.search(svg)
+    assert found, "no line height in the screenshot"
+    height = float(found.group(1))
+    colors = dict(_SVG_CLASS.findall(svg))
+    backgrounds = {(x, int(float(y) // height)): fill for fill, x, y in _SVG_RECT.findall(svg)}
+    runs = []
+    for name, x, y, length, escaped in _SVG_TEXT.findall(svg):
+        value = html.unescape(escaped).replace("\xa0", " ")
+        if value == "\n":
+            continue  # each line's end
+        line = int(float(y) // height)
+        column = round(float(x) / (float(length) / len(value)))
+        runs.append(Run(line, column, value, colors[name], backgrounds.get((x, line))))
+    return runs
+
+
+def screen_lines(app: App) -> list[str]:
+    """The screen's lines as a user reads them (from `screen_runs`)."""
+    lines: dict[int, str] = {}
+    for run in screen_runs(app):
+        line = lines.get(run.line, "")
+        lines[run.line] = line + " " * max(0, run.column - cell_len(line)) + run.text
+    return [lines.get(n, "") for n in range(max(lines, default=-1) + 1)]
+
+
+@dataclass
+class Sent:
+    """What the app has sent its terminal (`record_terminal`)."""
+
+    frames: list[str] = field(default_factory=list)
+    """Each frame drawn, first first: the text a terminal is sent, escape sequences and all."""
+    controls: list[str] = field(default_factory=list)
+    """Textual's other writes, between frames: the bell, the mouse pointer's shape, a copy
+    to the clipboard."""
+
+
+def record_terminal(app: App) -> Sent:
+    """Keep what `app` sends its terminal. Run the app with `run_test(headless=False)`:
+    Textual sends nothing to a headless driver. The driver here is headless in all but
+    that (no terminal is touched), and only Textual's public driver interface is used:
+    `App.driver_class`, and each frame written then flushed (a frame is the last write
+    before a `flush`; Textual's other writes are never flushed)."""
+    sent = Sent()
     pending: list[str] = []
 
     class Recorder(HeadlessDriver):
@@ -130,16 +198,16 @@ def record_frames(app: App) -> list[str]:
             return False
 
         def write(self, data: str) -> None:
-            if data != "\x07":
-                pending.append(data)
+            pending.append(data)
 
         def flush(self) -> None:
             if pending:
-                frames.append("".join(pending))
+                sent.frames.append(pending.pop())
+                sent.controls.extend(pending)
                 pending.clear()
 
     app.driver_class = Recorder
-    return frames
+    return sent
 
 
 async def wait_until(pilot, condition, seconds: float = 20.0) -> None:

@@ -213,6 +213,13 @@ class LLMServer:
         self.prompt_tokens: list[int] = []
         """In llama-cpp-python mode: each request's prompt tokens as the server counted."""
         self.tokenize_requests: list[dict[str, Any]] = []
+        self.tokenize_shape = "llama"
+        """In llama-cpp-python mode, the tokenize route's shape: "llama" (llama.cpp's
+        `/tokenize` {"content"} and `/extras/tokenize` {"input"}) or "vllm" (only
+        `/tokenize` {"prompt"}, 400 for anything else)."""
+        self.tokenize_bos = False
+        """The tokenize routes add a BOS token to every text, as llama-cpp-python's
+        `/extras/tokenize` does for a model that takes one (the prompt has one BOS)."""
         self.counted_usage = False
         """Report usage as a server that counts but has no tokenize route (Ollama): the
         rendered prompt (`render_prompt`, tools included) and the reply's text by the toy
@@ -462,18 +469,28 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _tokenize(self, raw: bytes) -> None:
         """llama.cpp's `/tokenize` ({"content"}) and llama-cpp-python's
-        `/extras/tokenize` ({"input"}): the toy tokenizer's tokens."""
+        `/extras/tokenize` ({"input"}), or vLLM's `/tokenize` ({"prompt"}): the toy
+        tokenizer's tokens."""
+        vllm = self.owner.tokenize_shape == "vllm"
         try:
             body = json.loads(raw)
-            value = body.get("content", body.get("input"))
+            value = body.get("prompt") if vllm else body.get("content", body.get("input"))
         except (ValueError, AttributeError):
             value = None
+        if vllm and (not self.path.rstrip("/").endswith("/tokenize") or "/extras" in self.path):
+            self._send_json(404, {"detail": "Not Found"})
+            return
+        if vllm and not isinstance(value, str):
+            self._send_json(400, {"object": "error", "message": "prompt: Field required"})
+            return
         if not isinstance(value, str):
             self._send_json(422, {"detail": "content must be a string"})
             return
         with self.owner._lock:
             self.owner.tokenize_requests.append(body)
-        self._send_json(200, {"tokens": list(range(count_tokens(value)))})
+        tokens = list(range(count_tokens(value) + (1 if self.owner.tokenize_bos else 0)))
+        extra = {"count": len(tokens), "max_model_len": self.owner.n_ctx} if vllm else {}
+        self._send_json(200, {**extra, "tokens": tokens})
 
     def _llama_cpp_python(self, body: dict[str, Any]) -> bool:
         """The strict mode's refusals; True when the request was answered here."""

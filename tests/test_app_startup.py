@@ -1,6 +1,6 @@
 """Start-up (issue 10's "full UI ready"): what the first frames hold, and what waits.
 
-Speed is measured by `bench/live_bench.py`, never here: these tests hold the
+Speed is measured by `bench/app_bench.py` (`measure_startup`), never here: these tests hold the
 behaviour each start-up shortcut relies on, so a change that undoes one fails.
 """
 
@@ -22,7 +22,7 @@ from chatui import launch as startup
 from chatui.tui.screens.main import MainScreen
 from widgets import ContextSidebar, FittingFooter, TokenGauge
 
-from .app_helpers import make_app, populate, record_frames
+from .app_helpers import make_app, populate, record_terminal
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ async def test_the_footer_has_its_keys_when_it_is_mounted():
 
 async def test_the_first_frame_shows_the_footers_keys(store, chats):
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = record_frames(app)
+    frames = record_terminal(app).frames
     async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         assert frames
@@ -65,7 +65,7 @@ async def test_the_memory_gauges_are_drawn_with_the_first_chat(store, chats):
     """The frame that first shows the last chat shows its memory too (the gauges were
     mounted without waiting, and drawn a frame later: an empty MEMORY meanwhile)."""
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = record_frames(app)
+    frames = record_terminal(app).frames
     async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         await pilot.pause()
@@ -77,7 +77,7 @@ async def test_an_empty_database_starts_with_the_whole_screen_in_the_first_frame
     """Nothing to read: the new chat is composed into the first frame (no empty screen
     first), and the app goes on as after any start (the first chat was shown)."""
     app = make_app(store, warm_llm=False, model_process=False)
-    frames = record_frames(app)
+    frames = record_terminal(app).frames
     messages: list[object] = []
     async with app.run_test(size=(120, 40), headless=False, message_hook=messages.append) as pilot:
         await pilot.pause()
@@ -286,3 +286,25 @@ async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_res
         app.theme = "textual-dark"
         await pilot.pause()
         assert app.screen.styles.background != light
+
+
+async def test_a_gauge_changing_level_is_restyled_once():
+    """A new level swaps two classes: each swap restyled the gauge (the sidebar's
+    conversation gauge did it twice in every start)."""
+    app = _GaugeApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        gauge = app.query_one("#gauge", TokenGauge)
+        restyled: list[object] = []
+        update_styles = app.update_styles
+
+        def record(node, animate=True):
+            restyled.append(node)
+            update_styles(node, animate=animate)
+
+        app.update_styles = record
+        gauge.used = 990  # -ok → -over
+        gauge.used = 991  # the same level: no restyle
+        await pilot.pause()
+        assert gauge.has_class("-over") and not gauge.has_class("-ok")
+        assert restyled == [gauge]

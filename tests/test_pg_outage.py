@@ -13,10 +13,11 @@ import time
 
 from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
+from chatui.tui.screens.dialogs import Confirm
 from store import Store, StoreSessionProvider
-from widgets import ChatNotice
+from widgets import ChatNotice, MessageView
 
-from .app_helpers import make_app, wait_until
+from .app_helpers import make_app, notices, wait_until
 from .test_app_chat import SIZE, idle, type_and_send
 
 OUTAGE_SECONDS = 10.0
@@ -88,6 +89,12 @@ async def test_a_ten_second_outage_mid_reply_keeps_the_reply_and_the_typed_text(
             assert "does not answer" in status
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.screen is app.main)
+            # Quitting now would lose the reply: the question says so (no: stay).
+            await pilot.press("ctrl+q")
+            await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+            assert "does not answer" in app.screen.question
+            await pilot.press("n")
+            await wait_until(pilot, lambda: app.screen is app.main)
             await wait_until(pilot, lambda: time.monotonic() >= back_at, OUTAGE_SECONDS + 5)
             assert app.is_running and app.main.generating  # waiting to write the reply
             # A look on a doubling delay (0.25 s up to 2 s), not a busy loop: ~8 in 10 s.
@@ -121,7 +128,7 @@ async def test_a_message_sent_while_the_server_is_down_stays_in_the_input(
     store = Store(pg_cluster.url)
     app = make_app(store, config_for(llm_server))
     try:
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
             await pilot.pause()
             await type_and_send(pilot, "hi")
             await idle(pilot)
@@ -132,8 +139,18 @@ async def test_a_message_sent_while_the_server_is_down_stays_in_the_input(
             [note] = [n for n in notes(app) if "Nothing was sent" in n]
             assert "PostgreSQL" in note and "try again when the server answers" in note
             await idle(pilot)
-            assert app.is_running
             assert app.main.pane.chat_input.text == "hello again"
+            # Every key that reads leaves the screen as it was: the chat, its messages
+            # and what is typed (a new chat, the sidebar, search, the model, the list).
+            shown = [v.text for v in app.main.query(MessageView)]
+            for key in ("ctrl+n", "ctrl+b", "ctrl+b", "ctrl+f", "escape", "ctrl+l", "escape"):
+                await pilot.press(key)
+                await pilot.pause()
+            await wait_until(pilot, lambda: app.screen is app.main)
+            assert app.is_running and app.main.session_id == sid
+            assert [v.text for v in app.main.query(MessageView)] == shown
+            assert app.main.pane.chat_input.text == "hello again"
+            assert "Database unreachable" in notices(app)
             pg_cluster.start()
             llm_server.text("Welcome back.")
             await pilot.press("enter")

@@ -1,21 +1,20 @@
 """Model output is untrusted: escape sequences and control characters in replies,
 reasoning, tool calls, tool results and imported chats never reach the terminal.
 
-Two views of "what reaches the screen": the text of every cell Textual composes (no
-control character may be in it), and the bytes a real terminal would be sent for the
-whole screen (Textual's own SGR colour codes are fine; OSC — titles, clipboard,
-hyperlinks — BEL, screen clears and DCS must not appear). Replies stream from the
-scripted server through the real LiteLLM client; imports go through `chatui import`.
+Two views of "what reaches the screen": the text of every cell shown (read from the
+app's screenshot; no control character may be in it), and every byte the terminal has
+been sent, each frame since start-up (`record_terminal`: Textual's own SGR colour codes
+are fine; OSC — titles, clipboard, hyperlinks — BEL, screen clears and DCS must not
+appear). Replies stream from the scripted server through the real LiteLLM client;
+imports go through `chatui import`.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
 
 import pytest
-from rich.console import Console
 from textual.widgets import Collapsible
 
 from chatui import cli
@@ -25,7 +24,7 @@ from store import SessionManager
 from tests import llm_server as script
 from widgets import MessageView
 
-from .app_helpers import make_app, wait_until
+from .app_helpers import Sent, make_app, record_terminal, screen_lines, wait_until
 from .test_app_chat import SIZE, idle, type_and_send
 
 HOSTILE = (
@@ -39,29 +38,18 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u20
 RAW_FORBIDDEN = ("\x07", "\x1b]", "\x1b[2J", "\x1bP", "\x9b", "\x9d")  # "\x1b]": OSC 8 too
 
 
-def screen_output(app) -> tuple[str, str]:
-    """(the text of every composed cell, the terminal bytes for the whole screen)."""
-    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
-    cells = "".join(
-        segment.text
-        for line in update.strips
-        for strip in line
-        for segment in strip
-        if not segment.control
-    )
-    console = Console(
-        file=io.StringIO(),
-        width=app.size.width,
-        height=app.size.height,
-        force_terminal=True,
-        color_system="truecolor",
-        legacy_windows=False,
-    )
-    return cells, update.render_segments(console)
+TEXTUALS_OWN = re.compile("\x1b\\]22;[a-z-]+\x07|\x07")
+"""Textual's writes between frames: the mouse pointer's shape (OSC 22) and the bell."""
 
 
-def assert_neutral(app, *expected: str) -> str:
-    cells, raw = screen_output(app)
+def screen_output(app, sent: Sent) -> tuple[str, str]:
+    """(the text of every cell shown now, every frame the terminal has been sent)."""
+    assert all(TEXTUALS_OWN.fullmatch(c) for c in sent.controls), sent.controls
+    return "\n".join(screen_lines(app)), "".join(sent.frames)
+
+
+def assert_neutral(app, sent: Sent, *expected: str) -> str:
+    cells, raw = screen_output(app, sent)
     assert not CONTROL.search(cells), repr(CONTROL.findall(cells))
     for bad in RAW_FORBIDDEN:
         assert bad not in raw, bad
@@ -110,7 +98,8 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
         script.text(f"Done {HOSTILE} done"),
     )
     app = make_app(store, config)
-    async with app.run_test(size=SIZE) as pilot:
+    sent = record_terminal(app)
+    async with app.run_test(size=SIZE, headless=False) as pilot:
         await pilot.pause()
         await type_and_send(pilot, "Say something")
         chat = app.main.chat_view
@@ -118,21 +107,21 @@ async def test_streamed_reply_reasoning_and_tools_are_neutralised(store, config,
         await wait_until(pilot, lambda: bool(chat.views) and "w29" in chat.views[-1].shown)
         await pilot.pause(0.2)  # let the stream paint
         assert app.main.generating  # the Markdown stream widget is what is on screen
-        assert_neutral(app, "ABCDEFG", "split", "w29")
+        assert_neutral(app, sent, "ABCDEFG", "split", "w29")
         await pilot.press("escape")  # cancelled: redrawn from the store as a finished view
         await idle(pilot)
-        assert_neutral(app, "ABCDEFG", "w29")
+        assert_neutral(app, sent, "ABCDEFG", "w29")
         await type_and_send(pilot, "Think first")
         await idle(pilot)
         await app.main.pane.redraw()  # a finished stream keeps its drawn body; redraw as on reopen
         expand_everything(app)
         await pilot.pause()
-        assert_neutral(app, "Thought through", "thinking")
+        assert_neutral(app, sent, "Thought through", "thinking")
         await type_and_send(pilot, "Use the tools")
         await idle(pilot)
         expand_everything(app)
         await pilot.pause()
-        flat = assert_neutral(app, "Done")
+        flat = assert_neutral(app, sent, "Done")
         assert "doc body" in flat and "fact" in flat  # the tool result and call are shown
         reply = app.main.chat.session.get_history()[-1]
         assert HOSTILE in reply.text  # stored exactly as sent: neutralised on display only
@@ -165,29 +154,30 @@ async def test_imported_chat_is_neutralised_everywhere_it_shows(
     capsys.readouterr()
     config = Config(model="openai/test-model", api_base=llm_server.base_url)
     app = make_app(store, config)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
+    sent = record_terminal(app)
+    async with app.run_test(size=SIZE, notifications=True, headless=False) as pilot:
         await pilot.pause()
-        assert_neutral(app, "Title ABCDEFG", "reversal")  # title, tree, messages
+        assert_neutral(app, sent, "Title ABCDEFG", "reversal")  # title, tree, messages
         await pilot.press("ctrl+s")  # the chat list
         await pilot.pause()
-        assert_neutral(app, "Title ABCDEFG")
+        assert_neutral(app, sent, "Title ABCDEFG")
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("ctrl+f", *"reversal")  # the search screen, with snippets
         await pilot.pause(0.5)
-        assert_neutral(app, "reversal")
+        assert_neutral(app, sent, "reversal")
         await pilot.press("escape")
         await pilot.pause()
         view = app.main.query(MessageView).last()
         view.focus()
         await pilot.press("f")  # fork: a toast names the chat
         await pilot.pause(0.3)
-        assert_neutral(app)
+        assert_neutral(app, sent)
         assert any(t.startswith("Forked into a new chat: Title ABCDEFG") for t in toasts(app))
         app.main.commands.rename_chat()  # the rename dialog shows the current name in an input
         await pilot.pause()
         assert isinstance(app.screen, TextPrompt)
-        assert_neutral(app)
+        assert_neutral(app, sent)
         await pilot.press("escape")
 
 
@@ -237,12 +227,13 @@ async def test_names_are_text_not_markup(store, llm_server, fake_key):
     )
     config = Config(model="openai/test-model", api_base=llm_server.base_url)
     app = make_app(store, config)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
+    sent = record_terminal(app)
+    async with app.run_test(size=SIZE, notifications=True, headless=False) as pilot:
         await pilot.pause()
         app.main.query(MessageView).last().focus()
         await pilot.press("f")  # "Forked into a new chat: <name> ⑂"
         await pilot.pause(0.3)
-        assert_neutral(app)
+        assert_neutral(app, sent)
         assert any(
             "Forked into a new chat: What does [/] close? [@click=app.quit]quit[/]"
             in " ".join(t.split())
@@ -250,19 +241,19 @@ async def test_names_are_text_not_markup(store, llm_server, fake_key):
         ), toasts(app)
         await app.main.commands.delete_chat()  # "Deleted '<name> ⑂' — restore it …"
         await pilot.pause(0.3)
-        assert_neutral(app)
+        assert_neutral(app, sent)
         assert any(t.startswith('Deleted "What does [/]') for t in toasts(app)), toasts(app)
         await pilot.press("ctrl+l", *"[b]model[/b] [/]", "enter")  # "Model: <name>"
         await pilot.pause(0.3)
-        assert_neutral(app)
+        assert_neutral(app, sent)
         assert "Model: [b]model[/b] [/]" in toasts(app)
         await pilot.press("ctrl+l")  # the picker names the current model in its title
         await pilot.pause()
-        assert_neutral(app, "(now: [b]model[/b] [/])")
+        assert_neutral(app, sent, "(now: [b]model[/b] [/])")
         await pilot.press("escape", "ctrl+f", *"[/] nothing")  # a query with no hits
         await pilot.pause(0.5)
-        assert_neutral(app, "Nothing matches '[/] nothing'")
+        assert_neutral(app, sent, "Nothing matches '[/] nothing'")
         await pilot.press("escape", "ctrl+n", *"What does [/] do?", "enter")  # names a chat
         await idle(pilot)
-        assert_neutral(app, "What does [/] do? ·")
+        assert_neutral(app, sent, "What does [/] do? ·")
         assert app.is_running and app.return_code is None  # still running

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from rich.segment import Segment
+from rich.color import Color
 
 from store import SessionManager
 
-from .app_helpers import make_app, populate, text
+from .app_helpers import Run, make_app, populate, screen_runs, text
 
 
 def tool_turn(store) -> None:
@@ -55,21 +55,18 @@ GLYPHS = "●○◆◇▪▫■□‹›…⇄┆"
 """Marks that carry meaning (the tree's role glyphs): they must show like text."""
 
 
-def invisible(segments: list[Segment]) -> list[str]:
-    """Text whose foreground is (nearly) its background: nothing to see."""
+def invisible(runs: list[Run]) -> list[str]:
+    """Text whose colour is (nearly) its background's: nothing to see."""
     bad = []
-    for seg in segments:
-        style = seg.style
-        if style is None or style.color is None or style.bgcolor is None:
-            continue
-        if not any(c.isalnum() or c in GLYPHS for c in seg.text):
+    for run in runs:
+        if run.background is None:
+            continue  # the terminal's own background: its default colours
+        if not any(c.isalnum() or c in GLYPHS for c in run.text):
             continue  # spaces, pane borders and rules are meant to be faint
-        fg = style.color.get_truecolor()
-        bg = style.bgcolor.get_truecolor(foreground=False)
-        if style.reverse:
-            fg, bg = bg, fg
+        fg, bg = Color.parse(run.color).triplet, Color.parse(run.background).triplet
+        assert fg is not None and bg is not None
         if sum(abs(a - b) for a, b in zip(fg, bg, strict=True)) < NEAR:
-            bad.append(seg.text.strip())
+            bad.append(run.text.strip())
     return bad
 
 
@@ -88,9 +85,7 @@ async def test_no_theme_draws_text_in_its_background_colour(store, chats):
         for name in sorted(app.available_themes):
             app.theme = name
             await pilot.pause()
-            update = app.screen._compositor.render_full_update()
-            segments = [seg for line in update.strips for strip in line for seg in strip]
-            bad = invisible(segments)
+            bad = invisible(screen_runs(app))
             if bad:
                 problems[name] = bad[:5]
         assert problems == {}, problems

@@ -130,6 +130,37 @@ def _key(chat) -> str:
     return server_key(chat.config.api_base, chat.config.model, names)
 
 
+async def test_a_bos_the_tokenize_route_adds_to_every_text_is_counted_once(local):
+    """llama-cpp-python's `/extras/tokenize` adds a BOS to each text it is given (for a
+    model that takes one); the prompt has one. The route's tokens for the empty text
+    are taken off each piece, so the pieces alone are not one token a piece over."""
+    local.server.tokenize_bos = True
+    await next_figure(local, "Hello there.")
+    assert {"content": ""} in local.server.tokenize_requests  # asked once, when found
+    await turn(local, "Hello there.")
+    system = local.server.requests[-1]["messages"][0]["content"]
+    assert TOKENS.known(local.server.base_url, system) == script.count_tokens(system)
+    assert TOKENS.known(local.server.base_url, "Hello there.") == 3
+
+
+async def test_vllms_tokenize_route_counts_too(local):
+    """vLLM's `/tokenize` takes {"prompt"} (asked without special tokens); the other
+    routes answer 400/404 there. Its counts make the figure exact as llama.cpp's do."""
+    local.server.tokenize_shape = "vllm"
+    errors = []
+    for question in ["Hello there.", "Tell me more, please.", "And then?"]:
+        usage = await next_figure(local, question)
+        await turn(local, question)
+        errors.append(usage.tokens - server_count(local))
+    assert local.server.tokenize_requests
+    assert all(
+        set(r) == {"prompt", "add_special_tokens"} and r["add_special_tokens"] is False
+        for r in local.server.tokenize_requests
+    )
+    assert TOKENS.counts(local.server.base_url) is True
+    assert errors[2] == 0, errors
+
+
 # -- a server that counts but has no /tokenize (Ollama) ---------------------------------
 
 
@@ -213,6 +244,8 @@ def test_counts_that_cannot_be_the_requests_are_refused():
     sent = pieces(("prompt", 300, True), ("tools", 500, True))
     assert not book.learn("k", "c", sent, 1, 12)  # a stand-in figure
     assert not book.learn("k", "c", sent, 1, 5000)  # more than twice the whole
+    # Only what a server's cache did not hold: under the counted pieces without tools.
+    assert not book.learn("k", "c", sent, 1, 250, optional=500)
     assert book.learn("k", "c", sent, 1, 310, optional=500)  # the tools left out: plausible
     assert book.figure("k", "c", sent, 1) == (310, True)
 
@@ -222,7 +255,7 @@ def test_counts_that_cannot_be_the_requests_are_refused():
 
 async def test_an_openai_hosted_model_is_counted_by_litellms_tokenizer(store, fake_key):
     """No server to ask: LiteLLM's tokenizer for the model (tiktoken's encoding shipped
-    inside LiteLLM, nothing downloaded) counts each piece; the sidebar says exact."""
+    inside LiteLLM, nothing downloaded) counts each piece."""
     from chatui.core.config import Config
     from chatui.core.engine import ChatEngine
     from chatui.core.wiring import build_manager
@@ -241,7 +274,9 @@ async def test_an_openai_hosted_model_is_counted_by_litellms_tokenizer(store, fa
     assert not measured.usage.exact and measured.uncounted
     assert await engine.count_tokens("gpt-4o", measured)
     measured = await engine.measure(session, None, "gpt-4o")
-    assert measured.usage.exact
+    assert not measured.uncounted  # every piece counted here, without a network
+    # Exact once OpenAI's usage for a request taught the template's share; not before.
+    assert not measured.usage.exact
     prompt = measured.request.system_prompt
     assert measured.usage.prompt == litellm.token_counter(model="gpt-4o", text=prompt)
 

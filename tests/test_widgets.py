@@ -520,9 +520,7 @@ async def test_a_reply_redrawn_mid_stream_keeps_its_lines_when_more_words_come()
         stream.write(" and more")
         await wait_until(pilot, lambda: streaming.shown == live + " and more")
         body = streaming.query_one(Markdown)
-        shown = " ".join(
-            str(block._content.plain) for block in body.children if hasattr(block, "_content")
-        )
+        shown = " ".join(str(block.content) for block in body.query_children(Static))
         assert body.source == live + " and more"
         assert shown.startswith("First line"), shown
         assert shown.endswith("line and more"), shown
@@ -553,11 +551,7 @@ async def test_a_reply_finished_right_after_its_last_words_draws_them_once():
             await pilot.pause()
             if round_ % 2:
                 body = streaming.query_one(Markdown)
-                shown = " ".join(
-                    str(block._content.plain)
-                    for block in body.children
-                    if hasattr(block, "_content")
-                )
+                shown = " ".join(str(block.content) for block in body.query_children(Static))
                 assert body.source == final_text
             else:
                 assert not streaming.query(Markdown)

@@ -46,6 +46,8 @@ class AttachmentTray(Static):
 
     def show(self, labels: Sequence[str]) -> None:
         """Show these labels (none: hide the tray)."""
+        if tuple(labels) == self.labels and self.is_mounted:
+            return  # every send asks: an empty tray stays as it is, no layout
         self.labels = tuple(labels)
         self.set_class(bool(self.labels), "-shown")
         markup = "[b]attached:[/b] " + "   ".join(

@@ -31,7 +31,7 @@ class ConversationStats:
     window_source: str = ""
     """Where the window figure came from ("server", "config", "litellm", …), shown beside it."""
     counted: str = ""
-    """How `tokens` was had: "exact" (the server's tokenizer) or "estimated"."""
+    """How `tokens` was had: "exact" (the server's counts) or "estimated"."""
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0

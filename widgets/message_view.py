@@ -580,18 +580,11 @@ class MessageView(Vertical, can_focus=True):
         self._typing = False
 
     def command_keys(self) -> frozenset[str]:
-        """The keys this view answers to itself, as the app's keymap (`App.set_keymap`:
-        a `[keys]` config) binds them; every other printable key is typing."""
-        keymap = getattr(self.app, "_keymap", None)
-        if not keymap:
-            return _COMMAND_KEYS
+        """The keys this view answers to itself, as they are bound now (a `[keys]`
+        config rebinds them through `App.set_keymap`: the screen's `active_bindings`
+        carry the keys in force); every other printable key is typing."""
         return frozenset(
-            key.strip()
-            for binding in self.BINDINGS
-            if isinstance(binding, Binding)
-            for key in (keymap.get(binding.id, binding.key) if binding.id else binding.key).split(
-                ","
-            )
+            key for key, active in self.screen.active_bindings.items() if active.node is self
         )
 
     def typing_to(self, target: Callable[[str], None] | None) -> MessageView:
@@ -604,12 +597,3 @@ class MessageView(Vertical, can_focus=True):
 
     def action_move(self, step: int) -> None:
         self.post_message(self.MoveRequested(self, step))
-
-
-_COMMAND_KEYS = frozenset(
-    key.strip()
-    for binding in MessageView.BINDINGS
-    if isinstance(binding, Binding)
-    for key in binding.key.split(",")
-)
-"""The keys a focused message answers to itself (typed ones go to the input)."""

@@ -37,6 +37,8 @@ import _socket  # the C module: `socket` would import enum, selectors, ...
 import os
 import sys
 
+from .argv import find_command, reads_as_prompt
+
 # No `typing`, `json`, `socket` or `hashlib` here: each costs milliseconds at start-up,
 # and this module's start-up is the figure (`bench/ask_bench.py`).
 TYPE_CHECKING = False  # mypy reads the block below; Python never imports it
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["run_remote", "socket_path", "stamp", "wants_daemon"]
 
-_VALUED = ("--db", "--model", "--theme")
 MAX_STDIN = 8 * 1024 * 1024  # as chatui.cli.ask.MAX_STDIN: one byte more says "too large"
 CONNECT_WAIT = 20.0
 """Seconds to wait for a starting ask process to listen (it binds before loading)."""
@@ -58,20 +59,11 @@ def wants_daemon(args: list[str]) -> bool:
     """`args` ask a question (`ask …`, or `"a question"`) and the warm process may run it."""
     if os.environ.get("CHATUI_ASK_DAEMON", "1") == "0":
         return False
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word in ("-h", "--help", "--version", "--"):
-            return False
-        if word in _VALUED:
-            i += 2
-            continue
-        if word.startswith("-"):
-            i += 1
-            continue
-        if word == "ask" or len(word.split()) > 1:  # a command name is one word
-            return not any(a in ("-h", "--help") for a in args[i:])
+    options, i = find_command(args)
+    if i is None or any(o in ("-h", "--help", "--version") for o in options):
         return False
+    if args[i] == "ask" or reads_as_prompt(args[i]):
+        return not any(a in ("-h", "--help") for a in args[i:])
     return False
 
 

@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store import (
     DatabaseFileError,
@@ -31,6 +31,7 @@ from store.search import query_problem
 
 from .. import launch
 from ..transfer.text import one_line
+from .argv import find_command, reads_as_prompt
 from .ask import add_ask_command
 from .base import (
     DATABASE,
@@ -49,6 +50,9 @@ from .base import (
 )
 from .db import add_db_commands
 from .transfer import add_transfer_commands
+
+if TYPE_CHECKING:
+    from ..core.config import Config
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "failure_of", "prompt_shortcut", "run"]
 
@@ -203,15 +207,20 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     return data
 
 
-def _configured_db() -> str | None:
+def _configured_db(config: Config | None = None) -> str | None:
     """The database when `--db` is not given: `CHATUI_DB`, else the config's `database`
-    (None: the default file)."""
-    from ..core.config import ConfigError, load_config
-
+    (None: the default file). `config`: the config as read already (read here if None)."""
     if os.environ.get("CHATUI_DB"):
         return os.environ["CHATUI_DB"]
+    return (config or read_config()).database
+
+
+def read_config() -> Config:
+    """The config file, read; a bad one is a usage error (`CliError`, one line)."""
+    from ..core.config import ConfigError, load_config
+
     try:
-        return load_config().database
+        return load_config()
     except ConfigError as exc:
         raise CliError(str(exc), USAGE) from exc
 
@@ -329,30 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUED = ("--db", "--model", "--theme")
-"""The top-level options that take a value (skipped when looking for the command)."""
-
-
 def prompt_shortcut(argv: Sequence[str], commands: Collection[str]) -> list[str]:
     """`chatui "a question"` as `chatui ask "a question"`: when the first argument that
-    is not an option is no command and reads as a prompt, that is, holds several words
-    (one quoted argument). Unquoted words stay a usage error (`chatui shwo 3f2a`), so a
-    mistyped command never costs a model call."""
+    is not an option is no command and reads as a prompt (`argv.reads_as_prompt`)."""
     args = list(argv)
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word == "--":
-            return args
-        if word in _VALUED:
-            i += 2
-            continue
-        if word.startswith("-"):
-            i += 1
-            continue
-        if word not in commands and len(word.split()) > 1:
-            return [*args[:i], "ask", *args[i:]]
-        return args
+    _, i = find_command(args)
+    if i is not None and args[i] not in commands and reads_as_prompt(args[i]):
+        return [*args[:i], "ask", *args[i:]]
     return args
 
 

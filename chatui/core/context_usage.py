@@ -95,8 +95,9 @@ class ContextUsage:
     source: str = ""
     """Where `window` came from: server, error, config, litellm, demo ("" when unknown)."""
     exact: bool = False
-    """Counted, not estimated: every piece by the server's tokenizer, or whatever
-    changed since the server's own count of this chat's last request."""
+    """Counted, not estimated: the server counted a past request (the template's share
+    is known) and every piece by its tokenizer, or whatever changed since its count
+    of this chat's last request."""
     template: int = 0
     """What the chat template adds beyond `PER_MESSAGE_OVERHEAD` a message, learned
     from the server's counts (negative where it leaves a piece out, as dropped tools)."""
@@ -202,7 +203,9 @@ def measure(
     if fit is not None:
         pieces = request_pieces(request.system_prompt, tools, history, count)
         fitted = fit(pieces, len(history))
-        if fitted is not None:
+        if fitted is None:
+            exact = False  # the pieces may be counted; the template's share is not known
+        else:
             figure, exact = fitted
             template = figure - (request.prompt_tokens + request.tool_tokens + messages)
     usage = ContextUsage(

@@ -1,8 +1,8 @@
 """Token counts by the server's own tokenizer, where the server can count.
 
-llama.cpp's `llama-server` has `POST /tokenize` ({"content": text}) and
-llama-cpp-python's server `POST /extras/tokenize` ({"input": text}); both
-answer {"tokens": [...]}. For such a server the sidebar's figure is counted,
+llama.cpp's `llama-server` has `POST /tokenize` ({"content": text}),
+llama-cpp-python's server `POST /extras/tokenize` ({"input": text}) and vLLM
+`POST /tokenize` ({"prompt": text}); each answers {"tokens": [...]}. For such a server the sidebar's figure is counted,
 not estimated: each piece of the request (the system prompt, each tool's
 schema, each message's text) is tokenized once, off the event loop, and
 remembered by its text. The chat template's few tokens around each message
@@ -40,8 +40,9 @@ ASK_TIMEOUT = 2.0
 MAX_REMEMBERED = 20_000
 """Texts whose counts are kept (oldest forgotten first)."""
 
-_ROUTES = (("/tokenize", "content"), ("/extras/tokenize", "input"))
-"""llama-server's route and body key, then llama-cpp-python's."""
+_ROUTES = (("/tokenize", "content"), ("/extras/tokenize", "input"), ("/tokenize", "prompt"))
+"""llama-server's route and body key, llama-cpp-python's, then vLLM's (asked without
+its special tokens, as llama-server's is by default: a BOS is the template's)."""
 LOCAL = "litellm:"
 """The key of a model counted by LiteLLM's tokenizer, in this process."""
 COUNTED_PROVIDERS = frozenset({"openai"})
@@ -72,6 +73,8 @@ class TokenBook:
         self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._route: dict[str, tuple[str, str] | None] = {}
         """api_base → the route that counts there (None: the server cannot count)."""
+        self._bias: dict[str, int] = {}
+        """api_base → the tokens its route adds to any text (`_learn_bias`)."""
 
     def counts(self, api_base: str | None) -> bool | None:
         """True when the server counts, False when it cannot, None when not yet tried."""
@@ -127,7 +130,10 @@ class TokenBook:
                 return None
             path, key = route
             try:
-                answer = _post(root + path, {key: text}, timeout)
+                body: dict[str, object] = {key: text}
+                if key == "prompt":
+                    body["add_special_tokens"] = False
+                answer = _post(root + path, body, timeout)
                 tokens = answer.get("tokens") if isinstance(answer, dict) else None
                 if not isinstance(tokens, list):
                     raise ValueError("no tokens in the answer")
@@ -138,13 +144,35 @@ class TokenBook:
                 log.debug("tokenize at %s%s: %s", root, path, exc)
                 continue
             with self._lock:
+                found = api_base not in self._route
                 self._route[api_base] = route
-            return len(tokens)
+            if found:
+                self._learn_bias(api_base, root, route, timeout)
+            with self._lock:
+                return max(0, len(tokens) - self._bias.get(api_base, 0))
         if answered:
             with self._lock:
                 if api_base not in self._route:
                     self._route[api_base] = None  # it answered every route: it cannot count
         return None
+
+    def _learn_bias(self, api_base: str, root: str, route: tuple[str, str], timeout: float) -> None:
+        """What the route adds to every text: the tokens of the empty text (a BOS, where
+        llama-cpp-python's route adds one and the model takes one). Counted once per
+        request by the template, not once per piece: taken off each piece's count."""
+        path, key = route
+        body: dict[str, object] = {key: ""}
+        if key == "prompt":
+            body["add_special_tokens"] = False
+        try:
+            answer = _post(root + path, body, timeout)
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        except (OSError, ValueError) as exc:
+            log.debug("tokenize of nothing at %s%s: %s", root, path, exc)
+            return
+        if isinstance(tokens, list):
+            with self._lock:
+                self._bias[api_base] = len(tokens)
 
     def _ask_litellm(self, key: str, text: str) -> int | None:
         """LiteLLM's count of `text` for the model; a tokenizer that cannot be had
@@ -164,9 +192,10 @@ class TokenBook:
         with self._lock:
             self._counts.clear()
             self._route.clear()
+            self._bias.clear()
 
 
-def _post(url: str, body: dict[str, str], timeout: float) -> object:
+def _post(url: str, body: dict[str, object], timeout: float) -> object:
     import urllib.request  # not on the start-up path
 
     request = urllib.request.Request(

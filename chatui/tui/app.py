@@ -7,6 +7,7 @@ first paint; until then nothing asks it anything.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -33,6 +34,7 @@ from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
+from .outage import OutageNotices, SurvivesOutage
 from .screens.main import MainScreen
 from .theming import DEFAULT_DARK, derived_tokens, load_themes
 
@@ -44,13 +46,10 @@ CHANGE_POLL_SECONDS = 0.3
 GC_BACKSTOP_SECONDS = 5.0
 """Garbage collection paused for start-up (`launch.pause`) resumes by then at the latest."""
 
-UNREACHABLE_TOAST_SECONDS = 8.0
-"""A database that stops answering is said once in this long (every read fails)."""
-
 log = logging.getLogger(__name__)
 
 
-class ChatApp(App[int]):
+class ChatApp(SurvivesOutage, App[int]):
     """The chatui application: builds the workspace, shows the main screen, keeps UI state."""
 
     TITLE = "chatui"
@@ -85,7 +84,8 @@ class ChatApp(App[int]):
         self.workspace = Workspace(store, config, launch_model=model, model_process=model_process)
         self._warm = warm_llm
         self._quitting = False
-        self._told_unreachable = -UNREACHABLE_TOAST_SECONDS
+        self.outage = OutageNotices(store, self)
+        """Says when the database does not answer (the app stays up: `tui.outage`)."""
         # [keys]: Textual rebinds by binding id; a bad entry is a warning after the
         # first frame, its action keeping the default key.
         self.keys_in_force, self._key_warnings = resolve_keys(config.keys)
@@ -125,24 +125,9 @@ class ChatApp(App[int]):
         )
 
     def _handle_exception(self, error: Exception) -> None:
-        # A database server that stops answering (PostgreSQL stopped, restarting, the
-        # network gone) fails every read: a redraw, the sidebar's facts, the chat list.
-        # That is no reason to quit: what is on screen stays (the last good state), a
-        # reply being written is kept in memory until the server is back
-        # (`core.replies`), and the next action reads again. Anything else is a bug:
-        # Textual's handling (the traceback, the exit).
-        if self.store.unreachable(error):
-            log.warning("a read failed: the database is unreachable", exc_info=error)
-            now = time.monotonic()
-            if now - self._told_unreachable > UNREACHABLE_TOAST_SECONDS:
-                self._told_unreachable = now
-                self.notify(
-                    f"The database ({self.store.path}) does not answer; the screen shows "
-                    "what was read last. chatui keeps trying: nothing you typed is lost.",
-                    title="Database unreachable",
-                    severity="error",
-                    timeout=UNREACHABLE_TOAST_SECONDS,
-                )
+        # A timer's or a worker's read that failed because the database server does
+        # not answer: said, and the app goes on (message handlers: `SurvivesOutage`).
+        if self.outage.absorb(error):
             return
         super()._handle_exception(error)
 
@@ -165,9 +150,6 @@ class ChatApp(App[int]):
         if self.keys_in_force:
             self.set_keymap(self.keys_in_force)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        # Other processes and machines on the same database: their writes show
-        # within a second (the watcher is one pragma or one socket check a call).
-        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
         # Collection resumes after the first chat's frame; this is the backstop for
         # a start that never gets there (a database error on the first read).
         self.set_timer(GC_BACKSTOP_SECONDS, launch.resume, name="gc backstop")
@@ -176,6 +158,9 @@ class ChatApp(App[int]):
         # The MCP servers' sessions end with the app (a stdio server's process is
         # stopped by the SDK), however it exits.
         await self.workspace.tools.stop()
+
+    def _watch_changes(self) -> None:
+        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
 
     def _poll_changes(self) -> None:
         try:
@@ -192,6 +177,11 @@ class ChatApp(App[int]):
     @on(MainScreen.FirstChatShown)
     def _first_chat_shown(self) -> None:
         self.call_after_refresh(launch.resume)
+        # Other processes and machines on the same database: their writes show within a
+        # second (the watcher is one pragma or one socket check a call). Started once the
+        # first chat is on screen: on a loaded machine the first polls (the watcher's
+        # set-up) fell before the first frame and delayed it.
+        self.call_after_refresh(self._watch_changes)
         if self._warm:
             # After the next refresh the whole first screen is on the terminal; LiteLLM's
             # import (seconds of CPU) starts only then, so it never delays that frame.
@@ -309,6 +299,15 @@ class ChatApp(App[int]):
                 f"{count} repl{'ies are' if count > 1 else 'y is'} still being written. "
                 "Quit anyway? What arrived is kept, marked cancelled."
             )
+            # A reply kept in memory while the database is away (`core.replies`) cannot
+            # be stored by a quit: say what quitting costs. Asked in a thread: a server
+            # whose network is gone takes its connect timeout to say nothing.
+            if not await asyncio.to_thread(self.store.answers):
+                question = (
+                    f"{count} repl{'ies are' if count > 1 else 'y is'} still being written, "
+                    "and the database does not answer: what streamed since the last save "
+                    "is only in memory and is lost if you quit now. Quit anyway?"
+                )
 
             async def answered(yes: bool | None) -> None:
                 if yes:

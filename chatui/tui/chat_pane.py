@@ -72,6 +72,7 @@ from .chat_panes import ChatTitle
 from .chat_stream import ChatStream
 from .first_frame import Release
 from .message_actions import MessageActions
+from .outage import SurvivesOutage
 
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
 
@@ -101,7 +102,7 @@ WELCOME = (
 )
 
 
-class ChatPane(Vertical):
+class ChatPane(SurvivesOutage, Vertical):
     """The title, the chat view and the input of the chat on screen."""
 
     class TreeChanged(TextualMessage):
@@ -194,6 +195,10 @@ class ChatPane(Vertical):
         self._elsewhere: frozenset[str] = frozenset()
         """Replies on screen another process is writing (`written_elsewhere`)."""
         self._writers_timer: Timer | None = None
+        self._follow_timer: Timer | None = None
+        """Brings the busy title and the tree after enter (`BUSY_AFTER`), until it fires."""
+        self._panes_due: bool | None = None
+        """While `_draw` draws a batch: whether the tree and the sidebar follow in it."""
         self._draft_timer: Timer | None = None
         """Pending: the draft typed since the last write goes to the state file."""
         self.attached: list[Attached] = []
@@ -377,7 +382,7 @@ class ChatPane(Vertical):
     async def remeasure(self, labels: tuple[str, ...] = ()) -> None:
         """Measure the chat's facts again (memory changed, a window was learned)."""
         await self._measure()
-        self.post_message(self.FactsChanged(labels))
+        self._tell(self.FactsChanged(labels))
 
     def renamed(self, info: SessionInfo) -> None:
         """The chat's row changed (a rename, a model): the title and facts follow."""
@@ -491,7 +496,10 @@ class ChatPane(Vertical):
             return
         except Exception as exc:  # the database refused the new chat: say so, keep the text
             log.error("could not start a reply", exc_info=exc)
-            failure = JobEnded(self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True)
+            advice = self.workspace.store.failure_advice(exc)  # the engine's terms
+            failure = JobEnded(
+                self.session_id or "", "failed", (str(exc), STORAGE_TITLE), True, advice
+            )
             self.run_worker(self._show_failure(failure), group="failure")
             return
         # The title and the input's busy border follow a moment later: restyling the
@@ -548,19 +556,36 @@ class ChatPane(Vertical):
 
     def _first_words_drawn(self) -> None:
         self.stream.frame_drawn()
-        self.post_message(self.TreeChanged())  # its row shows the words, not "no text yet"
+        if self._follow_timer is None:  # else the tree follows the reply soon, words and all
+            self.post_message(self.TreeChanged())  # its row shows the words, not "no text yet"
+
+    def _tell(self, message: ChatPane.TreeChanged | ChatPane.FactsChanged) -> None:
+        """Tell the screen the tree or the sidebar should follow: while a batch of events
+        is drawn (`_draw`), they are drawn at its end, in its frame (a turn's end was two
+        frames: the reply's, then the tree's and the sidebar's); otherwise posted."""
+        labels = getattr(message, "labels", ())
+        if self._panes_due is not None and not labels:
+            self._panes_due = True
+        else:
+            self.post_message(message)
 
     @on(_Draw)
     async def _draw(self, message: _Draw) -> None:
         message.stop()
         release = message.release
         async with self._draw_lock:
-            with self.app.batch_update():  # one frame for the batch, closed by this block
-                for event in release.events:
-                    if isinstance(event, JobEnded):
-                        await self._turn_ended(event)
-                    elif event.session_id == self.session_id and self.chat is not None:
-                        await self._show(event)
+            self._panes_due = False
+            try:
+                with self.app.batch_update():  # one frame for the batch, closed by this block
+                    for event in release.events:
+                        if isinstance(event, JobEnded):
+                            await self._turn_ended(event)
+                        elif event.session_id == self.session_id and self.chat is not None:
+                            await self._show(event)
+                    if self._panes_due:
+                        await self.on_shown()  # the tree and the sidebar, in this frame
+            finally:
+                self._panes_due = None
         if release.first_words:
             # Marked for layout now: the words' widget asks for its own only when it
             # next idles, and a screen with nothing to lay out runs "after refresh"
@@ -588,7 +613,11 @@ class ChatPane(Vertical):
                     # The tree's new nodes and the busy title a moment after enter:
                     # drawn before a fast reply's first words, they made that frame wait.
                     since = time.monotonic() - (self._asked_at or time.monotonic())
-                    self.set_timer(max(BUSY_AFTER - since, 0.01), self._follow_reply)
+                    if self._follow_timer is not None:
+                        self._follow_timer.stop()
+                    self._follow_timer = self.set_timer(
+                        max(BUSY_AFTER - since, 0.01), self._follow_reply
+                    )
                 else:
                     view = await self.chat_view.add_message(message)
                 if isinstance(event, ReplyStarted) and view is not None:
@@ -611,13 +640,13 @@ class ChatPane(Vertical):
                 if self.facts is not None and leaf == chat.active_leaf:
                     self._measured = True
                     self.facts = self.facts.remeasured(measured)
-                    self.post_message(self.FactsChanged())
+                    self._tell(self.FactsChanged())
             case UsageRecorded(input_tokens=i, output_tokens=o, cost=cost):
                 if self.facts is not None:
                     self.facts = self.facts.spent(i, o, cost)
                     if snap is not None and self.facts.info is not None:
                         snap.info = self.facts.info  # what later measures start from
-                    self.post_message(self.FactsChanged())
+                    self._tell(self.FactsChanged())
             case Compacted():
                 # The redraw draws the running turn's notices again, and the live reply
                 # (a context-length retry compacts mid-turn) streaming into its new view.
@@ -629,6 +658,7 @@ class ChatPane(Vertical):
                 await self.chat_view.notice(body, "error", title=title)
 
     def _follow_reply(self) -> None:
+        self._follow_timer = None
         self.sync_busy()
         self.post_message(self.TreeChanged())
 
@@ -661,7 +691,7 @@ class ChatPane(Vertical):
             await self._redraw()
         else:
             self.marks = self.workspace.peer_marks(event.session_id)  # messages that crossed
-            self.post_message(self.TreeChanged())  # once per turn: the final labels
+            self._tell(self.TreeChanged())  # once per turn: the final labels
             if not self._measured:  # a turn that ended without measuring (tool rounds)
                 await self.remeasure()
 

@@ -122,7 +122,7 @@ class ChatSidebar(ContextSidebar):
                 tokens=usage.tokens,
                 window=usage.window,
                 window_source=usage.source,
-                counted="exact (server's tokenizer)" if usage.exact else "estimated",
+                counted="exact (server's count)" if usage.exact else "estimated",
                 model=f"{facts.model.model} ({facts.model.why})",
                 input_tokens=info.input_tokens if info else 0,
                 output_tokens=info.output_tokens if info else 0,

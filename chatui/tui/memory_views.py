@@ -10,6 +10,7 @@ fresh; its edits belong to the branch on screen, as a reply's write would.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from store import StoredWrite
@@ -17,7 +18,8 @@ from store import StoredWrite
 from ..core.workspace import ParamsError
 
 if TYPE_CHECKING:
-    from ..core.workspace import WriteLine
+    from ..core.chat_state import ChatState
+    from ..core.workspace import ChatFacts, WriteLine
     from .chat_pane import ChatPane
 
 __all__ = ["MemoryViews"]
@@ -103,67 +105,74 @@ class MemoryViews:
 
     def edit_prompt(self) -> None:
         """Rewrite this chat's system prompt (its soul), from the branch on screen on."""
-        from .screens.dialogs import TextPrompt
-
         pane = self.pane
-        chat, facts = pane.chat, pane.facts
-        if chat is None or facts is None:
-            pane.notify("Send a first message, then edit this chat's prompt.", timeout=4)
-            return
         workspace = pane.workspace
 
-        async def save(text: str) -> str | None:
-            try:
-                await workspace.set_chat_prompt(chat, facts, text)
-            except ParamsError as exc:
-                return f"Not saved: {exc}."
-            return None
+        async def write(chat: ChatState, facts: ChatFacts, text: str) -> None:
+            await workspace.set_chat_prompt(chat, facts, text)
 
         async def saved(text: str | None) -> None:
             if text is not None:
                 await pane.remeasure()
                 pane.notify("This chat's prompt changed: the next reply is written with it.")
 
-        pane.app.push_screen(
-            TextPrompt(
-                "System prompt of this chat (the branch on screen and what grows from it)",
-                workspace.chat_prompt(facts),
-                multiline=True,
-                check=save,
-            ),
-            saved,
+        self._edit_text(
+            "Send a first message, then edit this chat's prompt.",
+            "System prompt of this chat (the branch on screen and what grows from it)",
+            workspace.chat_prompt,
+            write,
+            closed=saved,
         )
 
     def edit_params(self) -> None:
         """Set this chat's parameters (temperature, max_tokens, top_p, ...)."""
+        pane = self.pane
+        workspace = pane.workspace
+
+        async def write(chat: ChatState, facts: ChatFacts, text: str) -> None:
+            info = await workspace.set_chat_params(chat.session_id, text)
+            pane.renamed(info)  # the facts (F2, the next request) follow the row
+            params = workspace.chat_params(info)
+            shown = ", ".join(f"{k} = {v}" for k, v in params.items()) or "none"
+            pane.notify(f"Parameters of this chat: {shown}.")
+
+        self._edit_text(
+            "Send a first message, then set this chat's parameters.",
+            "Parameters of this chat: name = value lines (any LiteLLM parameter)",
+            lambda facts: workspace.params_text(facts.params) or PARAMS_EXAMPLE,
+            write,
+            hint="enter saves · ctrl+j new line · no lines: the provider's defaults · "
+            "escape cancels",
+        )
+
+    def _edit_text(
+        self,
+        unsent: str,
+        title: str,
+        current: Callable[[ChatFacts], str],
+        write: Callable[[ChatState, ChatFacts, str], Awaitable[None]],
+        *,
+        hint: str = "",
+        closed: Callable[[str | None], Awaitable[None]] | None = None,
+    ) -> None:
+        """One of this chat's settings, edited as text: `unsent` is said instead for a
+        chat not stored yet; a `ParamsError` from `write` keeps the editor open with
+        the reason."""
         from .screens.dialogs import TextPrompt
 
         pane = self.pane
         chat, facts = pane.chat, pane.facts
         if chat is None or facts is None:
-            pane.notify("Send a first message, then set this chat's parameters.", timeout=4)
+            pane.notify(unsent, timeout=4)
             return
-        workspace = pane.workspace
 
         async def save(text: str) -> str | None:
             try:
-                info = await workspace.set_chat_params(chat.session_id, text)
+                await write(chat, facts, text)
             except ParamsError as exc:
                 return f"Not saved: {exc}."
-            pane.renamed(info)  # the facts (F2, the next request) follow the row
-            params = workspace.chat_params(info)
-            shown = ", ".join(f"{k} = {v}" for k, v in params.items()) or "none"
-            pane.notify(f"Parameters of this chat: {shown}.")
             return None
 
-        current = workspace.params_text(facts.params) or PARAMS_EXAMPLE
         pane.app.push_screen(
-            TextPrompt(
-                "Parameters of this chat: name = value lines (any LiteLLM parameter)",
-                current,
-                multiline=True,
-                hint="enter saves · ctrl+j new line · no lines: the provider's defaults · "
-                "escape cancels",
-                check=save,
-            )
+            TextPrompt(title, current(facts), multiline=True, hint=hint, check=save), closed
         )

@@ -2,62 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
-from textual.widgets.option_list import Option
 
 from store import AgentInfo
 from widgets import clean
 
-from .list_keys import LIST_BINDINGS, ListKeys
+from .list_keys import LIST_BINDINGS
+from .start_picker import NO_CHOICE, StartPicker
 
 __all__ = ["AgentPicker", "NO_AGENT"]
 
-NO_AGENT = ""
+NO_AGENT = NO_CHOICE
 """What the picker returns for "no agent" (the config's default assistant)."""
 
 
-class AgentPicker(ListKeys, ModalScreen[str | None]):
+class AgentPicker(StartPicker):
     """Dismisses with an agent id, `NO_AGENT`, or None when cancelled."""
 
-    CSS_PATH = "agent_picker.tcss"
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="agents.cancel"), *LIST_BINDINGS]
+    HEADING = "New chat with…"
+    DEFAULT_ROW = ("Default assistant", "the config's model and memory")
 
     def __init__(self, agents: Sequence[AgentInfo]) -> None:
         super().__init__()
         self.agents = list(agents)
 
-    def compose(self) -> ComposeResult:
-        options = [
-            Option(
-                Text.assemble(
-                    ("Default assistant", "bold"), "  ", ("the config's model and memory", "dim")
-                ),
-                id="-",
-            )
-        ]
+    def choices(self) -> Iterable[tuple[str, Text]]:
         for agent in self.agents:
             prompt = Text(clean(agent.name), "bold")
             if agent.model:
                 prompt.append(f"  {clean(agent.model)}", "italic")
             if agent.description:
                 prompt.append(f"\n{clean(agent.description)}", "dim")
-            options.append(Option(prompt, id=agent.id))
-        with Vertical(id="agents"):
-            yield Label("New chat with…", id="agents-title")
-            yield OptionList(*options, id="agents-list")
-            yield Label("enter starts the chat · escape cancels", id="agents-hint")
-
-    def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        option_id = event.option.id
-        self.dismiss(NO_AGENT if option_id == "-" else option_id)
+            yield agent.id, prompt

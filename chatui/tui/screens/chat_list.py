@@ -16,6 +16,7 @@ from store import SessionInfo
 from widgets import clean, one_line
 
 from ...core.workspace import Workspace
+from ..outage import SurvivesOutage
 from .dialogs import TextPrompt
 from .list_keys import LIST_BINDINGS, ListKeys
 
@@ -44,7 +45,7 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     )
 
 
-class ChatListScreen(ListKeys, ModalScreen[str | None]):
+class ChatListScreen(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     """Dismisses with the id of the chat to open, or None."""
 
     CSS_PATH = "chat_list.tcss"

@@ -18,6 +18,8 @@ from textual.widgets import Label, Static
 from store import Message, as_text, reply_state, reply_state_label
 from widgets import DiffView, format_tokens, one_line, word_diff
 
+from ..outage import SurvivesOutage
+
 __all__ = ["CompareScreen", "reply_facts"]
 
 
@@ -41,7 +43,7 @@ def reply_facts(message: Message, chat_model: str | None) -> str:
     return " · ".join(facts)
 
 
-class CompareScreen(ModalScreen[str | None]):
+class CompareScreen(SurvivesOutage, ModalScreen[str | None]):
     """Siblings two at a time; dismisses with the id to keep, or None."""
 
     CSS_PATH = "compare.tcss"

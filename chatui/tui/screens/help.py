@@ -14,12 +14,13 @@ from textual.widgets import DataTable, Label, Static
 
 from ..keymap import catalogue
 from ..keys import KEYS
+from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["HelpScreen"]
 
 
-class HelpScreen(ListKeys, ModalScreen[None]):
+class HelpScreen(SurvivesOutage, ListKeys, ModalScreen[None]):
     """A table of keys: what they do and where they work."""
 
     CSS_PATH = "help.tcss"

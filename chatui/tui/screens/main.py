@@ -48,13 +48,14 @@ from ...core.workspace import (
 from ..chat_pane import NEW_CHAT_NAME, ChatPane
 from ..chat_panes import ChatSidebar, ChatTree
 from ..memory_views import MemoryViews
+from ..outage import SurvivesOutage
 from ..panes import PaneLayout
 from .commands import ChatCommands, ChatCommandsProvider
 
 __all__ = ["MainScreen", "NEW_CHAT_NAME"]
 
 
-class MainScreen(Screen[None]):
+class MainScreen(SurvivesOutage, Screen[None]):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"

@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from store import ContextLimitError, ReadOnlyBlockError, StoreError, estimate_string_tokens
 from widgets import clean, format_tokens
 
+from ..outage import SurvivesOutage
 from .dialogs import Confirm
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ Reverter: TypeAlias = "Callable[[int], Awaitable[tuple[str, list[WriteLine]]]]"
 """revert(seq): undo that write; the block's content on this branch and its writes after."""
 
 
-class BlockScreen(ModalScreen[bool]):
+class BlockScreen(SurvivesOutage, ModalScreen[bool]):
     """One context block; dismisses True when an edit was saved."""
 
     CSS_PATH = "memory.tcss"

@@ -10,12 +10,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["ModelPicker"]
 
 
-class ModelPicker(ListKeys, ModalScreen[str | None]):
+class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     """Pick from `choices` (model, note) or type a name; dismisses with the model or None."""
 
     CSS_PATH = "model_picker.tcss"

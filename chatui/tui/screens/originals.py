@@ -20,12 +20,14 @@ from textual.widgets import Label, Markdown, Static
 from store import Message
 from widgets import clean, preview
 
+from ..outage import SurvivesOutage
+
 __all__ = ["OriginalsScreen"]
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 
 
-class OriginalsScreen(ModalScreen[None]):
+class OriginalsScreen(SurvivesOutage, ModalScreen[None]):
     """The original messages under one summary, oldest first."""
 
     CSS_PATH = "originals.tcss"

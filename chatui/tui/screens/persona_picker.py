@@ -2,46 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
-from textual.widgets.option_list import Option
 
 from widgets import clean
 
 from ...core.workspace import PersonaConfig
-from .list_keys import LIST_BINDINGS, ListKeys
+from .list_keys import LIST_BINDINGS
+from .start_picker import NO_CHOICE, StartPicker
 
 __all__ = ["NO_PERSONA", "PersonaPicker"]
 
-NO_PERSONA = ""
+NO_PERSONA = NO_CHOICE
 """What the picker returns for "no persona" (the config's prompt, model and parameters)."""
 
 
-class PersonaPicker(ListKeys, ModalScreen[str | None]):
+class PersonaPicker(StartPicker):
     """Dismisses with a persona's name, `NO_PERSONA`, or None when cancelled."""
 
-    CSS_PATH = "agent_picker.tcss"  # the agent picker's look
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="personas.cancel"), *LIST_BINDINGS]
+    HEADING = "New chat as…"
+    DEFAULT_ROW = ("No persona", "the config's prompt, model and settings")
 
     def __init__(self, personas: Sequence[PersonaConfig]) -> None:
         super().__init__()
         self.personas = list(personas)
 
-    def compose(self) -> ComposeResult:
-        options = [
-            Option(
-                Text.assemble(
-                    ("No persona", "bold"), "  ", ("the config's prompt, model and settings", "dim")
-                ),
-                id="-",
-            )
-        ]
+    def choices(self) -> Iterable[tuple[str, Text]]:
         for persona in self.personas:
             prompt = Text(clean(persona.name), "bold")
             if persona.model:
@@ -52,16 +41,4 @@ class PersonaPicker(ListKeys, ModalScreen[str | None]):
             detail = persona.description or (persona.prompt or "")
             if detail:
                 prompt.append(f"\n{clean(detail)[:160]}", "dim")
-            options.append(Option(prompt, id=f"persona:{persona.name}"))
-        with Vertical(id="agents"):
-            yield Label("New chat as…", id="agents-title")
-            yield OptionList(*options, id="agents-list")
-            yield Label("enter starts the chat · escape cancels", id="agents-hint")
-
-    def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        option_id = event.option.id or "-"
-        self.dismiss(NO_PERSONA if option_id == "-" else option_id.removeprefix("persona:"))
+            yield persona.name, prompt

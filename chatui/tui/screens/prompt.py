@@ -15,11 +15,12 @@ from textual.widgets import Collapsible, Label, Static
 from widgets import clean, format_tokens
 
 from ...core.workspace import ContextUsage, NextRequest
+from ..outage import SurvivesOutage
 
 __all__ = ["PromptScreen"]
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(SurvivesOutage, ModalScreen[str | None]):
     """The system prompt (whole), the parameters, each tool with its schema and token
     count; dismissed with "prompt" or "params" to edit one, else None."""
 
@@ -52,9 +53,10 @@ class PromptScreen(ModalScreen[str | None]):
             "before the messages"
         )
         if self.usage is not None:
-            title += (
-                f" · messages {self.usage.messages:,} · whole request {self.usage.tokens:,} tokens"
-            )
+            title += f" · messages {self.usage.messages:,}"
+            if self.usage.template:  # learned from the server's counts (chat template, BOS)
+                title += f" · template {self.usage.template:+,}"
+            title += f" · whole request {self.usage.tokens:,} tokens"
         with Vertical(id="prompt"):
             yield Label(Text(title), id="prompt-title")
             with VerticalScroll(id="prompt-body"):

@@ -18,6 +18,7 @@ from store import SearchResult
 from widgets import clean
 
 from ...core.workspace import Workspace
+from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys
 
 __all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
@@ -56,7 +57,7 @@ def _flat(piece: str) -> str:
     return head + words + tail if words else (" " if cleaned else "")
 
 
-class SearchScreen(ListKeys, ModalScreen[SearchHit | None]):
+class SearchScreen(SurvivesOutage, ListKeys, ModalScreen[SearchHit | None]):
     """Type to search; enter opens the chat at the hit, on the hit's branch."""
 
     CSS_PATH = "search.tcss"

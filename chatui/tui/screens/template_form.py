@@ -12,11 +12,12 @@ from textual.widgets import Input, Label, Static
 from widgets import clean
 
 from ...core.workspace import TemplateConfig
+from ..outage import SurvivesOutage
 
 __all__ = ["TemplateForm"]
 
 
-class TemplateForm(ModalScreen[str | None]):
+class TemplateForm(SurvivesOutage, ModalScreen[str | None]):
     """Dismisses with the filled text, or None when cancelled."""
 
     CSS_PATH = "dialogs.tcss"

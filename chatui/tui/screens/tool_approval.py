@@ -19,11 +19,12 @@ from textual.widgets import Input, Label, Static
 from widgets import clean
 
 from ...core.workspace import Answer, ToolApproval
+from ..outage import SurvivesOutage
 
 __all__ = ["ToolApprovalScreen"]
 
 
-class ToolApprovalScreen(ModalScreen[None]):
+class ToolApprovalScreen(SurvivesOutage, ModalScreen[None]):
     """Ask whether a tool call may run; answers the request, dismisses with nothing."""
 
     CSS_PATH = "dialogs.tcss"

@@ -15,6 +15,8 @@ from textual.widgets import Static
 from store import Message
 from widgets import MessageTree, clean, one_line
 
+from ..outage import SurvivesOutage
+
 __all__ = ["TreeScreen"]
 
 KEYS_HINT = (
@@ -23,7 +25,7 @@ KEYS_HINT = (
 )
 
 
-class TreeScreen(Screen[tuple[str, str] | None]):
+class TreeScreen(SurvivesOutage, Screen[tuple[str, str] | None]):
     """The whole tree of one chat; dismisses with ("select" or an action, message id)."""
 
     CSS_PATH = "tree.tcss"

@@ -1,0 +1,35 @@
+"""Where `chatui`'s command stands in its arguments, read before any parser is built:
+the ask client (`ask_client.wants_daemon`) and the prompt shortcut
+(`commands.prompt_shortcut`) both look for the first word that is not an option.
+Imports nothing: the ask client's start-up is measured (`bench/ask_bench.py`)."""
+
+from __future__ import annotations
+
+__all__ = ["VALUED", "find_command", "reads_as_prompt"]
+
+VALUED = ("--db", "--model", "--theme")
+"""The top-level options that take a value (skipped when looking for the command)."""
+
+
+def find_command(args: list[str]) -> tuple[list[str], int | None]:
+    """(the options before the command, their values left out; the command's index in
+    `args`, None when there is none or `--` comes first)."""
+    options: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            return options, None
+        if word.startswith("-"):
+            options.append(word)
+            i += 2 if word in VALUED else 1
+            continue
+        return options, i
+    return options, None
+
+
+def reads_as_prompt(word: str) -> bool:
+    """A word that is a prompt, not a command: several words (one quoted argument).
+    Unquoted words stay a usage error (`chatui shwo 3f2a`), so a mistyped command never
+    costs a model call."""
+    return len(word.split()) > 1
