@@ -17,6 +17,7 @@ Design notes:
 
 from __future__ import annotations
 
+import operator
 import os
 import sqlite3
 import time
@@ -57,7 +58,7 @@ RETURNING seq, {scope}
 """
 _APPEND_ROW_TOUCHED = _APPEND_ROW.format(scope="NULL")
 _APPEND_ROW_ALONE = _APPEND_ROW.format(scope="(SELECT n FROM search_scopes WHERE session_id = ?2)")
-_APPEND_COLUMNS = (
+_APPEND_VALUES = operator.itemgetter(  # a row's values in _APPEND_ROW's order
     "id",
     "session_id",
     "parent_id",
@@ -155,7 +156,7 @@ class SqliteEngine(Engine):
         if self.db.in_transaction():  # inside the caller's: a savepoint, the general path
             return None
         conn = self.db.connection()
-        values = tuple(row[c] for c in _APPEND_COLUMNS)
+        values = _APPEND_VALUES(row)
         conn.execute("BEGIN IMMEDIATE")
         try:
             if touched_at is None:
