@@ -8,6 +8,12 @@ reads its SSE lines until the first one that carries text. The server is the
 tests' scripted OpenAI-compatible one on 127.0.0.1, answering every request
 with the same short reply at once. Target: `chatui ask` ≤ curl + 60 ms (p50).
 
+`curl` posts the very request `ask` made (the system prompt, the question, the
+memory tools: captured by the server from the warm-up ask), so the server reads
+and answers the same bytes on both sides. The order alternates round by round.
+The load average is printed with the figures (wall times on a shared machine
+move with it), and the CPU each side used per question, which does not.
+
 Also printed, once each: the first `ask` after none ran (it starts the warm ask
 process, which loads LiteLLM), and `ask` in process (`CHATUI_ASK_DAEMON=0`).
 """
@@ -34,8 +40,13 @@ from tests.llm_server import LLMServer, text  # noqa: E402
 CHATUI = Path(sys.executable).with_name("chatui")
 
 
-def first_byte(argv: list[str], env: dict[str, str], *, sse: bool = False) -> float:
-    """Seconds from spawning `argv` to the first byte of the reply's words on its stdout."""
+CPU: dict[str, float] = {}
+"""Seconds of CPU the spawned processes used, by what they were (`first_byte`'s `label`)."""
+
+
+def first_byte(argv: list[str], env: dict[str, str], *, sse: bool = False, label: str) -> float:
+    """Seconds from spawning `argv` to the first byte of the reply's words on its stdout
+    (its CPU time is added to `CPU[label]`)."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None
@@ -49,9 +60,31 @@ def first_byte(argv: list[str], env: dict[str, str], *, sse: bool = False) -> fl
         proc.stdout.read(1)
     took = time.perf_counter() - start
     proc.stdout.read()
-    if proc.wait() != 0:
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
         raise SystemExit(f"{argv[0]} failed with {proc.returncode}")
+    CPU[label] = CPU.get(label, 0.0) + usage.ru_utime + usage.ru_stime
     return took
+
+
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU process `pid` used so far (/proc: user + system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ask_process(sock: str) -> int | None:
+    """The pid of the ask process listening on `sock` (None: not found)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"chatui.cli.ask_daemon" in argv and sock.encode() in argv:
+                return int(entry.name)
+    return None
 
 
 def main() -> None:
@@ -72,26 +105,32 @@ def main() -> None:
     )
     env = {**os.environ, "CHATUI_HOME": str(home), "CHATUI_ASK_IDLE": "120"}
     env.pop("CHATUI_ASK_DAEMON", None)
-    body = json.dumps(
-        {
-            "model": "test-model",
-            "stream": True,
-            "messages": [{"role": "user", "content": "say hello"}],
-        }
-    )
-    curl = ["curl", "-sN", "-H", "Content-Type: application/json", "-d", body]
-    curl.append(f"{server.base_url}/chat/completions")
     ask = [str(CHATUI), "ask", "say hello"]
     os.environ["CHATUI_HOME"] = str(home)
     sock = socket_path()
+    assert sock is not None, "no private folder for the ask socket"
     try:
-        cold = first_byte(ask, env)  # starts the ask process (LiteLLM loads there)
-        first_byte(ask, env)  # its warm-up rehearsal done, the store's caches warm
-        in_process = first_byte(ask, {**env, "CHATUI_ASK_DAEMON": "0"})
+        cold = first_byte(ask, env, label="cold")  # starts the ask process (LiteLLM loads)
+        first_byte(ask, env, label="warm")  # its warm-up rehearsal done, caches warm
+        in_process = first_byte(ask, {**env, "CHATUI_ASK_DAEMON": "0"}, label="in process")
+        # curl posts the very request `ask` made (its system prompt, the question, the
+        # memory tools), so the server reads and answers the same bytes for both.
+        body = json.dumps(server.requests[-1])
+        curl = ["curl", "-sN", "-H", "Content-Type: application/json", "-d", body]
+        curl.append(f"{server.base_url}/chat/completions")
+        pid = ask_process(sock)
+        daemon_before = process_cpu(pid) if pid else 0.0
+        load_before = os.getloadavg()
         curls, asks = [], []
-        for _ in range(rounds):
-            curls.append(first_byte(curl, env, sse=True))
-            asks.append(first_byte(ask, env))
+        for i in range(rounds):  # who goes first alternates: neither always follows the other
+            if i % 2:
+                asks.append(first_byte(ask, env, label="ask"))
+                curls.append(first_byte(curl, env, sse=True, label="curl"))
+            else:
+                curls.append(first_byte(curl, env, sse=True, label="curl"))
+                asks.append(first_byte(ask, env, label="ask"))
+        load_after = os.getloadavg()
+        daemon_cpu = process_cpu(pid) - daemon_before if pid else float("nan")
     finally:
         if sock and os.path.exists(sock):
             os.unlink(sock)  # the ask process sees its socket gone and exits
@@ -104,9 +143,18 @@ def main() -> None:
         return statistics.quantiles(values, n=100)[q - 1] * 1000
 
     print(f"first token over a new process, {rounds} rounds each, alternating (ms):")
+    print(
+        f"  load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
+        f"({os.cpu_count()} cores)"
+    )
     print(f"  curl            p50 {ms(curls, 50):7.1f}   p90 {ms(curls, 90):7.1f}")
     print(f"  chatui ask      p50 {ms(asks, 50):7.1f}   p90 {ms(asks, 90):7.1f}")
     print(f"  ask − curl      p50 {ms(asks, 50) - ms(curls, 50):+7.1f}   (target ≤ +60)")
+    print(
+        f"  CPU per question: curl {CPU['curl'] / rounds * 1000:.1f} ms; ask "
+        f"{CPU['ask'] / rounds * 1000:.1f} ms (its process) + "
+        f"{daemon_cpu / rounds * 1000:.1f} ms (the ask process, the whole turn)"
+    )
     print(f"  first ask, no ask process running: {cold * 1000:.0f} ms (starts it)")
     print(f"  ask in process (CHATUI_ASK_DAEMON=0): {in_process * 1000:.0f} ms")
 

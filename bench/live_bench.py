@@ -3,8 +3,8 @@
 1. Enter to first token on screen, against the same request sent by a bare `httpx`
    client to the same loopback server (overhead p50; target ≤ 50 ms): once with the
    whole reply sent at once, once with tokens 150 ms apart (a model that thinks first).
-2. Full UI ready (title, input, sidebar, footer drawn) against a bare Textual app's
-   first frame, both launched in tmux in the same run (target ≤ 1.5×).
+2. Full UI ready against a bare Textual app's first frame, both launched in tmux in
+   the same run (`app_bench.startup_row`; target ≤ 1.3×).
 3. Three chats streaming at once at 300 tokens/s each: keystroke to screen p50
    (target ≤ 5 ms).
 """
@@ -12,14 +12,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -180,86 +178,13 @@ async def first_token_figure(runs: int = 8, delay: float = 0.0) -> None:
 
 # -- 2. full UI ready vs a bare Textual app ------------------------------------------------
 
-BARE_APP = """
-from textual.app import App
-from textual.widgets import Footer, Static
-class Bare(App):
-    def compose(self):
-        yield Static("BARE-READY")
-        yield Footer()
-Bare().run()
-"""
-
-
-READY_MARKS = (
-    "New chat · demo",  # the title: the last chat is open (a new one: the database is empty)
-    "Type below",  # that chat's content (a new chat's welcome)
-    "Message ·",  # the input
-    "MEMORY",
-    "read-only",  # a memory block's gauge (the "soul" block of the default config)
-    "CONVERSATION",
-    "spent",  # the conversation's figures
-    "palette",  # the footer's keys (their last one)
-)
-"""Every part of chatui's first screen, with its content: "ready" is when all are drawn
-(the frame that first shows one part need not show the others: a stored chat and its
-gauges are drawn a frame after the footer)."""
-
-
-def _tmux(socket: str, *args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", socket, *args], capture_output=True, text=True, check=False
-    ).stdout
-
-
-def _launch_until(command: str, marks: tuple[str, ...], env: dict[str, str]) -> float:
-    socket = f"bench-{uuid.uuid4().hex[:8]}"
-    prefix = " ".join(f"{k}={json.dumps(v)}" for k, v in env.items())
-    started = time.perf_counter()
-    _tmux(socket, "new-session", "-d", "-s", "b", "-x", "140", "-y", "40", f"{prefix} {command}")
-    try:
-        while time.perf_counter() - started < 30:
-            screen = _tmux(socket, "capture-pane", "-p", "-t", "b")
-            if all(mark in screen for mark in marks):
-                return time.perf_counter() - started
-            time.sleep(0.005)
-        raise RuntimeError(f"never ready: {marks}")
-    finally:
-        pid = _tmux(socket, "display-message", "-p", "-t", "b", "#{pane_pid}").strip()
-        _tmux(socket, "kill-server")
-        _wait_gone(int(pid) if pid.isdigit() else None)
-
-
-def _wait_gone(pid: int | None, timeout: float = 5.0) -> None:
-    """Until the killed app has exited: one still shutting down would take CPU from the
-    next launch, and write into the home folder the bench is about to delete."""
-    deadline = time.monotonic() + timeout
-    while pid is not None and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.005)
-
 
 def ready_figure(runs: int = 5) -> None:
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as home:
-        env = {
-            "CHATUI_HOME": home,
-            "PATH": os.environ["PATH"],
-            "TERM": "xterm-256color",
-            "PYTHONPATH": str(ROOT),
-        }
-        script = Path(home) / "bare.py"
-        script.write_text(BARE_APP)
-        bare, full = [], []
-        for _ in range(runs):
-            bare.append(_launch_until(f"{sys.executable} {script}", ("BARE-READY", "palette"), env))
-            full.append(_launch_until(f"{CHATUI} --model demo", READY_MARKS, env))
-    print(
-        f"2. full UI ready p50 {p50(full):.0f} ms vs bare Textual first frame p50 "
-        f"{p50(bare):.0f} ms: {p50(full) / p50(bare):.2f}× (target ≤ 1.5×)"
-    )
+    """`app_bench`'s start-up row (one definition of "ready" and of the bare app)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from app_bench import startup_row
+
+    print(f"2. {startup_row(runs, busy=False)}")
 
 
 # -- 3. keystrokes while three chats stream ----------------------------------------------

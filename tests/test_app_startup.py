@@ -1,6 +1,6 @@
 """Start-up (issue 10's "full UI ready"): what the first frames hold, and what waits.
 
-Speed is measured by `bench/live_bench.py`, never here: these tests hold the
+Speed is measured by `bench/app_bench.py` (`measure_startup`), never here: these tests hold the
 behaviour each start-up shortcut relies on, so a change that undoes one fails.
 """
 
@@ -286,3 +286,25 @@ async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_res
         app.theme = "textual-dark"
         await pilot.pause()
         assert app.screen.styles.background != light
+
+
+async def test_a_gauge_changing_level_is_restyled_once():
+    """A new level swaps two classes: each swap restyled the gauge (the sidebar's
+    conversation gauge did it twice in every start)."""
+    app = _GaugeApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        gauge = app.query_one("#gauge", TokenGauge)
+        restyled: list[object] = []
+        update_styles = app.update_styles
+
+        def record(node, animate=True):
+            restyled.append(node)
+            update_styles(node, animate=animate)
+
+        app.update_styles = record
+        gauge.used = 990  # -ok → -over
+        gauge.used = 991  # the same level: no restyle
+        await pilot.pause()
+        assert gauge.has_class("-over") and not gauge.has_class("-ok")
+        assert restyled == [gauge]

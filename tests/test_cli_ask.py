@@ -432,7 +432,7 @@ def test_a_terminal_gets_rendered_markdown(server):
     os.close(follower)
     seen = b""
     while True:
-        ready, _, _ = select.select([leader], [], [], 30)
+        ready, _, _ = select.select([leader], [], [], 90)  # a cold ask process loads LiteLLM first
         if not ready:
             break
         try:

@@ -244,6 +244,8 @@ def test_counts_that_cannot_be_the_requests_are_refused():
     sent = pieces(("prompt", 300, True), ("tools", 500, True))
     assert not book.learn("k", "c", sent, 1, 12)  # a stand-in figure
     assert not book.learn("k", "c", sent, 1, 5000)  # more than twice the whole
+    # Only what a server's cache did not hold: under the counted pieces without tools.
+    assert not book.learn("k", "c", sent, 1, 250, optional=500)
     assert book.learn("k", "c", sent, 1, 310, optional=500)  # the tools left out: plausible
     assert book.figure("k", "c", sent, 1) == (310, True)
 

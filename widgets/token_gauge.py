@@ -133,9 +133,13 @@ class TokenGauge(Widget, can_focus=True):
         # Not in the DOM yet, the classes are read when the gauge is styled as it is
         # mounted: a restyle of its own now would style it twice (at start-up, a sidebar
         # of new gauges).
-        update = self.is_attached
-        for name in ("-ok", "-warn", "-over", "-unbounded"):
-            self.set_class(name == level, name, update=update)
+        names = ("-ok", "-warn", "-over", "-unbounded")
+        if all(self.has_class(name) == (name == level) for name in names):
+            return
+        for name in names:
+            self.set_class(name == level, name, update=False)
+        if self.is_attached:  # one restyle for the change (one a class, at start-up two)
+            self.update_node_styles()
 
     @property
     def share(self) -> float | None:

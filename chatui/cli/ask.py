@@ -28,11 +28,14 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ..transfer.text import neutralise, one_line
 from .base import BAD_INPUT, NOT_FOUND, OK, USAGE, CliError, _open, _resolve
 from .exits import code_for_failure
+
+if TYPE_CHECKING:
+    from ..core.config import Config
 
 __all__ = ["AskRequest", "Output", "add_ask_command", "ask", "cmd_ask", "read_prompt"]
 
@@ -173,10 +176,12 @@ async def ask(
     out: Output,
     *,
     opener: Callable[[str | None], AbstractContextManager[Any]] = open_database,
+    config: Config | None = None,
 ) -> int:
     """Run one turn for `request`, its words to `out`; returns the exit code.
 
     `opener`: how the database is had (the ask process keeps one open across turns).
+    `config`: the config as the caller read it for this turn (read here if None).
 
     Raises:
         CliError: no such chat, message or agent; conflicting options.
@@ -185,23 +190,18 @@ async def ask(
     from ..core.config import ConfigError, load_config
     from ..core.workspace import JobsFull, Workspace
 
-    try:
-        config = load_config()
-    except ConfigError as exc:
-        raise CliError(str(exc), USAGE) from exc
+    if config is None:
+        try:
+            config = load_config()
+        except ConfigError as exc:
+            raise CliError(str(exc), USAGE) from exc
     with opener(request.db) as store:
         workspace = Workspace(store, config, launch_model=request.model)
         try:
             attached = _attach(workspace, request.attachments)  # before any chat is made
             turn, parent = await _target(workspace, store, request)
-            events: asyncio.Queue[Any] = asyncio.Queue()
-            unsubscribe = workspace.subscribe(
-                lambda e: (
-                    events.put_nowait(e)
-                    if getattr(e, "session_id", None) == turn.session_id
-                    else None
-                )
-            )
+            relay = _Relay(turn, out)
+            unsubscribe = workspace.subscribe(relay.take)
             try:
                 workspace.start_reply(
                     turn.session_id,
@@ -214,7 +214,7 @@ async def ask(
             except (JobsFull, RuntimeError) as exc:
                 raise CliError(str(exc), USAGE) from exc
             try:
-                code = await _drain(workspace, turn, events, out)
+                code = await _drain(workspace, turn, relay)
             finally:
                 unsubscribe()
                 if turn.user_id is None and not (request.chat or request.continue_last):
@@ -299,58 +299,85 @@ async def _target(workspace: Any, store: Any, request: AskRequest) -> tuple[_Tur
     return _Turn(info.id, info.name, model), LATEST
 
 
-async def _drain(workspace: Any, turn: _Turn, events: asyncio.Queue[Any], out: Output) -> int:
-    """The turn's events to `out` until its job ends; returns the exit code."""
-    from ..core.events import (
-        JobEnded,
-        MessageStored,
-        Notice,
-        ReplyDelta,
-        ReplyFinished,
-        ReplyStarted,
-        TurnFailed,
-        UsageRecorded,
-    )
+class _Relay:
+    """The turn's events, taken as the job emits them: a piece of the reply goes to the
+    output at once, inside the event's own call (through a queue it would wait for the
+    job's task to finish with every chunk already read, the reply's end included, before
+    the first word was printed)."""
 
-    wrote = False
-    separate = False
+    def __init__(self, turn: _Turn, out: Output) -> None:
+        self.turn = turn
+        self.out = out
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Done at the job's end, or failed with what the output raised (a broken pipe)."""
+        self._wrote = False
+        self._separate = False
+
+    def take(self, event: Any) -> None:
+        if getattr(event, "session_id", None) != self.turn.session_id or self.ended.done():
+            return
+        try:
+            if self._take(event):
+                self.ended.set_result(None)
+        except Exception as exc:  # the reader went away: `_drain` stops the reply
+            self.ended.set_exception(exc)
+
+    def _take(self, event: Any) -> bool:
+        """One event into the turn and the output; True at the job's end."""
+        from ..core.events import (
+            JobEnded,
+            MessageStored,
+            Notice,
+            ReplyDelta,
+            ReplyFinished,
+            ReplyStarted,
+            TurnFailed,
+            UsageRecorded,
+        )
+
+        turn, out = self.turn, self.out
+        match event:
+            case MessageStored(message=message) if message.role == "user":
+                turn.user_id = message.id
+            case ReplyStarted(message=message, model=model):
+                turn.reply_id, turn.model = message.id, model
+                self._separate = self._wrote  # a reply after a tool round: a paragraph apart
+            case ReplyDelta(text=text, kind="text") if text:
+                if self._separate:
+                    turn.texts.append("\n\n")
+                    self._separate = False
+                    out.text("\n\n")
+                turn.texts.append(text)
+                self._wrote = True
+                out.text(text)
+            case ReplyDelta(text=text, kind="reasoning"):
+                turn.reasoning.append(text)
+            case ReplyFinished(message=message, status=status):
+                turn.reply_id = message.id
+                turn.status = status
+            case UsageRecorded():
+                turn.usage["input_tokens"] += event.input_tokens
+                turn.usage["output_tokens"] += event.output_tokens
+                turn.usage["cost"] += event.cost
+            case Notice(text=text):
+                out.notice(text)
+            case TurnFailed():
+                turn.failure = (event.kind, event.title, event.detail)
+            case JobEnded(outcome=outcome, failure=failure, storage=storage):
+                if outcome == "failed" and turn.failure is None:
+                    text, title = failure or ("", "The reply failed")
+                    turn.failure = ("storage" if storage else "unknown", title, text)
+                if outcome == "cancelled":
+                    turn.status = "cancelled"
+                return True
+        return False
+
+
+async def _drain(workspace: Any, turn: _Turn, relay: _Relay) -> int:
+    """Until the turn's job ends (its events go to the output as they come, `_Relay`);
+    returns the exit code."""
     try:
-        while True:
-            event = await events.get()
-            match event:
-                case MessageStored(message=message) if message.role == "user":
-                    turn.user_id = message.id
-                case ReplyStarted(message=message, model=model):
-                    turn.reply_id, turn.model = message.id, model
-                    separate = wrote  # a reply after a tool round: a paragraph apart
-                case ReplyDelta(text=text, kind="text") if text:
-                    if separate:
-                        out.text("\n\n")
-                        turn.texts.append("\n\n")
-                        separate = False
-                    turn.texts.append(text)
-                    out.text(text)
-                    wrote = True
-                case ReplyDelta(text=text, kind="reasoning"):
-                    turn.reasoning.append(text)
-                case ReplyFinished(message=message, status=status):
-                    turn.reply_id = message.id
-                    turn.status = status
-                case UsageRecorded():
-                    turn.usage["input_tokens"] += event.input_tokens
-                    turn.usage["output_tokens"] += event.output_tokens
-                    turn.usage["cost"] += event.cost
-                case Notice(text=text):
-                    out.notice(text)
-                case TurnFailed():
-                    turn.failure = (event.kind, event.title, event.detail)
-                case JobEnded(outcome=outcome, failure=failure, storage=storage):
-                    if outcome == "failed" and turn.failure is None:
-                        text, title = failure or ("", "The reply failed")
-                        turn.failure = ("storage" if storage else "unknown", title, text)
-                    if outcome == "cancelled":
-                        turn.status = "cancelled"
-                    break
+        await relay.ended
     except (BrokenPipeError, asyncio.CancelledError):
         # The reader went away, or ctrl+c: stop the reply; what arrived is stored.
         workspace.cancel_reply(turn.session_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import io
 import logging
 import marshal
@@ -36,6 +37,7 @@ from .commands import (
     build_parser,
     failure_of,
     prompt_shortcut,
+    read_config,
 )
 
 log = logging.getLogger(__name__)
@@ -168,6 +170,10 @@ class Daemon:
             await warm_call()
         except Exception:
             log.warning("warming up LiteLLM failed", exc_info=True)
+        # What is loaded now (LiteLLM, the store, the engine) lives as long as the
+        # process: frozen, out of the collector's sight, a full collection landing in a
+        # turn walks what came after, not all of it (as the app does, `chatui.launch`).
+        gc.freeze()
 
     async def watch(self) -> None:
         while True:
@@ -238,14 +244,16 @@ class Daemon:
             return exc.code if isinstance(exc.code, int) else USAGE
         out.as_json = bool(getattr(args, "json", False))
         try:
+            config = None  # read once for the turn (the database's name and the turn's)
             if not args.db:
-                args.db = _configured_db()
+                config = read_config()
+                args.db = _configured_db(config)
             elif "://" not in args.db:  # a path is the client's, relative to its folder
                 args.db = os.path.join(str(request.get("cwd") or "."), os.path.expanduser(args.db))
             data = request.get("stdin")
             piped = io.BytesIO(data) if isinstance(data, bytes) else None
             ask_request = request_from(args, piped, str(request.get("cwd") or "/"))
-            return await ask(ask_request, out, opener=self.opener)
+            return await ask(ask_request, out, opener=self.opener, config=config)
         except Exception as exc:
             failure = failure_of(exc)
             if failure is None:

@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store import (
     DatabaseFileError,
@@ -50,6 +50,9 @@ from .base import (
 )
 from .db import add_db_commands
 from .transfer import add_transfer_commands
+
+if TYPE_CHECKING:
+    from ..core.config import Config
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "failure_of", "prompt_shortcut", "run"]
 
@@ -204,15 +207,20 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     return data
 
 
-def _configured_db() -> str | None:
+def _configured_db(config: Config | None = None) -> str | None:
     """The database when `--db` is not given: `CHATUI_DB`, else the config's `database`
-    (None: the default file)."""
-    from ..core.config import ConfigError, load_config
-
+    (None: the default file). `config`: the config as read already (read here if None)."""
     if os.environ.get("CHATUI_DB"):
         return os.environ["CHATUI_DB"]
+    return (config or read_config()).database
+
+
+def read_config() -> Config:
+    """The config file, read; a bad one is a usage error (`CliError`, one line)."""
+    from ..core.config import ConfigError, load_config
+
     try:
-        return load_config().database
+        return load_config()
     except ConfigError as exc:
         raise CliError(str(exc), USAGE) from exc
 

@@ -37,6 +37,9 @@ DEFAULT_PER_MESSAGE = 4
 (`store.PER_MESSAGE_OVERHEAD`: ChatML's `<|im_start|>role\\n … <|im_end|>\\n`)."""
 MAX_PER_MESSAGE = 16
 """A learned per-message cost above this (or below 0) is noise: not taken."""
+COUNTED_SHARE = 0.9
+ESTIMATED_SHARE = 0.5
+"""The least share of its pieces' tokens a server's count of a request may be."""
 SMALL_REQUEST = 100
 """A template's tokens may double a request of a few words: allowed above 2×."""
 MAX_ANCHORS = 500
@@ -103,9 +106,14 @@ class TemplateCosts:
         """The server counted `prompt_tokens` for a request of `messages` messages (the
         system prompt not among them) made of `pieces`, of which `optional` tokens (the
         tools) a template may leave out. False when the count cannot be this request's
-        (under half of what must be there, or over twice the whole): not learned."""
+        (under 90 % of what must be there when counted, half when estimated, or over
+        twice the whole): not learned."""
         whole = sum(p.tokens for p in pieces)
-        if not (whole - optional) / 2 <= prompt_tokens <= 2 * whole + SMALL_REQUEST:
+        # Counted pieces are what the prompt holds at least (the template only adds);
+        # estimates may be a third off. Under that, the count is not the whole prompt's:
+        # a server that reports only what its cache did not hold, a stand-in figure.
+        share = COUNTED_SHARE if all(p.counted for p in pieces) else ESTIMATED_SHARE
+        if not (whole - optional) * share <= prompt_tokens <= 2 * whole + SMALL_REQUEST:
             return False
         bag = Counter(p.digest for p in pieces)
         tokens = {p.digest: (p.tokens, p.counted) for p in pieces}

@@ -7,6 +7,7 @@ first paint; until then nothing asks it anything.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -149,9 +150,6 @@ class ChatApp(SurvivesOutage, App[int]):
         if self.keys_in_force:
             self.set_keymap(self.keys_in_force)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        # Other processes and machines on the same database: their writes show
-        # within a second (the watcher is one pragma or one socket check a call).
-        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
         # Collection resumes after the first chat's frame; this is the backstop for
         # a start that never gets there (a database error on the first read).
         self.set_timer(GC_BACKSTOP_SECONDS, launch.resume, name="gc backstop")
@@ -160,6 +158,9 @@ class ChatApp(SurvivesOutage, App[int]):
         # The MCP servers' sessions end with the app (a stdio server's process is
         # stopped by the SDK), however it exits.
         await self.workspace.tools.stop()
+
+    def _watch_changes(self) -> None:
+        self.set_interval(CHANGE_POLL_SECONDS, self._poll_changes, name="changes")
 
     def _poll_changes(self) -> None:
         try:
@@ -176,6 +177,11 @@ class ChatApp(SurvivesOutage, App[int]):
     @on(MainScreen.FirstChatShown)
     def _first_chat_shown(self) -> None:
         self.call_after_refresh(launch.resume)
+        # Other processes and machines on the same database: their writes show within a
+        # second (the watcher is one pragma or one socket check a call). Started once the
+        # first chat is on screen: on a loaded machine the first polls (the watcher's
+        # set-up) fell before the first frame and delayed it.
+        self.call_after_refresh(self._watch_changes)
         if self._warm:
             # After the next refresh the whole first screen is on the terminal; LiteLLM's
             # import (seconds of CPU) starts only then, so it never delays that frame.
@@ -293,6 +299,15 @@ class ChatApp(SurvivesOutage, App[int]):
                 f"{count} repl{'ies are' if count > 1 else 'y is'} still being written. "
                 "Quit anyway? What arrived is kept, marked cancelled."
             )
+            # A reply kept in memory while the database is away (`core.replies`) cannot
+            # be stored by a quit: say what quitting costs. Asked in a thread: a server
+            # whose network is gone takes its connect timeout to say nothing.
+            if not await asyncio.to_thread(self.store.answers):
+                question = (
+                    f"{count} repl{'ies are' if count > 1 else 'y is'} still being written, "
+                    "and the database does not answer: what streamed since the last save "
+                    "is only in memory and is lost if you quit now. Quit anyway?"
+                )
 
             async def answered(yes: bool | None) -> None:
                 if yes:
