@@ -149,8 +149,8 @@ class SqliteEngine(Engine):
     def append_in_one(self, row: dict[str, Any], body: str, touched_at: str | None) -> int | None:
         # One write transaction on the connection itself, the raw minimal work (the
         # row and its search row) and the chat's time: the general path read the
-        # message and its parent first and went through peewee's transaction, 2.5x
-        # raw sqlite3's time (`bench/engine_table.py`).
+        # message and its parent first and went through peewee's transaction: 2.5x
+        # raw sqlite3's time then, 1.9x now (`bench/engine_table.py`).
         if self.db.is_closed():
             self.connect()
         if self.db.in_transaction():  # inside the caller's: a savepoint, the general path
