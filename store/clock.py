@@ -19,6 +19,6 @@ def now() -> datetime:
 
 def iso(value: datetime) -> str:
     """`value` in the stored text form (a naive value is taken as UTC)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
+    if value.tzinfo is not UTC:  # `now()`'s are UTC already: no conversion, per append
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.isoformat(timespec="microseconds")

@@ -82,6 +82,10 @@ def _stored_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+# One encoder for every message written: `json.dumps` with options builds a new
+# encoder on each call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
 MAX_COUNT = 2**63 - 1
 """The largest count a database column holds (a signed 64-bit integer)."""
 _TEXT_PARTS = ("text", "reasoning")
@@ -161,7 +165,9 @@ class Message:
         if not isinstance(self.role, str) or self.role not in ROLES:
             raise ValueError(f"message role must be one of {sorted(ROLES)}, not {self.role!r}")
         _check_parts(self.parts)
-        if self.from_user_id and self.from_agent_id:
+        # None, not falsy: the table's CHECK counts "" as a sender (a chatui file
+        # with "from_agent_id": "" beside a user was a database error on import).
+        if self.from_user_id is not None and self.from_agent_id is not None:
             raise ValueError("a message has one sender: from_user_id or from_agent_id, not both")
         for key in ("from_user_id", "from_agent_id", "delivered_to_session_id"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
@@ -222,7 +228,8 @@ class Message:
         Raises:
             ValueError: a key is missing or has the wrong type.
         """
-        if not isinstance(data, Mapping):
+        # `type(...) is dict` first: an ABC's isinstance is slow, and this runs per append.
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise ValueError(f"a message must be a mapping, not {type(data).__name__}")
         unknown = set(data) - _FIELDS
         if unknown:
@@ -239,7 +246,9 @@ class Message:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ValueError(f"message metadata must be an object, not {type(metadata).__name__}")
         kwargs = {k: v for k, v in data.items() if k != "content"}
-        kwargs["parts"] = [dict(p) if isinstance(p, Mapping) else p for p in (parts or [])]
+        kwargs["parts"] = [
+            dict(p) if type(p) is dict or isinstance(p, Mapping) else p for p in (parts or [])
+        ]
         kwargs["metadata"] = dict(metadata or {})
         return cls(**kwargs)
 
@@ -277,9 +286,7 @@ class Message:
     def to_json(self) -> str:
         """Serialise; raises ValueError when a part holds something JSON cannot."""
         try:
-            text = json.dumps(
-                self.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            )
+            text = _ENCODER.encode(self.to_dict())
         except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"message {self.id!r} is not JSON-serialisable: {exc}") from exc
         if not text.isascii():

@@ -752,6 +752,26 @@ def m012_prefix_indexes(db: Database) -> None:
 
 
 @migration
+def m013_sessions_indexes_an_append_writes(db: Database) -> None:
+    # Issue 23: every append moves its chat's `updated_at`, and with it an entry
+    # in each index holding that column: three, so a commit wrote three more index
+    # pages than the message needed. The list of live chats keeps its index
+    # (sessions_live). The trash lists deleted chats only, and a project's list
+    # chats of that project: their indexes now hold only those rows, which an
+    # append to a live chat outside a project (the usual one) leaves alone. A
+    # list of every chat, deleted ones too, sorts them (a few thousand rows).
+    _run(
+        db,
+        """
+    DROP INDEX sessions_updated;
+    CREATE INDEX sessions_deleted ON sessions (updated_at) WHERE deleted_at IS NOT NULL;
+    DROP INDEX sessions_project;
+    CREATE INDEX sessions_project ON sessions (project_id, updated_at) WHERE project_id IS NOT NULL
+    """,
+    )
+
+
+@migration
 def m015_attachments(db: Database) -> None:
     # Issue 21: files and images attached to messages. Content is stored once,
     # under its sha256; a message's `attachment` part names the hash, so a

@@ -68,8 +68,10 @@ row names them through this (never typed again; a test holds the model and
 `SessionInfo` to the same names)."""
 _NAMES = tuple(f.name for f in SESSION_FIELDS)
 SESSION_COLUMNS = ", ".join(_NAMES)  # for hand-written SQL: rows come back in this order
+_METADATA, _CREATED, _UPDATED, _DELETED = (
+    _NAMES.index(name) for name in ("metadata", "created_at", "updated_at", "deleted_at")
+)
 _fromiso = datetime.fromisoformat
-_set_attr = object.__setattr__
 
 
 def session_info(r: tuple[Any, ...]) -> SessionInfo:
@@ -80,15 +82,17 @@ def session_info(r: tuple[Any, ...]) -> SessionInfo:
     instance dict is built in one go; the result is an ordinary `SessionInfo`,
     equal to one made by `__init__` (a test holds the two together).
     """
-    values = dict(zip(_NAMES, r, strict=True))
-    metadata = values["metadata"]
-    values["metadata"] = {} if metadata == "{}" else json.loads(metadata)
-    values["created_at"] = _fromiso(values["created_at"])
-    values["updated_at"] = _fromiso(values["updated_at"])
-    deleted = values["deleted_at"]
-    values["deleted_at"] = _fromiso(deleted) if deleted else None
+    # Converted in place by position, then zipped into the instance dict: a dict
+    # first and its keys assigned after took a quarter longer, 50 times a list.
+    row = list(r)
+    metadata = row[_METADATA]
+    row[_METADATA] = {} if metadata == "{}" else json.loads(metadata)
+    row[_CREATED] = _fromiso(row[_CREATED])
+    row[_UPDATED] = _fromiso(row[_UPDATED])
+    deleted = row[_DELETED]
+    row[_DELETED] = _fromiso(deleted) if deleted else None
     info = object.__new__(SessionInfo)
-    _set_attr(info, "__dict__", values)
+    info.__dict__.update(zip(_NAMES, row, strict=True))
     return info
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -210,10 +211,32 @@ def record_terminal(app: App) -> Sent:
     return sent
 
 
+LOOK_EVERY = 0.02
+"""Seconds between two looks at a condition being waited for."""
+
+
 async def wait_until(pilot, condition, seconds: float = 20.0) -> None:
-    """Until `condition()` holds, letting the app run between looks (never a fixed wait)."""
-    for _ in range(int(seconds / 0.02)):
+    """Until `condition()` holds, letting the app run between looks (never a fixed wait).
+    With no app (`pilot` None), the event loop runs between looks."""
+    for _ in range(int(seconds / LOOK_EVERY)):
         if condition():
             return
-        await pilot.pause(0.02)
+        if pilot is None:
+            await asyncio.sleep(LOOK_EVERY)
+        else:
+            await pilot.pause(LOOK_EVERY)
     raise AssertionError("timed out waiting")
+
+
+def wait_until_sync(condition, seconds: float = 20.0, every: float = LOOK_EVERY):
+    """`wait_until` for a test with no event loop (a subprocess, tmux, another thread
+    doing the work): `condition()`'s first true value; AssertionError after `seconds`.
+    `every`: seconds between looks (a look that runs a process is not free)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(every)

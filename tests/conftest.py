@@ -225,7 +225,7 @@ def fake_key(monkeypatch):
 
 # A PostgreSQL schema of one's own (`pg_url`), a server of one's own (`pg_cluster`);
 # see tests/pg_helpers.py.
-from tests.pg_helpers import pg_cluster, pg_url  # noqa: E402, F401
+from tests.pg_helpers import pg_cluster, pg_cluster_server, pg_url  # noqa: E402, F401
 
 # pytest-xdist workers export COLUMNS=80 and LINES=24; a chatui started in tmux by a test
 # would take them for its size (Rich reads them) and draw 80×24 in a wider window.

@@ -7,8 +7,9 @@ CHATUI_REQUIRE_POSTGRES=1), dropped after the test.
 
 `pg_cluster` (registered in conftest) is a throw-away server: `initdb` in a temp
 folder and `pg_ctl start` on a free port, from the machine's PostgreSQL programs
-(skipped without them, a failure under CHATUI_REQUIRE_POSTGRES=1). A test stops
-and starts it at will; the shared server's other tests never notice.
+(skipped without them, a failure under CHATUI_REQUIRE_POSTGRES=1), one per test
+module, with a new database for each test. A test stops and starts it at will;
+the shared server's other tests never notice.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +28,7 @@ import pytest
 
 from .conftest import POSTGRES_URL, REQUIRE_POSTGRES, postgres_schema
 
-__all__ = ["SERVER", "Cluster", "pg_cluster", "pg_url"]
+__all__ = ["SERVER", "Cluster", "pg_cluster", "pg_cluster_server", "pg_url"]
 
 SERVER = POSTGRES_URL
 """The test server, for the connections a test makes itself (to end backends)."""
@@ -71,7 +73,9 @@ class Cluster:
         self.dir = Path(tempfile.mkdtemp(prefix="chatui-pg-"))
         self.data = self.dir / "data"
         self.port = _free_port()
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.admin_url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.url = self.admin_url
+        """The database a test uses (`pg_cluster` makes one for each test)."""
         self._as: list[str] = []
         if os.geteuid() == 0:  # initdb and postgres refuse to run as root
             shutil.chown(self.dir, "postgres")
@@ -110,20 +114,20 @@ class Cluster:
         """Stop the server ("fast": every client's connection is ended, as a shutdown does)."""
         self._run("pg_ctl", "stop", "-D", str(self.data), "-m", mode, "-w", "-t", "60")
 
+    @property
+    def running(self) -> bool:
+        return (self.data / "postmaster.pid").exists()
+
     def remove(self) -> None:
-        if (self.data / "postmaster.pid").exists():
+        if self.running:
             with contextlib.suppress(Exception):
                 self.stop("immediate")
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_cluster() -> Iterator[Cluster]:
-    """A PostgreSQL server of this test's own, started (see `Cluster`); removed after.
-
-    Skipped with the reason when the machine has no initdb/pg_ctl; a failure under
-    CHATUI_REQUIRE_POSTGRES=1 (CI), as the other PostgreSQL tests.
-    """
+@pytest.fixture(scope="module")
+def pg_cluster_server() -> Iterator[Cluster]:
+    """One throw-away server for a test module (initdb takes seconds); see `pg_cluster`."""
     bin_dir = _pg_bin()
     if bin_dir is None:
         problem = "no initdb/pg_ctl (set CHATUI_PG_BIN to PostgreSQL's bin folder)"
@@ -137,3 +141,24 @@ def pg_cluster() -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.remove()
+
+
+@pytest.fixture
+def pg_cluster(pg_cluster_server: Cluster) -> Cluster:
+    """A PostgreSQL server of the test's own module, running (started again if an
+    earlier test left it stopped), that the test may stop and start (see `Cluster`);
+    its `url` names a new database of this test's own.
+
+    Skipped with the reason when the machine has no initdb/pg_ctl; a failure under
+    CHATUI_REQUIRE_POSTGRES=1 (CI), as the other PostgreSQL tests.
+    """
+    import psycopg
+
+    cluster = pg_cluster_server
+    if not cluster.running:
+        cluster.start()
+    name = f"t_{uuid.uuid4().hex[:16]}"  # the test's own database: no chat of another's
+    with psycopg.connect(cluster.admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    cluster.url = f"postgresql://postgres@127.0.0.1:{cluster.port}/{name}"
+    return cluster

@@ -170,10 +170,7 @@ def test_compare_screen(store, chat, snap_compare):
     background; the hint line at the bottom."""
 
     async def open_compare(pilot) -> None:
-        for _ in range(100):
-            if pilot.app.main.chat is not None:
-                break
-            await pilot.pause(0.02)
+        await wait_until(pilot, lambda: pilot.app.main.chat is not None)
         await pilot.press("up", "v")
         await pilot.pause(0.3)
 

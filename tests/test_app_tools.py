@@ -17,6 +17,8 @@ from tests import llm_server as script
 from widgets import MessageView
 
 from .app_helpers import make_app, wait_until
+from .test_app_chat import idle
+from .test_app_chat import type_and_send as send
 
 SIZE = (140, 40)
 BIN = Path(sys.executable).parent
@@ -41,16 +43,6 @@ def time_server(approval: str = "ask") -> McpServer:
 async def ready(pilot, name: str) -> None:
     connection = pilot.app.workspace.tools.connections[name]
     await wait_until(pilot, lambda: connection.state == "ready", 30)
-
-
-async def send(pilot, text: str) -> None:
-    await pilot.press(*text)
-    await pilot.press("enter")
-
-
-async def idle(pilot) -> None:
-    await wait_until(pilot, lambda: not pilot.app.main.generating)
-    await pilot.pause()
 
 
 def path(app) -> list:

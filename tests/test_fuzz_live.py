@@ -35,6 +35,8 @@ from store import SessionManager, Store
 from tests import llm_server as script
 from widgets import MessageView
 
+from .app_helpers import wait_until
+
 SIZE = (120, 36)
 REPLY = " ".join(f"token{i}" for i in range(24))
 """What the model always says (so any stored reply can be checked against it)."""
@@ -215,17 +217,11 @@ async def _scenario(actions: list[str], home: Path) -> None:
         app = ChatApp(store, config, ui_state=UiState())
         app.fuzz_server = server  # type: ignore[attr-defined]  # what `type_on_message` counts
         async with app.run_test(size=SIZE) as pilot:
-            for _ in range(3000):
-                if app.llm_ready:
-                    break
-                await pilot.pause(0.02)
+            await wait_until(pilot, lambda: app.llm_ready, 60)
             for action in actions:
                 await _play(pilot, action)
                 assert app.is_running, action
-            for _ in range(500):
-                if not app.workspace.live_chats and not app.main.workers:
-                    break
-                await pilot.pause(0.02)
+            await wait_until(pilot, lambda: not app.workspace.live_chats and not app.main.workers)
             await pilot.pause(0.1)
             await app.main.pane.redraw()
             await pilot.pause()

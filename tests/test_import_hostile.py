@@ -79,6 +79,13 @@ def test_token_counts_of_2_to_the_64(tmp_path):
     refused(tmp_path, chatui_file(tmp_path, json.dumps(session)), "chatui", "input_tokens")
 
 
+def test_two_senders_one_of_them_empty(tmp_path):
+    """Found by the fuzz soak: the table's CHECK counts "" as a sender, the check on
+    the way in did not; the import died with an IntegrityError traceback."""
+    doc = json.dumps(with_message(from_user_id="someone", from_agent_id=""))
+    refused(tmp_path, chatui_file(tmp_path, doc), "chatui", "one sender")
+
+
 def test_metadata_as_a_list(tmp_path):
     refused(tmp_path, chatui_file(tmp_path, json.dumps(with_message(metadata=[1]))), "chatui")
 

@@ -5,6 +5,7 @@ import pytest
 from store import (
     InvalidStatusError,
     StaticProvider,
+    UnknownParentError,
     UnknownProjectError,
     UnknownSessionError,
 )
@@ -195,3 +196,28 @@ async def test_query_helpers_counts_models_names_and_prefixes(manager):
     assert manager.find_messages(a.id, "a2") == ["a2"]
     assert manager.find_messages(a.id, "b1") == []  # another chat's message
     assert [s.id for s in manager.list(oldest_first=True)] == [a.id, empty.id]
+
+
+async def test_an_append_under_a_named_parent_reads_nothing_first_and_refuses_as_before(manager):
+    # The engines write such an append without reading (`Engine.append_in_one`);
+    # when they write nothing, the general path says why.
+    info = manager.create("appends")
+    session = manager.get_session(info.id)
+    before = manager.get(info.id).updated_at
+    first = {"id": "a", "role": "user", "parts": [{"type": "text", "text": "first"}]}
+    stored = await session.append_message(first, None)  # the chat's first: its search number
+    first["parts"][0]["text"] = "changed by the caller"
+    assert stored.text == "first" and stored.parent_id is None
+    await session.append_message(msg("b", "second"), "a")
+    assert manager.get(info.id).updated_at > before
+    again = await session.append_message(msg("b", "not stored"), "a")
+    assert again.text == "second"  # an id stored already: the stored message
+    with pytest.raises(UnknownParentError):
+        await session.append_message(msg("c", "orphan"), "nope")
+    assert [m.id for m in session.get_history("b")] == ["a", "b"]
+    assert session.get_message("a").text == "first"
+    assert [r.id for r in manager.search("second")] == ["b"]
+    manager.delete(info.id)
+    with pytest.raises(UnknownSessionError):
+        await session.append_message(msg("d", "too late"), "b")
+    assert manager.get_message_count(info.id) == 2

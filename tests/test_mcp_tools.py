@@ -19,6 +19,8 @@ from chatui.core.workspace import Answer, ToolApproval, ToolsChanged, Workspace
 from chatui.mcp.settings import McpServer
 from tests import llm_server as script
 
+from .app_helpers import wait_until
+
 BIN = Path(sys.executable).parent
 FAULTY = str(Path(__file__).with_name("mcp_faulty_server.py"))
 
@@ -322,11 +324,8 @@ async def test_a_server_crashing_mid_call_is_a_result_and_it_comes_back(
     assert result["is_error"] and "stopped during the call" in result["output"]
     assert [e.status for e in events if isinstance(e, ReplyFinished)][-1] == "complete"
     connection = ws.tools.connections["faulty"]
-    for _ in range(500):  # restarted in the background
-        if connection.starts >= 2 and connection.state == "ready":
-            break
-        await asyncio.sleep(0.02)
-    assert connection.starts >= 2 and connection.state == "ready"
+    # restarted in the background
+    await wait_until(None, lambda: connection.starts >= 2 and connection.state == "ready")
     llm_server.script(script.tool_calls(("faulty__echo", {"text": "back"})), script.text("ok"))
     (again,) = tool_results(await turn(ws, sid, "again"))
     assert again["output"] == "back"
@@ -353,10 +352,10 @@ async def test_a_hung_call_is_cancelled_like_a_reply(store, llm_server, fake_key
     events: list = []
     ws.subscribe(events.append)
     ws.start_reply(sid, "send", text="hang")
-    for _ in range(500):  # the model asked; the call is in flight
-        if any(isinstance(e, ReplyFinished) and e.status == "tool_calls" for e in events):
-            break
-        await asyncio.sleep(0.02)
+    # the model asked; the call is in flight
+    await wait_until(
+        None, lambda: any(isinstance(e, ReplyFinished) and e.status == "tool_calls" for e in events)
+    )
     await asyncio.sleep(0.1)
     assert ws.cancel_reply(sid)
     await ws.wait_for_replies(sid)
@@ -378,10 +377,7 @@ async def test_a_server_missing_at_launch_leaves_the_chat_working(
     ws.start_tools()
     assert await ws.tools.connections["time"].wait_ready(30)
     gone, lost_one = ws.tools.connections["gone"], ws.tools.connections["nowhere"]
-    for _ in range(500):
-        if gone.state == "failed" and lost_one.state == "failed":
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(None, lambda: gone.state == "failed" and lost_one.state == "failed")
     (status,) = [s for s in ws.tool_servers(None) if s.name == "gone"]
     assert status.state == "failed" and "not found" in status.problem
     lost = ws.tool_servers(None)[1]
@@ -455,10 +451,7 @@ async def test_a_streamable_http_server_with_a_secret_header(
     ws.start_tools()
     assert await ws.tools.connections["web"].wait_ready(30)
     refused = ws.tools.connections["nokey"]
-    for _ in range(500):
-        if refused.state == "failed":
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(None, lambda: refused.state == "failed")
     assert refused.state == "failed" and refused.problem
     assert "wrong-but-secret-99" not in refused.problem  # a header's value is never shown
     sid = ws.create_chat("h", model="openai/test-model").id

@@ -18,7 +18,7 @@ from chatui.core.ui_state import load_state
 from store import SessionManager, Store, StoreSessionProvider
 from widgets import ChatNotice
 
-from .app_helpers import make_app
+from .app_helpers import make_app, wait_until
 from .pg_helpers import SERVER
 from .test_app_chat import SIZE, chat_path, idle, type_and_send
 from .test_shared_database import appenders_race
@@ -57,13 +57,17 @@ async def test_the_server_restarting_mid_reply_loses_nothing(pg_url, config, llm
             await pilot.pause()
             await type_and_send(pilot, "tell me a long story")
             # wait until part of the reply is in the database
-            sid = None
-            for _ in range(500):
-                await pilot.pause(0.02)
-                sid = app.main.session_id
-                if sid and any(m.text.startswith("w0 w1") for m in stored_reply(pg_url, sid)):
-                    break
-            assert sid is not None
+            await wait_until(
+                pilot,
+                lambda: (
+                    app.main.session_id is not None
+                    and any(
+                        m.text.startswith("w0 w1")
+                        for m in stored_reply(pg_url, app.main.session_id)
+                    )
+                ),
+            )
+            sid = app.main.session_id
             watcher = app.workspace._watcher
             listener = watcher._feed._listener if watcher else None
             pids = backends_of(store) + ([listener.info.backend_pid] if listener else [])

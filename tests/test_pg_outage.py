@@ -9,15 +9,21 @@ message sent meanwhile is refused with the text left in the input.
 
 from __future__ import annotations
 
+import asyncio
 import time
+
+import peewee
+import pytest
 
 from chatui.core.config import Config
 from chatui.tui.screens.chat_list import ChatListScreen
-from store import Store, StoreSessionProvider
+from chatui.tui.screens.dialogs import Confirm
+from store import DatabaseUnavailableError, SessionManager, Store, StoreSessionProvider
 from widgets import ChatNotice, MessageView
 
 from .app_helpers import make_app, notices, wait_until
 from .test_app_chat import SIZE, idle, type_and_send
+from .test_engine import make_chat, run
 
 OUTAGE_SECONDS = 10.0
 """How long the server stays down mid-reply (what the issue asks for)."""
@@ -88,6 +94,12 @@ async def test_a_ten_second_outage_mid_reply_keeps_the_reply_and_the_typed_text(
             assert "does not answer" in status
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.screen is app.main)
+            # Quitting now would lose the reply: the question says so (no: stay).
+            await pilot.press("ctrl+q")
+            await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+            assert "does not answer" in app.screen.question
+            await pilot.press("n")
+            await wait_until(pilot, lambda: app.screen is app.main)
             await wait_until(pilot, lambda: time.monotonic() >= back_at, OUTAGE_SECONDS + 5)
             assert app.is_running and app.main.generating  # waiting to write the reply
             # A look on a doubling delay (0.25 s up to 2 s), not a busy loop: ~8 in 10 s.
@@ -157,3 +169,40 @@ async def test_a_message_sent_while_the_server_is_down_stays_in_the_input(
             assert app.main.pane.chat_input.text == ""
     finally:
         store.close()
+
+
+def test_the_store_tells_a_server_away_from_other_failures(pg_cluster):
+    with Store(pg_cluster.url) as store:
+        manager = SessionManager(store)
+        chat = manager.create("kept")
+        assert store.answers()
+        pg_cluster.stop()
+        assert not store.answers()
+        with pytest.raises(Exception) as failed:  # the connection the server ended
+            manager.get(chat.id)
+        assert store.unreachable(failed.value)
+        with pytest.raises(DatabaseUnavailableError) as refused:  # no server to connect to
+            manager.get(chat.id)
+        assert store.unreachable(refused.value)
+        assert "127.0.0.1" in store.failure_advice(refused.value)
+        pg_cluster.start()
+        assert store.answers()
+        assert manager.get(chat.id).name == "kept"  # the same store reads again
+
+
+async def test_a_write_that_fails_with_the_server_answering_ends_the_turn(
+    pg_url, llm_server, fake_key, monkeypatch
+):
+    """A fault that reads as "connection lost" while the server answers every look is
+    not waited for (the turn would never end): after a few tries it fails the turn
+    with the storage error, as any other failed write."""
+    llm_server.text("Some words.")
+    with Store(pg_url) as store:
+        chat = make_chat(store, llm_server)
+
+        def lost(self, message, final=True):
+            raise peewee.InterfaceError("the connection is lost")
+
+        monkeypatch.setattr(StoreSessionProvider, "update_message", lost)
+        with pytest.raises(peewee.InterfaceError):
+            await asyncio.wait_for(run(chat.engine.send(chat.sid, "hello")), 120)

@@ -8,7 +8,7 @@ from store import StoreContextProvider
 from store.schema import BlockWriteRow
 from widgets import ChatInput
 
-from .app_helpers import T0, make_app, populate
+from .app_helpers import T0, make_app, populate, wait_until
 
 SIZE = (140, 36)
 
@@ -27,11 +27,8 @@ def app(store):
 
 async def _settle(pilot) -> None:
     """The last chat drawn and the input focused (its cursor is in every screenshot)."""
-    for _ in range(200):
-        main = pilot.app.main
-        if main.chat is not None and pilot.app.focused is main.chat_input:
-            break
-        await pilot.pause(0.02)
+    main = pilot.app.main
+    await wait_until(pilot, lambda: main.chat is not None and pilot.app.focused is main.chat_input)
     for box in pilot.app.query(ChatInput):
         box.cursor_blink = False
     await pilot.pause()

@@ -39,6 +39,8 @@ def pg_store(pg_url):
 def test_sqlite_speaks_of_the_disk_and_the_file(tmp_path):
     with Store(tmp_path / "chat.db") as store:
         advice = store.failure_advice(sqlite3.OperationalError("database or disk is full"))
+        assert not store.unreachable(sqlite3.OperationalError("unable to open database file"))
+        assert store.answers()
     assert "disk space" in advice and "file" in advice
 
 
@@ -88,6 +90,8 @@ def test_each_server_failure_has_its_words(pg_store, error, words):
     advice = store.failure_advice(wrapped(error))
     assert words in advice and store.path in advice
     assert "file" not in advice
+    # Only a server that is away is one to wait for (a reply is kept meanwhile).
+    assert store.unreachable(wrapped(error)) is (words == "lost")
 
 
 def test_odd_exceptions_get_the_general_words(pg_store):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from .app_helpers import wait_until_sync
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 CHATUI = Path(sys.executable).parent / "chatui"
@@ -51,13 +53,14 @@ class Terminal:
         self.tmux("send-keys", "-t", self.name, *keys)
 
     def wait_for(self, words: str, timeout: float = 60) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def showing() -> list[str] | None:
             lines = self.screen()
-            if any(words in line for line in lines):
-                return lines
-            time.sleep(0.2)
-        raise AssertionError(f"{words!r} never showed:\n" + "\n".join(self.screen()))
+            return lines if any(words in line for line in lines) else None
+
+        try:
+            return wait_until_sync(showing, timeout, every=0.2)
+        except AssertionError:
+            raise AssertionError(f"{words!r} never showed:\n" + "\n".join(self.screen())) from None
 
     def close(self) -> None:
         self.tmux("kill-server", check=False)

@@ -11,7 +11,7 @@ import pytest
 
 from store import SessionManager, Store
 
-from .app_helpers import populate
+from .app_helpers import populate, wait_until_sync
 from .test_tmux import Terminal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
@@ -27,16 +27,19 @@ def gauge(lines: list[str]) -> str:
 
 
 def wait_gauge(term: Terminal, figure: str, timeout: float = 60) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reading() -> list[str] | None:
         lines = term.screen()
         try:
-            if gauge(lines) == figure:
-                return lines
-        except AssertionError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"the gauge never read {figure}:\n" + "\n".join(term.screen()))
+            return lines if gauge(lines) == figure else None
+        except AssertionError:  # no gauge drawn yet
+            return None
+
+    try:
+        return wait_until_sync(reading, timeout, every=0.2)
+    except AssertionError:
+        raise AssertionError(
+            f"the gauge never read {figure}:\n" + "\n".join(term.screen())
+        ) from None
 
 
 def test_left_right_change_the_memory_gauge(tmp_path):

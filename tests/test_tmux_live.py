@@ -15,6 +15,8 @@ import pytest
 
 from store import SessionManager, Store
 
+from .app_helpers import wait_until_sync
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 WORDS = " ".join(f"w{i}" for i in range(500))
@@ -35,27 +37,29 @@ def screen(name: str) -> str:
 
 
 def wait_screen(name: str, needle: str, seconds: float = 60) -> str:
-    deadline = time.monotonic() + seconds
-    text = ""
-    while time.monotonic() < deadline:
+    def showing() -> str | None:
         text = screen(name)
-        if needle in text:
-            return text
-        time.sleep(0.2)
-    raise AssertionError(f"{needle!r} never showed:\n{text}")
+        return text if needle in text else None
+
+    try:
+        return wait_until_sync(showing, seconds, every=0.2)
+    except AssertionError:
+        raise AssertionError(f"{needle!r} never showed:\n{screen(name)}") from None
 
 
 def streamed(db: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    """Until a reply streaming into `db` has its first words stored."""
+
+    def started() -> bool:
         with Store(db) as store:
             manager = SessionManager(store)
-            for info in manager.list():
-                tree = manager.get_session(info.id).get_tree()
-                if any(m.role == "assistant" and m.text.startswith("w0 w1") for m in tree):
-                    return
-        time.sleep(0.2)
-    raise AssertionError("the reply never started")
+            return any(
+                m.role == "assistant" and m.text.startswith("w0 w1")
+                for info in manager.list()
+                for m in manager.get_session(info.id).get_tree()
+            )
+
+    wait_until_sync(started, seconds, every=0.2)
 
 
 def test_a_chat_left_mid_reply_finishes_in_the_background(tmp_path, llm_server, fake_key):

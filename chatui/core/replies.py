@@ -58,6 +58,10 @@ DB_DOWN_NOTE = (
     "until then: what is not saved is lost."
 )
 DB_BACK_NOTE = "The database answers again: the reply is saved."
+STRIKES = 3
+"""Writes that fail "unreachable" while the server answers a look, before the failure
+is taken for what it is (raised): a fault the store misreads as a server away must
+end the turn, not keep it waiting for ever."""
 
 
 def new_id() -> str:
@@ -78,6 +82,10 @@ class Outage:
         self._next = time.monotonic() + self.delay
         self._probe: asyncio.Future[bool] | None = None
         self.since = time.monotonic()
+        self.answered = False
+        """The last look found the server answering (a write follows it)."""
+        self.strikes = 0
+        """Writes that failed right after a look found the server answering."""
 
     def failed(self) -> None:
         """A write failed again: the next look waits longer (up to `RETRY_MAX`)."""
@@ -91,6 +99,7 @@ class Outage:
         if probe is not None and probe.done():
             self._probe = None
             if not probe.cancelled() and probe.exception() is None and probe.result():
+                self.answered = True
                 return True
             self.failed()
         if self._probe is None and time.monotonic() >= self._next:
@@ -302,11 +311,18 @@ class ReplyWriter:
         store = self.session.store
         if store is None or not store.unreachable(exc):
             return False
-        if self.outage is None:
+        outage = self.outage
+        if outage is None:
             log.warning("the database is unreachable; reply %s is kept in memory: %s", self.id, exc)
             self.outage = Outage(store)
-        else:
-            self.outage.failed()
+            return True
+        if outage.answered:
+            outage.strikes += 1
+            if outage.strikes >= STRIKES:  # the server answers, the write still fails
+                log.error("reply %s: writes fail with the server answering: %s", self.id, exc)
+                return False
+        outage.answered = False
+        outage.failed()
         return True
 
     def outage_note(self) -> tuple[str, Literal["info", "warning"]] | None:

@@ -7,6 +7,7 @@ first paint; until then nothing asks it anything.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -298,6 +299,15 @@ class ChatApp(SurvivesOutage, App[int]):
                 f"{count} repl{'ies are' if count > 1 else 'y is'} still being written. "
                 "Quit anyway? What arrived is kept, marked cancelled."
             )
+            # A reply kept in memory while the database is away (`core.replies`) cannot
+            # be stored by a quit: say what quitting costs. Asked in a thread: a server
+            # whose network is gone takes its connect timeout to say nothing.
+            if not await asyncio.to_thread(self.store.answers):
+                question = (
+                    f"{count} repl{'ies are' if count > 1 else 'y is'} still being written, "
+                    "and the database does not answer: what streamed since the last save "
+                    "is only in memory and is lost if you quit now. Quit anyway?"
+                )
 
             async def answered(yes: bool | None) -> None:
                 if yes:

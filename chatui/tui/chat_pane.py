@@ -77,11 +77,12 @@ from .outage import SurvivesOutage
 __all__ = ["BUSY_AFTER", "NEW_CHAT_NAME", "ChatPane"]
 
 _NOTHING_SHOWN = object()
+"""No chat shown yet: the empty input is nobody's draft."""
 DRAFT_SAVE_AFTER = 0.5
 """Seconds between typing and the draft reaching the state file: a killed terminal
 loses at most this much typing. A throttle, not a debounce (a steady typist's draft
-is written too); each write is one small file, atomically (`save_state`)."""
-"""No chat shown yet: the empty input is nobody's draft."""
+is written too); each write is the UI state file, whole and atomically (`save_state`),
+and a draft that did not change writes nothing."""
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +197,8 @@ class ChatPane(SurvivesOutage, Vertical):
         """Replies on screen another process is writing (`written_elsewhere`)."""
         self._writers_timer: Timer | None = None
         self._follow_timer: Timer | None = None
+        self._blink_paused = False
+        """The input's cursor blink is off while the chat on screen replies (on after)."""
         """Brings the busy title and the tree after enter (`BUSY_AFTER`), until it fires."""
         self._panes_due: bool | None = None
         """While `_draw` draws a batch: whether the tree and the sidebar follow in it."""
@@ -433,6 +436,13 @@ class ChatPane(SurvivesOutage, Vertical):
         """Input, title and the title's timer follow whether the chat on screen replies."""
         busy = self.generating
         self.chat_input.set_class(busy, "-busy")
+        # A steady cursor while a reply is written: each blink is a frame (a few ms of
+        # the app's CPU, twice a second) taken from a local model on the same cores.
+        box = self.chat_input
+        if busy and box.cursor_blink:
+            box.cursor_blink, self._blink_paused = False, True
+        elif not busy and self._blink_paused:
+            box.cursor_blink, self._blink_paused = True, False
         if busy and self._title_timer is None:
             # The title says when the chat waits on a peer agent (set by another task).
             self._title_timer = self.set_interval(1.0, self.update_title)

@@ -102,8 +102,9 @@ class Engine(ABC):
 
     def append_in_one(self, row: dict[str, Any], body: str, touched_at: str | None) -> int | None:
         """Insert a message `row` (its columns by name, `parent_id` None or an id), its
-        search row (`body`) and, with `touched_at`, its session's `updated_at`, in one
-        statement, outside any transaction; the new seq. None when it wrote nothing:
+        search row (`body`) and, with `touched_at`, its session's `updated_at`, with
+        nothing read first (one statement on PostgreSQL, one transaction on SQLite),
+        outside any transaction; the new seq. None when it wrote nothing:
         the id is stored, the parent or the session's search number missing, the
         session deleted (with `touched_at`), or the engine has no such statement. The
         caller then takes the general path, which says which."""

@@ -12,10 +12,12 @@ from textual.widgets import Button, Input, Label
 
 from widgets import ChatInput, clean
 
+from ..outage import SurvivesOutage
+
 __all__ = ["Confirm", "TextPrompt"]
 
 
-class TextPrompt(ModalScreen[str | None]):
+class TextPrompt(SurvivesOutage, ModalScreen[str | None]):
     """Ask for a line (or, with `multiline`, a message); dismisses with the text or None."""
 
     CSS_PATH = "dialogs.tcss"
@@ -80,7 +82,7 @@ class TextPrompt(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class Confirm(ModalScreen[bool]):
+class Confirm(SurvivesOutage, ModalScreen[bool]):
     """A yes/no question; y/enter answer yes, n/escape no."""
 
     CSS_PATH = "dialogs.tcss"
