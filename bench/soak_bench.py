@@ -228,12 +228,16 @@ def fuzz(
     failed: dict[str, str] = {}
     print(f"fuzz: {examples:,} examples per format, runs of {chunk:,}, seed {seed}", flush=True)
     n = 0
+
+    def over() -> bool:  # `until` passed, or `touch FOLDER/stop`: no new run
+        return (until is not None and time.time() >= until) or (folder / "stop").exists()
+
     while True:
         todo = [f for f in formats if ran[f] < examples and f not in failed]
-        if not todo or (until is not None and time.time() >= until):
+        if not todo or over():
             break
         for fmt in todo:
-            if until is not None and time.time() >= until:
+            if over():
                 break
             n += 1
             before = counts.read_text().split().count(fmt) if counts.exists() else 0
@@ -251,10 +255,12 @@ def fuzz(
                 failed[fmt] = output
                 (folder / f"failure-{fmt}.txt").write_text(output)
                 print(output[-5000:], flush=True)
-    print("\nexamples run, per format:")
+    held = counts.read_text().split() if counts.exists() else []
+    print("\nexamples run, per format (imported and read back everywhere / refused):")
     for fmt in formats:
         verdict = "FAILED" if fmt in failed else "no failure, no traceback"
-        print(f"  {fmt:<14}{ran[fmt]:>8,}  {took[fmt]:>6.0f} s  {verdict}")
+        shares = f"{held.count(fmt + ':imported'):>7,} / {held.count(fmt + ':refused'):>7,}"
+        print(f"  {fmt:<14}{ran[fmt]:>8,}  ({shares})  {took[fmt]:>6.0f} s  {verdict}")
     print(f"formats failed: {len(failed)}")
     if keep is None:
         shutil.rmtree(folder, ignore_errors=True)
@@ -295,7 +301,8 @@ def main() -> int:
     parser.add_argument(
         "--until",
         metavar="HH:MM",
-        help="with --fuzz: start no run after this time (UTC) and report what ran",
+        help="with --fuzz: start no run after this time (UTC) and report what ran (so does "
+        "a file named stop in the --db folder)",
     )
     args = parser.parse_args()
     if args.fuzz:

@@ -165,7 +165,9 @@ class Message:
         if not isinstance(self.role, str) or self.role not in ROLES:
             raise ValueError(f"message role must be one of {sorted(ROLES)}, not {self.role!r}")
         _check_parts(self.parts)
-        if self.from_user_id and self.from_agent_id:
+        # None, not falsy: the table's CHECK counts "" as a sender (a chatui file
+        # with "from_agent_id": "" beside a user was a database error on import).
+        if self.from_user_id is not None and self.from_agent_id is not None:
             raise ValueError("a message has one sender: from_user_id or from_agent_id, not both")
         for key in ("from_user_id", "from_agent_id", "delivered_to_session_id"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):

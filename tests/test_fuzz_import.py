@@ -131,10 +131,23 @@ def dumps(value: Any) -> str:
 CHANGES = st.lists(st.tuples(st.integers(0, 10**6), HOSTILE), min_size=1, max_size=3)
 
 
+_running = [""]  # the format whose example runs (for `outcome`)
+
+
 def count(fmt: str) -> None:
+    """One example of `fmt` begins (the soak counts them)."""
+    _running[0] = fmt
     if COUNTS:
         with open(COUNTS, "a") as fh:
             fh.write(fmt + "\n")
+
+
+def outcome(what: str) -> None:
+    """How the example ended: "refused" (one line, nothing written) or "imported"
+    (then shown, searched, exported and re-imported); the soak reports the shares."""
+    if COUNTS:
+        with open(COUNTS, "a") as fh:
+            fh.write(f"{_running[0]}:{what}\n")
 
 
 def cli_run(*argv: Any) -> tuple[int, str, str]:
@@ -184,6 +197,7 @@ def check(path: Path, fmt: str) -> None:
             assert "\n" not in str(exc) and str(exc)
             assert store.query("SELECT count(*) FROM messages")[0][0] == 0
             assert store.query("SELECT count(*) FROM sessions")[0][0] == 0
+            outcome("refused")
             return
         assert not report.rejected or report.chats  # a partial import wrote the good ones
         docs = everything(store)
@@ -209,6 +223,7 @@ def check(path: Path, fmt: str) -> None:
         with new_store(Path(folder) / "again.db") as again:
             import_file(again, export, "chatui")
             assert everything(again) == docs
+    outcome("imported")
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -412,6 +427,7 @@ def test_store_api(parts, usage, metadata):
             provider.append_message(raw)
         except ValueError:
             assert store.query("SELECT count(*) FROM messages")[0][0] == 0
+            outcome("refused")
             return
         (message,) = provider.get_tree()
         assert isinstance(message.text, str)
@@ -423,6 +439,7 @@ def test_store_api(parts, usage, metadata):
         with new_store(Path(folder) / "again.db") as again:
             import_file(again, export, "chatui")
             assert everything(again) == everything(store)
+    outcome("imported")
 
 
 @pytest.mark.parametrize("fmt", ["chatgpt", "chatui", "pi", "llm"])

@@ -27,6 +27,8 @@ def test_text_joins_text_parts_only():
 def test_both_senders_rejected():
     with pytest.raises(ValueError, match="one sender"):
         Message("m1", "user", [], from_user_id="u", from_agent_id="a")
+    with pytest.raises(ValueError, match="one sender"):  # "" is a sender to the table
+        Message("m1", "user", [], from_user_id="u", from_agent_id="")
 
 
 @pytest.mark.parametrize(
