@@ -279,12 +279,13 @@ def documents_from_entries(entries: Iterable[Any]) -> list[dict[str, Any]]:
             docs.append(current)
             continue
         if current is None:
-            raise TransferError(f"entry {n} ({kind}) comes before any session header")
+            # repr: the type is the file's, and may hold a newline or an escape
+            raise TransferError(f"entry {n} ({kind!r}) comes before any session header")
         session = current["session"]
         owner = session.get("id") if isinstance(session, dict) else None
         if entry.get("session_id") != owner:
             raise TransferError(
-                f"entry {n} ({kind}) names session {entry.get('session_id')!r}"
+                f"entry {n} ({kind!r}) names session {entry.get('session_id')!r}"
                 f" but follows the header of {owner!r}"
             )
         body = {k: v for k, v in entry.items() if k not in ("type", "session_id")}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from store import DatabaseFileError, SessionManager, Store, StoreSessionProvider
+from store import DatabaseFileError, SessionManager, Store, StoreSessionProvider, document_entries
 from tests.test_cli_files import CHATUI
 from tests.test_fuzz_import import CHATUI_DOC, cli_run
 from tests.test_import_chatgpt import branching_conversation
@@ -84,6 +84,20 @@ def test_two_senders_one_of_them_empty(tmp_path):
     the way in did not; the import died with an IntegrityError traceback."""
     doc = json.dumps(with_message(from_user_id="someone", from_agent_id=""))
     refused(tmp_path, chatui_file(tmp_path, doc), "chatui", "one sender")
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_a_jsonl_entry_type_with_a_newline(tmp_path, first):
+    """Found by the fuzz soak: an entry's `type` was put in the error as it was, so
+    "\n" made the one-line refusal two lines."""
+    entries = list(document_entries(CHATUI_DOC))
+    entries[0 if first else 1]["type"] = "\n\x1b[2J"
+    if not first:
+        entries[1]["session_id"] = "another"
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in entries))
+    err = refused(tmp_path, path, "chatui", "'\\n\\x1b[2J'")
+    assert "\x1b" not in err
 
 
 def test_metadata_as_a_list(tmp_path):
