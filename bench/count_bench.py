@@ -82,8 +82,9 @@ def start_server(
 
 async def counts(base: str, label: str, kinds: list[str]) -> list[Row]:
     """Each chat's requests: the sidebar's figure for it against the server's count."""
+    from chatui import llm
+    from chatui.core.convert import to_openai_messages
     from chatui.core.engine import ChatEngine
-    from chatui.core.events import UsageRecorded
     from chatui.core.wiring import build_manager
     from store import Message
 
@@ -102,6 +103,7 @@ async def counts(base: str, label: str, kinds: list[str]) -> list[Row]:
             if kind == "memory":
                 await session.append_context_block("memory", "The user's name is Ada. " * 8)
             for i, question in enumerate(CHATS[kind]):
+                name = f"{label} {kind} #{i + 1}"
                 if kind == "memory" and i == 2:  # a write between two requests
                     leaf = session.get_latest_leaf()
                     session.set_branch(leaf.id if leaf else None)
@@ -112,9 +114,16 @@ async def counts(base: str, label: str, kinds: list[str]) -> list[Row]:
                 if await engine.count_tokens(MODEL, measured):
                     measured = await engine.measure(session, None, MODEL, history=history)
                 usage = measured.usage
-                events = [e async for e in engine.send(sid, question)]
-                server = next(e.input_tokens for e in events if isinstance(e, UsageRecorded))
-                name = f"{label} {kind} #{i + 1}"
+                # The server's count of this very request, asked without streaming (its
+                # streams carry no usage): the prompt, the tools, the path and question.
+                tools = await engine.tools_for(session)
+                schemas = [tool.to_openai() for tool in tools.values()] or None
+                messages = to_openai_messages(measured.request.system_prompt, history)
+                server = await llm.prompt_tokens(MODEL, messages, schemas, api_base=base)
+                _ = [e async for e in engine.send(sid, question)]
+                await engine._window_asked()  # what it asks the server in the background
+                if server is None:
+                    raise SystemExit(f"the server at {base} did not count {name!r}")
                 rows.append(
                     (name, usage.tokens, usage.tokens - usage.template, server, usage.exact)
                 )
@@ -150,7 +159,7 @@ def main() -> None:
     rows: list[Row] = []
     for label, chat_format, kinds in (
         ("default", None, ["short", "long", "memory"]),
-        ("tools", "chatml-function-calling", ["short", "memory"]),
+        ("tools", "chatml-function-calling", ["short"]),
     ):
         port = free_port()
         server = start_server(args.server_python, model_file, port, chat_format)

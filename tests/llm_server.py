@@ -217,6 +217,9 @@ class LLMServer:
         """In llama-cpp-python mode, the tokenize route's shape: "llama" (llama.cpp's
         `/tokenize` {"content"} and `/extras/tokenize` {"input"}) or "vllm" (only
         `/tokenize` {"prompt"}, 400 for anything else)."""
+        self.stream_usage = True
+        """False: a streamed reply never ends with usage, whatever the client asks
+        (llama-cpp-python's server); a whole reply still has it."""
         self.tokenize_bos = False
         """The tokenize routes add a BOS token to every text, as llama-cpp-python's
         `/extras/tokenize` does for a model that takes one (the prompt has one BOS)."""
@@ -536,6 +539,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model", "test-model")
         stream = bool(body.get("stream"))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = include_usage and self.owner.stream_usage
         if reply.kind == "error":
             self._send_json(reply.status, reply.body, reply.headers)
             return

@@ -80,6 +80,27 @@ async def test_the_figure_is_the_servers_count_once_two_requests_taught_the_temp
     assert errors[2:] == [0, 0], errors
 
 
+async def test_a_server_streaming_without_usage_is_asked_once_for_its_counts(local):
+    """llama-cpp-python streams no usage: after the first reply the engine asks, once
+    and in the background, for the prompt tokens of two small requests with the chat's
+    tools (not streamed, one token each); from then on the figure is the server's count."""
+    local.server.function_calling = False  # the default template: it streams
+    local.server.stream_usage = False
+    local.server.default = script.text("ok")  # what the probes get back
+    errors = []
+    for question in ["Hello there.", "Tell me more, please.", "And then?"]:
+        usage = await next_figure(local, question)
+        await turn(local, question)
+        await local.engine._window_asked()  # the background questions answered
+        errors.append((usage.tokens - server_count(local), usage.exact))
+    probes = [r for r in local.server.requests if r.get("max_tokens") == 1]
+    assert len(probes) == 2 and all(not r.get("stream") and r["tools"] for r in probes)
+    assert errors[1:] == [(0, True), (0, True)], errors
+    assert not errors[0][1]  # before: nothing taught, and the sidebar says so
+    await turn(local, "Once more.")
+    assert len([r for r in local.server.requests if r.get("max_tokens") == 1]) == 2  # once
+
+
 async def test_a_new_chat_on_a_taught_server_starts_exact(local, store):
     for question in ("One question.", "Another question here."):
         await turn(local, question)

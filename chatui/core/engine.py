@@ -143,7 +143,7 @@ class ChatEngine:
         self.flush_interval = flush_interval
         self.extra_tools = extra_tools
         """More tools for a session (the app's `message_agent`), by session id."""
-        self._asking: set[asyncio.Task[bool]] = set()
+        self._asking: set[asyncio.Task[Any]] = set()
         """Servers being asked for a model's window (`_ask_window`)."""
         self.tool_filter = tool_filter
         """The tools a chat is limited to, by session id (a persona's), or None: all."""
@@ -181,6 +181,54 @@ class ChatEngine:
         )
         self._asking.add(task)
         task.add_done_callback(self._asking.discard)
+
+    def _teach_template(
+        self, model: str, api_base: str | None, tools: Mapping[str, Tool], chat: str
+    ) -> None:
+        """Where a server counts pieces but reports no usage when streaming
+        (llama-cpp-python), its template's share is learned once per server and tools,
+        in the background: the prompt tokens of two small requests carrying the tools,
+        asked without streaming (`_probe`). The next figure takes them."""
+        if not api_base or TOKENS.counts(api_base) is not True:
+            return
+        key = server_key(api_base, model, list(tools))
+        if not TEMPLATES.should_probe(key):
+            return
+        task = asyncio.get_running_loop().create_task(self._probe(model, api_base, tools, key))
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _probe(self, model: str, api_base: str, tools: Mapping[str, Tool], key: str) -> None:
+        schemas = [tool.to_openai() for tool in tools.values()] or None
+        # Two lengths give the per-message cost; the second shares the first's start,
+        # which a llama.cpp server keeps evaluated: it costs a few tokens more.
+        texts = ["Hi.", "Hello.", "Bye."]
+        for count in (1, 3):
+            history = [
+                Message(
+                    id=f"probe{i}",
+                    role="user" if i % 2 == 0 else "assistant",
+                    parts=[{"type": "text", "text": texts[i]}],
+                )
+                for i in range(count)
+            ]
+            counted = await llm.prompt_tokens(
+                model,
+                to_openai_messages(PROBE_PROMPT, history),
+                schemas,
+                api_base=api_base,
+                timeout=self.config.request_timeout,
+            )
+            if counted is None:
+                return
+            pieces_texts = request_texts(PROBE_PROMPT, tools, history)
+            await asyncio.to_thread(TOKENS.count, api_base, pieces_texts)
+            pieces = request_pieces(PROBE_PROMPT, tools, history, _counter(api_base, model))
+            if not all(piece.counted for piece in pieces):
+                return
+            schema_digests = {piece.digest for piece in request_pieces("", tools, [])}
+            optional = sum(p.tokens for p in pieces if p.digest in schema_digests)
+            TEMPLATES.learn(key, PROBE_CHAT, pieces, count, counted, optional)
 
     async def _window_asked(self) -> None:
         """Until the servers asked for their window have answered (their timeout bounds it)."""
@@ -750,6 +798,7 @@ class ChatEngine:
                         "empty",
                     )
                     return
+                reported = False  # usage the server itself counted
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
                 if not writer.calls and writer.finish_reason == "length":
                     status = "truncated"  # cut off by the output limit: kept, continuable
@@ -770,14 +819,19 @@ class ChatEngine:
                         writer.usage["output"],
                         writer.usage["cost"],
                     )
-                    await _learn_cost(
-                        options.api_base,
-                        model,
-                        session_id,
-                        (system_prompt, tools, history),
-                        writer.usage["input"],
-                        (finished, writer.usage["output"]),
+                    # A local server may stream without usage: LiteLLM's count stands in.
+                    reported = not options.api_base or await _servers_usage(
+                        model, system_prompt, history, writer.usage["input"]
                     )
+                    if reported:
+                        await _learn_cost(
+                            options.api_base,
+                            model,
+                            session_id,
+                            (system_prompt, tools, history),
+                            writer.usage["input"],
+                            (finished, writer.usage["output"]),
+                        )
                     dropped = await _tools_dropped(
                         options.api_base, system_prompt, schemas, history, writer.usage["input"]
                     )
@@ -805,6 +859,8 @@ class ChatEngine:
                 if await self.count_tokens(model, measured):  # the server counts: exact
                     measured = await self.measure(session, finished.id, model, **measure_args)
                 yield ContextMeasured(session_id, finished.id, measured)
+                if writer.usage is None or not reported:  # no usage of the server's own
+                    self._teach_template(model, options.api_base, tools, session_id)
                 if measured.usage.over(self.config.compact_at):
                     compaction = await self._compact_quietly(session_id, finished.id)
                     if compaction is not None:
@@ -1000,6 +1056,22 @@ def _estimate(
     """The request's size by the estimate (its prompt, tools and messages)."""
     tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
     return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)
+
+
+async def _servers_usage(
+    model: str, system_prompt: str, history: list[Message], prompt_tokens: int
+) -> bool:
+    """Whether a reply's prompt count is the server's: LiteLLM fills a stream's missing
+    usage with its own count of the messages (llama-cpp-python sends none), which must
+    not teach anything."""
+    messages = to_openai_messages(system_prompt, history)
+    own = await asyncio.to_thread(llm.litellm_count, llm.litellm_model(model), messages)
+    return own != prompt_tokens
+
+
+PROBE_PROMPT = "You are a helpful assistant."
+PROBE_CHAT = "\x00probe"
+"""The anchor key of the probes' requests (no chat of the store has it)."""
 
 
 def _counter(api_base: str | None, model: str) -> Counter:

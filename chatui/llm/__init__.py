@@ -72,7 +72,9 @@ __all__ = [
     "key_problem",
     "known_params",
     "litellm_model",
+    "litellm_count",
     "map_error",
+    "prompt_tokens",
     "redact",
     "redact_known",
     "stream_completion",
@@ -401,6 +403,39 @@ def _merge_call(calls: dict[int, dict[str, str]], delta: Any) -> None:
             call["name"] = str(function.name)
         if getattr(function, "arguments", None):
             call["arguments"] += str(function.arguments)
+
+
+async def prompt_tokens(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    api_base: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> int | None:
+    """The server's count of a request's prompt: one non-streamed call of one token
+    (tools with `tool_choice: "auto"`, as a turn sends them); None when it failed or
+    reported no usage."""
+    litellm = await ensure_loaded()
+    kwargs = _call_kwargs(model, api_base, timeout)
+    if tools:
+        kwargs.update(tools=tools, tool_choice="auto")
+    try:
+        response = await litellm.acompletion(messages=messages, max_tokens=1, **kwargs)
+        return int(response.usage.prompt_tokens) or None
+    except Exception as exc:  # a count is an optimisation: the figure stays as it was
+        log.debug("counting a prompt at %s failed: %s", api_base, redact(str(exc)))
+        return None
+
+
+def litellm_count(model: str, messages: list[dict[str, Any]]) -> int | None:
+    """LiteLLM's own count of `messages`: what it puts in a streamed reply's usage when
+    the server sent none (llama-cpp-python's streams). A figure equal to it is not the
+    server's (blocking: a thread)."""
+    try:
+        return int(load_litellm().token_counter(model=model, messages=messages))
+    except Exception:
+        return None
 
 
 async def complete(

@@ -93,6 +93,7 @@ class TemplateCosts:
         self._anchors: OrderedDict[tuple[str, str], _Anchor] = OrderedDict()
         self._fits: dict[str, _Fit] = {}
         self._replies: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._probed: set[str] = set()
 
     def learn(
         self,
@@ -188,8 +189,19 @@ class TemplateCosts:
             return max(0, round(figure)), True
         return None
 
+    def should_probe(self, key: str) -> bool:
+        """True once per key with nothing fitted yet: the caller asks the server for the
+        counts of two small requests (`ChatEngine`, for a server that streams without
+        usage, as llama-cpp-python's does)."""
+        with self._lock:
+            if key in self._fits or key in self._probed:
+                return False
+            self._probed.add(key)
+            return True
+
     def clear(self) -> None:
         with self._lock:
+            self._probed.clear()
             self._anchors.clear()
             self._fits.clear()
             self._replies.clear()
