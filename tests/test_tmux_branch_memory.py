@@ -42,6 +42,20 @@ def wait_gauge(term: Terminal, figure: str, timeout: float = 60) -> list[str]:
         ) from None
 
 
+def settle(term: Terminal, quiet: float = 1.0) -> None:
+    """Until the screen has not changed for `quiet` seconds: the start-up's last
+    redraws (the chat list, the tree, the change poll) took a key pressed among them."""
+    seen: dict[str, object] = {"lines": None, "since": time.monotonic()}
+
+    def still() -> bool:
+        lines = term.screen()
+        if lines != seen["lines"]:
+            seen.update(lines=lines, since=time.monotonic())
+        return time.monotonic() - float(seen["since"]) >= quiet  # type: ignore[arg-type]
+
+    wait_until_sync(still, 60, every=0.2)
+
+
 def test_left_right_change_the_memory_gauge(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -63,15 +77,20 @@ def test_left_right_change_the_memory_gauge(tmp_path):
         term.wait_for("Lisbon trip")
         wait_gauge(term, belem)  # the active leaf a4 sits under a2
         # From the input to the last message (a4): a key sent while the app still
-        # settles may be lost, so press until the footer shows a message's keys.
-        for _ in range(20):
+        # settles may be lost, so press again only when the footer has not shown a
+        # message's keys for a while (pressed every 0.5 s, a loaded machine drew the
+        # first press late and the extra presses went on past a2).
+        for _ in range(6):
             term.send("Up")
-            time.sleep(0.5)
-            if any("Regenerate" in line for line in term.screen()):
+            try:
+                term.wait_for("Regenerate", timeout=10)
                 break
-        for _ in range(2):  # a4 → q2b → a2
+            except AssertionError:
+                continue
+        for _ in range(2):  # a4 → q2b → a2, each once the screen has settled
+            settle(term)
             term.send("Up")
-            time.sleep(0.5)
+        settle(term)
         term.send("Left")  # to a1's branch
         wait_gauge(term, alfama)
         term.send("Right")  # back to a2's
