@@ -37,7 +37,7 @@ TEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=20
 
 check: $(STAMP)
 	$(BIN)/ruff format .

@@ -67,8 +67,16 @@ class DiskFull:
             refuse(sql)
             return real_sql(sql, params, *args, **kwargs)
 
+        engine = store.engine
+        real_append = engine.append_in_one
+
+        def append_in_one(row, body, touched_at):  # SQLite's append runs on the connection
+            refuse("INSERT INTO messages")
+            return real_append(row, body, touched_at)
+
         monkeypatch.setattr(Store, "execute", execute)
         monkeypatch.setattr(store.db, "execute_sql", execute_sql)
+        monkeypatch.setattr(engine, "append_in_one", append_in_one)
 
 
 def error_notes(app) -> list[str]:
