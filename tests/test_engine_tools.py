@@ -46,7 +46,7 @@ arguments = st.one_of(
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     name=st.sampled_from(["set_context", "session_search", "load_context", "rm -rf"]),

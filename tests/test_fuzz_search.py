@@ -111,7 +111,7 @@ queries = st.one_of(
 )
 
 FUZZ = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 
@@ -146,7 +146,7 @@ def test_any_query_stays_in_its_namespace(corpus, query):
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(query=queries)
 def test_any_query_in_the_session_search_tool_and_the_cli(corpus, query, capsys):

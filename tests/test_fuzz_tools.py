@@ -194,7 +194,7 @@ async def seed(store: Store, folder: Path) -> tuple[Session, Session, dict[str, 
 
 
 @settings(
-    max_examples=200,
+    max_examples=80,
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
@@ -318,7 +318,7 @@ def peer_calls(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=60,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,

@@ -213,5 +213,5 @@ class TreeMachine(RuleBasedStateMachine):
             assert [h.id for h in self.session.search(f"tok{mid}")] == [mid]
 
 
-TreeMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
+TreeMachine.TestCase.settings = settings(max_examples=15, stateful_step_count=25, deadline=None)
 TestTreeOperations = TreeMachine.TestCase

@@ -281,7 +281,7 @@ def kept_parent(mapping, skipped, nid):
     return parent
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(mappings())
 def test_any_tree_is_kept_exactly(tmp_path_factory, generated):
     mapping, skipped, current = generated

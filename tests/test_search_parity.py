@@ -198,7 +198,7 @@ queries = st.one_of(
 
 
 @settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
