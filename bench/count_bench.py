@@ -21,17 +21,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.local_bench import free_port, gguf  # noqa: E402
+from bench.local_bench import free_port, gguf, start_server  # noqa: E402
 from chatui.core.config import Config  # noqa: E402
 from store import Store  # noqa: E402
 
@@ -57,27 +54,6 @@ CHATS: dict[str, list[str]] = {
 
 Row = tuple[str, int, int, int, bool]
 """(chat and request, the sidebar's figure, the pieces' alone, the server's, exact)."""
-
-
-def start_server(
-    python: str, model_file: str, port: int, chat_format: str | None
-) -> subprocess.Popen[bytes]:
-    command = [
-        python, "-m", "llama_cpp.server", "--model", model_file, "--n_ctx", "8192",
-        "--n_threads", "1", "--host", "127.0.0.1", "--port", str(port),
-        "--model_alias", MODEL.split("/", 1)[1],
-        *(["--chat_format", chat_format] if chat_format else []),
-    ]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
-            return server
-        except OSError:
-            time.sleep(0.3)
-    server.kill()
-    raise SystemExit("the llama.cpp server did not start")
 
 
 async def counts(base: str, label: str, kinds: list[str]) -> list[Row]:

@@ -72,14 +72,18 @@ def gguf(python: str) -> str:
     ).stdout.strip()
 
 
-def start_server(python: str, model_file: str, port: int) -> subprocess.Popen[bytes]:
+def start_server(
+    python: str, model_file: str, port: int, chat_format: str | None = None
+) -> subprocess.Popen[bytes]:
+    """llama-cpp-python's server on `port` (one thread, an 8k window), once it answers."""
     command = [
         python, "-m", "llama_cpp.server", "--model", model_file, "--n_ctx", "8192",
         "--n_threads", "1", "--host", "127.0.0.1", "--port", str(port),
         "--model_alias", MODEL.split("/", 1)[1],
+        *(["--chat_format", chat_format] if chat_format else []),
     ]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180  # the model's first load, on a loaded machine
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
