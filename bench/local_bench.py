@@ -208,7 +208,9 @@ class FrameWatch:
         self.replies_before, self.seen = replies_before, None
 
 
-async def run(base: str, sends: int, scripted: bool = False, profile: str | None = None) -> None:
+async def run(
+    base: str, sends: int, scripted: bool = False, profile: str | None = None, history: int = 0
+) -> None:
     from textual import events
 
     from chatui.core.events import JobEnded
@@ -250,6 +252,8 @@ async def run(base: str, sends: int, scripted: bool = False, profile: str | None
             await app.workspace.set_chat_params(
                 chat.id, f"max_tokens = {MAX_TOKENS}\ntemperature = 0\n"
             )
+            if history:
+                await add_history(app, chat.id, history)
             await main.pane.open_chat(chat.id)
             await pilot.pause(0.3)
             for index in range(sends):
@@ -310,7 +314,7 @@ async def run(base: str, sends: int, scripted: bool = False, profile: str | None
     if scripted:
         print(
             f"sends: {len(app_s)}, scripted server: {SCRIPTED_WORDS} words "
-            f"{SCRIPTED_DELAY * 1000:.0f} ms apart"
+            f"{SCRIPTED_DELAY * 1000:.0f} ms apart; {history} exchanges in the chat before"
         )
     else:
         print(f"sends: {len(app_s)}, {MAX_TOKENS} tokens at most each (server: 1 thread)")
@@ -350,6 +354,19 @@ async def run(base: str, sends: int, scripted: bool = False, profile: str | None
             f"sidebar {figure} ({kind}; tools {tools}) vs server prompt {server}: {off:+.1f} %"
             f" (without the tools: {bare:+.1f} %)"
         )
+
+
+async def add_history(app: ChatApp, chat_id: str, exchanges: int) -> None:
+    """`exchanges` questions and replies stored before the first send: a chat longer
+    than the screen, as most are (each new line then scrolls the chat)."""
+    from store import Message
+
+    session = app.workspace.open(chat_id).session
+    reply = " ".join(["earlier"] * SCRIPTED_WORDS)
+    for index in range(exchanges):
+        for role, text in (("user", f"Question {index}?"), ("assistant", reply)):
+            part = {"type": "text", "text": text}
+            await session.append_message(Message(id=f"h{index}{role[0]}", role=role, parts=[part]))
 
 
 def replies(main: Any) -> int:
@@ -400,6 +417,9 @@ def main() -> None:
         "--scripted", action="store_true", help="the scripted test server, no llama server"
     )
     parser.add_argument("--profile", help="write a cProfile of the app's process to this file")
+    parser.add_argument(
+        "--history", type=int, default=0, help="exchanges stored in the chat before the sends"
+    )
     args = parser.parse_args()
     server: subprocess.Popen[Any] | None = None
     base = args.base
@@ -410,7 +430,7 @@ def main() -> None:
         server = start_server(args.server_python, args.model_file or gguf(args.server_python), port)
         base = f"http://127.0.0.1:{port}/v1"
     try:
-        asyncio.run(run(base, args.sends, args.scripted, args.profile))
+        asyncio.run(run(base, args.sends, args.scripted, args.profile, args.history))
     finally:
         if server is not None:
             server.terminate()
