@@ -169,13 +169,21 @@ class Message:
         # with "from_agent_id": "" beside a user was a database error on import).
         if self.from_user_id is not None and self.from_agent_id is not None:
             raise ValueError("a message has one sender: from_user_id or from_agent_id, not both")
-        for key in ("from_user_id", "from_agent_id", "delivered_to_session_id"):
-            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
-                raise ValueError(f"{key} must be a string")
+        # Per append: most messages have none of these, and no time of their own yet.
+        if not (
+            self.from_user_id is None
+            and self.from_agent_id is None
+            and self.delivered_to_session_id is None
+        ):
+            for key in ("from_user_id", "from_agent_id", "delivered_to_session_id"):
+                if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
+                    raise ValueError(f"{key} must be a string")
         if not isinstance(self.metadata, dict):
             raise ValueError("message metadata must be a dict")
-        _check_usage(self.token_usage)
-        self.created_at = _parse_time(self.created_at)
+        if self.token_usage is not None:
+            _check_usage(self.token_usage)
+        if self.created_at is not None:
+            self.created_at = _parse_time(self.created_at)
 
     @property
     def text(self) -> str:
@@ -231,8 +239,8 @@ class Message:
         # `type(...) is dict` first: an ABC's isinstance is slow, and this runs per append.
         if type(data) is not dict and not isinstance(data, Mapping):
             raise ValueError(f"a message must be a mapping, not {type(data).__name__}")
-        unknown = set(data) - _FIELDS
-        if unknown:
+        if not _FIELDS.issuperset(data):
+            unknown = set(data) - _FIELDS
             raise ValueError(f"unknown message keys: {sorted(unknown)}")
         for key in ("id", "role"):
             if key not in data:

@@ -185,3 +185,31 @@ def test_a_draft_outlives_the_terminal_being_killed(terminal, tmp_path):
     os.killpg(pane, signal.SIGKILL)  # the pane's whole process group: chatui and its helpers
     again = terminal(100, 30)
     again.wait_for("and half a question about its mouth")
+
+
+def test_keys_typed_while_the_app_starts_reach_the_input(terminal, tmp_path):
+    """Typing straight after `chatui` lost every key: the keys were read before the input
+    had the focus (the screen got them), and the first chat's draft then replaced the
+    input. They are typed into the input, after the chat's draft."""
+    term = terminal(100, 30, "--model", "demo")
+    term.send("-l", "Where does the river start")  # in the terminal's buffer already
+    term.wait_for("New chat")  # the app's screen, not the terminal's echo of the keys
+    lines = term.wait_for("Where does the river start")
+    assert any("│ Where does the river start" in line for line in lines)  # in the input
+    term.send("Enter")
+    term.wait_for("You ·")
+    term.send("-l", "a draft")
+    state = tmp_path / "data" / "state.json"
+
+    def draft_written() -> bool:
+        try:
+            return "a draft" in json.loads(state.read_text())["drafts"].values()
+        except (OSError, ValueError, KeyError):
+            return False
+
+    wait_until_sync(draft_written, 30)
+    term.close()  # the terminal closed: the draft is written already
+    again = terminal(100, 30, "--model", "demo")
+    again.send("-l", " and more")
+    lines = again.wait_for("a draft and more")
+    assert any("Where does the river start" in line for line in lines)  # the same chat

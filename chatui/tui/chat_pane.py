@@ -303,9 +303,12 @@ class ChatPane(SurvivesOutage, Vertical):
 
     def _take_draft(self, session_id: str | None) -> None:
         """The input shows the draft of the chat now on screen (empty without one)."""
-        self._draft_for = session_id
         box = self.chat_input
-        box.load_text(self.ui_state.draft(session_id))
+        # Keys pressed while the app was starting reach the input before the first chat
+        # is shown: they are the user's too, so they follow that chat's draft.
+        early = box.text if self._draft_for is _NOTHING_SHOWN else ""
+        self._draft_for = session_id
+        box.load_text(self.ui_state.draft(session_id) + early)
         box.move_cursor(box.document.end)
 
     async def redraw(self) -> None:

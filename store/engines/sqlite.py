@@ -41,23 +41,19 @@ __all__ = ["SqliteEngine"]
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # An append with nothing read before it (see `SqliteEngine.append_in_one`), the
 # conditions PostgreSQL's `APPEND_IN_ONE` checks. When touching, the chat's time
-# first, only if it is live, returning its search number; the row only when its id
-# is new and its parent (if named) is there, returning its seq (and, when not
-# touching, the number); then its search row.
-_APPEND_TOUCH = (
-    "UPDATE sessions SET updated_at = ? WHERE id = ? AND deleted_at IS NULL "
-    "RETURNING (SELECT n FROM search_scopes WHERE session_id = ?)"
-)
+# first, only if it is live; its search number when not known yet; the row only
+# when its id is new and its parent (if named) is there, returning its seq; then
+# its search row.
+_APPEND_TOUCH = "UPDATE sessions SET updated_at = ? WHERE id = ? AND deleted_at IS NULL"
+_APPEND_SCOPE = "SELECT n FROM search_scopes WHERE session_id = ?"
 _APPEND_ROW = """
 INSERT INTO messages (id, session_id, parent_id, role, content, created_at,
                       from_user_id, from_agent_id, delivered_to_session_id, token_usage)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
 WHERE ?3 IS NULL OR EXISTS (SELECT 1 FROM messages WHERE session_id = ?2 AND id = ?3)
 ON CONFLICT (session_id, id) DO NOTHING
-RETURNING seq, {scope}
+RETURNING seq
 """
-_APPEND_ROW_TOUCHED = _APPEND_ROW.format(scope="NULL")
-_APPEND_ROW_ALONE = _APPEND_ROW.format(scope="(SELECT n FROM search_scopes WHERE session_id = ?2)")
 _APPEND_VALUES = operator.itemgetter(  # a row's values in _APPEND_ROW's order
     "id",
     "session_id",
@@ -101,6 +97,9 @@ class SqliteEngine(Engine):
             path = str(db_url.parse(path).get("database") or ":memory:")
         self.path = path
         self._checked = False
+        # Session id → its search number, which never changes once given
+        # (`message_search`): an append reads it once per chat, not each time.
+        self._scopes: dict[str, int] = {}
         self.read_only = read_only and path != ":memory:"
         pragmas: dict[str, Any] = {"journal_mode": "wal"}
         database = self.path
@@ -124,7 +123,11 @@ class SqliteEngine(Engine):
                 # lose the last commits (never corrupts). FULL syncs every commit.
                 "synchronous": "full" if durability == "full" else "normal",
                 "busy_timeout": int(busy_timeout * 1000),
-                "cache_size": -16_000,
+                # 4 MB. A connection drops its whole cache when another one has
+                # written, sweeping every slot of a hash sized by the most pages it
+                # ever held: at 16 MB, after a search, that sweep made each append
+                # or touch 15% slower (`bench/engine_table.py`, search no faster).
+                "cache_size": -4_000,
                 "temp_store": "memory",
             },
             timeout=busy_timeout,
@@ -150,24 +153,31 @@ class SqliteEngine(Engine):
         # One write transaction on the connection itself, the raw minimal work (the
         # row and its search row) and the chat's time: the general path read the
         # message and its parent first and went through peewee's transaction: 2.5x
-        # raw sqlite3's time then, 1.9x now (`bench/engine_table.py`).
+        # raw sqlite3's time then (`bench/engine_table.py`).
         if self.db.is_closed():
             self.connect()
         if self.db.in_transaction():  # inside the caller's: a savepoint, the general path
             return None
         conn = self.db.connection()
-        values = _APPEND_VALUES(row)
+        sid = row["session_id"]
+        scope = self._scopes.get(sid)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if touched_at is None:
-                found = conn.execute(_APPEND_ROW_ALONE, values).fetchone()
-                scope = found and found[1]
-            else:
-                sid = row["session_id"]
-                touched = conn.execute(_APPEND_TOUCH, (touched_at, sid, sid)).fetchone()
-                scope = touched and touched[0]
-                found = scope is not None and conn.execute(_APPEND_ROW_TOUCHED, values).fetchone()
-            if not found or scope is None or found[0] > SEQ_MASK:
+            live = (
+                touched_at is None or conn.execute(_APPEND_TOUCH, (touched_at, sid)).rowcount == 1
+            )
+            if live and scope is None:
+                numbered = conn.execute(_APPEND_SCOPE, (sid,)).fetchone()
+                if numbered is not None:
+                    scope = numbered[0]
+                    if self.path != ":memory:":  # there, each thread has a database of its own
+                        self._scopes[sid] = scope
+            found = (
+                live
+                and scope is not None
+                and conn.execute(_APPEND_ROW, _APPEND_VALUES(row)).fetchone()
+            )
+            if not found or found[0] > SEQ_MASK:
                 conn.execute("ROLLBACK")  # nothing written: the general path says why
                 return None
             conn.execute(_APPEND_INDEX, (scope, found[0], body))

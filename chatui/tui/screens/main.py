@@ -160,6 +160,19 @@ class MainScreen(SurvivesOutage, Screen[None]):
         # first frame does not wait for a long chat's read.
         self.call_later(self._open_first, info.id)
 
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that reached the screen itself is typing. Keys pressed while
+        the app starts are read before the input has the focus, and Textual hands a key
+        to whatever is focused when it is read: nothing yet, so the screen."""
+        box = self.chat_input
+        if self.focused not in (None, box) or box.read_only or box.disabled:
+            return  # another widget had it and let it through: not typing
+        if event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            box.insert(event.character)
+            box.focus()
+
     async def _open_first(self, session_id: str | None) -> None:
         await self.pane.open_chat(session_id)
         self.post_message(self.FirstChatShown())
