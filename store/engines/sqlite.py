@@ -123,7 +123,11 @@ class SqliteEngine(Engine):
                 # lose the last commits (never corrupts). FULL syncs every commit.
                 "synchronous": "full" if durability == "full" else "normal",
                 "busy_timeout": int(busy_timeout * 1000),
-                "cache_size": -16_000,
+                # 4 MB. A connection drops its whole cache when another one has
+                # written, sweeping every slot of a hash sized by the most pages it
+                # ever held: at 16 MB, after a search, that sweep made each append
+                # or touch 15% slower (`bench/engine_table.py`, search no faster).
+                "cache_size": -4_000,
                 "temp_store": "memory",
             },
             timeout=busy_timeout,

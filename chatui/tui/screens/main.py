@@ -47,6 +47,7 @@ from ...core.workspace import (
 )
 from ..chat_pane import NEW_CHAT_NAME, ChatPane
 from ..chat_panes import ChatSidebar, ChatTree
+from ..lean_compositor import LeanCompositor
 from ..memory_views import MemoryViews
 from ..outage import SurvivesOutage
 from ..panes import PaneLayout
@@ -111,6 +112,7 @@ class MainScreen(SurvivesOutage, Screen[None]):
         first_chat: str | None = None,
     ) -> None:
         super().__init__()
+        self._compositor = LeanCompositor()  # a reply's delta renders its own lines
         self.workspace = workspace
         self.ui_state = ui_state or UiState()
         """Pane widths and visibility, folds, recent models: read here, saved by the app

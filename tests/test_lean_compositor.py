@@ -1,0 +1,57 @@
+"""`LeanCompositor` writes what Textual's own compositor writes for the same update."""
+
+from __future__ import annotations
+
+import pytest
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+
+from chatui.tui.lean_compositor import LeanCompositor
+from widgets import MessageView
+
+from .app_helpers import make_app, populate, wait_until
+
+
+def _written(compositor: Compositor, regions: list[Region], console) -> str:
+    """The text a terminal is sent for a partial update of `regions`."""
+    spans = list(compositor._regions_to_spans(regions))
+    crop = Region.from_union(regions)
+    chops = compositor._render_chops(crop, {y for y, _, _ in spans}.__contains__)
+    return ChopsUpdate(chops, spans, [cuts[1:] for cuts in compositor.cuts]).render_segments(
+        console
+    )
+
+
+@pytest.fixture
+def ids(store):
+    return populate(store)
+
+
+async def test_a_partial_update_writes_what_textual_s_compositor_writes(store, ids):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await pilot.pause()
+        screen = app.screen
+        compositor = screen._compositor
+        assert isinstance(compositor, LeanCompositor)
+        view = list(screen.query(MessageView))[1].region
+        tree = screen.query_one("#tree").region
+        chat_line = Region(view.x, view.y + 1, view.width, 1)
+        updates = [
+            [chat_line],  # a reply's delta: one line of one message
+            [Region(view.x + 3, view.y, 5, 2)],  # part of a message, across its lines
+            [chat_line, Region(tree.x, tree.y + 2, tree.width, 1)],  # the tree too
+            [chat_line, Region(0, screen.size.height - 1, screen.size.width, 1)],  # footer
+            [view],
+            [screen.size.region],
+        ]
+        for regions in updates:
+            ours = _written(compositor, regions, app.console)
+            compositor.__class__ = Compositor  # the same state, Textual's own renders
+            try:
+                theirs = _written(compositor, regions, app.console)
+            finally:
+                compositor.__class__ = LeanCompositor
+            assert ours == theirs, regions
+            assert ours  # something was drawn
