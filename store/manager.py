@@ -67,6 +67,7 @@ from .session import CompactionErrorHandler, Session
 from .storage import StoreSessionProvider, insert_messages
 from .tokens import TokenCounter
 from .tools import Tool, session_search_tool
+from .utf8 import require_utf8
 
 __all__ = [
     "SessionManager",
@@ -102,9 +103,10 @@ def _metadata_json(metadata: object) -> str:
     if not isinstance(metadata, dict):
         raise ValueError(f"session metadata must be a dict, not {type(metadata).__name__}")
     try:
-        return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"session metadata is not JSON-serialisable: {exc}") from exc
+    return require_utf8(text, "session metadata")
 
 
 S = SessionRow

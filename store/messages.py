@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
+from .utf8 import require_utf8
+
 __all__ = [
     "LATEST",
     "Latest",
@@ -297,15 +299,7 @@ class Message:
             text = _ENCODER.encode(self.to_dict())
         except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"message {self.id!r} is not JSON-serialisable: {exc}") from exc
-        if not text.isascii():
-            try:  # a lone surrogate ("\ud800" in a JSON file) has no UTF-8 form to store
-                text.encode()
-            except UnicodeEncodeError as exc:
-                raise ValueError(
-                    f"message {self.id!r} holds a lone surrogate ({exc.object[exc.start]!r}), "
-                    "which is not text"
-                ) from None
-        return text
+        return require_utf8(text, f"message {self.id!r}")
 
 
 _FIELDS = {f for f in Message.__dataclass_fields__} | {"content"}

@@ -65,6 +65,7 @@ from .schema import (
     SkillRow,
 )
 from .storage import StoreSessionProvider, insert_messages
+from .utf8 import require_utf8
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -428,7 +429,7 @@ def _check_session(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise _fail(where, "'metadata' must be an object")
     try:
-        json.dumps(metadata, allow_nan=False)
+        require_utf8(json.dumps(metadata, ensure_ascii=False, allow_nan=False), "it")
     except (TypeError, ValueError) as exc:
         raise _fail(where, f"'metadata' is not plain JSON: {exc}") from exc
     s.update(

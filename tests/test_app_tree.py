@@ -204,3 +204,44 @@ async def test_the_chat_follows_the_tree_cursor(store, chats):
 
         await wait_until(pilot, scrolled_to_m0)
         assert main.focused is main.tree  # the preview does not steal the focus
+
+
+async def test_rows_drawn_again_from_their_cache_are_the_rows_drawn_afresh(store, chats):
+    """The tree keeps each row's drawing by what it shows: whatever changed (the cursor,
+    the focus, a fold, a search hit, a branch, the theme), a row from the cache is the
+    row drawn anew."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.main.tree
+
+        def drawn() -> list[str]:
+            return [
+                "".join(f"{s.text}{s.style}" for s in tree.render_line(y))
+                for y in range(tree.size.height)
+            ]
+
+        def check() -> None:
+            cached = drawn()
+            tree._strips.clear()
+            assert cached == drawn()
+            assert any(line.strip() for line in cached)
+
+        check()
+        await pilot.press("ctrl+t")  # focus: the cursor bar's colours change
+        await pilot.pause()
+        check()
+        await pilot.press("up", "up")
+        await pilot.pause()
+        check()
+        await pilot.press("enter")  # another branch: leaf, path and lanes change
+        await pilot.pause()
+        check()
+        tree.hit = next(r.message_id for r in tree.rows if r.message_id != tree.cursor_message_id)
+        tree.refresh()
+        await pilot.pause()
+        check()
+        await pilot.press("escape")
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        check()

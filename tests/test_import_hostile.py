@@ -66,6 +66,28 @@ def test_a_lone_surrogate(tmp_path):
     refused(tmp_path, chatui_file(tmp_path, doc), "chatui", "surrogate")
 
 
+@pytest.mark.parametrize("where", ["cwd", "label"])
+def test_a_lone_surrogate_in_what_becomes_session_metadata(tmp_path, where):
+    """Found by the fuzz soak: a Pi session's `cwd`, or a label's target, with a lone
+    surrogate went into the chat's metadata (stored as an ASCII escape), and `export`
+    then died with a UnicodeEncodeError traceback writing it."""
+    entries = pi_session()
+    if where == "cwd":
+        entries[0]["cwd"] = "/home/\ud800"
+    else:
+        entries.append({"type": "label", "id": "l1", "parentId": entries[-1]["id"],
+                        "targetId": "gone\ud800", "label": "kept"})  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in entries))
+    refused(tmp_path, path, "pi", "surrogate")
+
+
+def test_the_store_refuses_session_metadata_it_could_not_write_out():
+    with Store(":memory:") as store:
+        with pytest.raises(ValueError, match="session metadata holds a lone surrogate"):
+            SessionManager(store).create("x", metadata={"cwd": "\ud800"})
+
+
 def test_a_time_that_has_no_utc_form(tmp_path):
     doc = json.dumps(with_message(created_at="0001-01-01T00:00:00+05:00"))
     refused(tmp_path, chatui_file(tmp_path, doc), "chatui", "created_at")

@@ -212,6 +212,9 @@ class MessageTree(ScrollView, can_focus=True):
         self.cursor = 0
         """The row under the cursor."""
         self._messages: dict[str, Message] = {}
+        self._strips: dict[tuple[object, ...], tuple[Message | None, Strip]] = {}
+        """Rows drawn, by what they show (`render_line`); the message is kept with its
+        strip, so that its id in the key is never another message's."""
         self._hops: Mapping[str, str] = {}
         self._chat_model: str | None = None
         self._leaf: str | None = None
@@ -465,20 +468,48 @@ class MessageTree(ScrollView, can_focus=True):
     # -- drawing ------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
+        """A row, drawn again only when something it shows changed.
+
+        The tree is repainted whole whenever it changes (a send adds two rows) or the
+        screen is laid out around it, several times a send; building each row's text
+        was most of that frame's CPU, taken from a local model on the same cores.
+        """
         width = self.scrollable_content_region.width
         index = round(self.scroll_y) + y
         rows = self.layout_.rows
         base = self.rich_style
         if not 0 <= index < len(rows):
             return Strip.blank(width, base)
-        text = self._row_text(rows[index], width)
+        row = rows[index]
+        message = self._messages.get(row.message_id)
+        entry = self.layout_.entries.get(row.message_id) if row.kind == "message" else None
+        key = (
+            row,
+            tuple(vars(entry).values()) if entry is not None else None,
+            id(message),
+            row.message_id == self.hit,
+            row.message_id == self.active_leaf,
+            index == self.cursor,
+            width,
+            base,
+            frozenset(self.get_pseudo_classes()),
+            self.app.theme,
+        )
+        cached = self._strips.get(key)
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        text = self._row_text(row, width)
         text.pad_right(width - text.cell_len)  # the cursor bar spans the pane
-        if rows[index].message_id == self.hit and rows[index].kind == "message":
+        if row.message_id == self.hit and row.kind == "message":
             text.stylize(self.get_component_rich_style("message-tree--hit"))
         if index == self.cursor:
             text.stylize(self.get_component_rich_style("message-tree--cursor"))
         segments = Segment.apply_style(text.render(self.app.console), base)
-        return Strip(segments).crop_extend(0, width, base).simplify()
+        strip = Strip(segments).crop_extend(0, width, base).simplify()
+        if len(self._strips) > 2 * len(rows) + 100:
+            self._strips.clear()  # rows long gone (the message is kept alive by its key)
+        self._strips[key] = (message, strip)
+        return strip
 
     def _row_text(self, row: TreeRow, width: int) -> Text:
         def style(name: str) -> Style:

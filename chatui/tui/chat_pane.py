@@ -602,8 +602,9 @@ class ChatPane(SurvivesOutage, Vertical):
         if release.first_words:
             # Marked for layout now: the words' widget asks for its own only when it
             # next idles, and a screen with nothing to lay out runs "after refresh"
-            # callbacks at once, before the frame.
-            self.screen.refresh(layout=True)
+            # callbacks at once, before the frame. Not repainted whole: the layout
+            # repaints what moved (a repaint of the screen was a full frame).
+            self.screen.refresh(repaint=False, layout=True)
             self.call_after_refresh(self._first_words_drawn)
 
     async def _show(self, event: TurnEvent) -> None:
