@@ -41,18 +41,26 @@ __all__ = ["SqliteEngine"]
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # An append with nothing read before it (see `SqliteEngine.append_in_one`), the
 # conditions PostgreSQL's `APPEND_IN_ONE` checks. When touching, the chat's time
-# first, only if it is live; its search number when not known yet; the row only
-# when its parent (if named) is there, returning its seq; then its search row. A
-# stored id fails the row's UNIQUE constraint: `ON CONFLICT DO NOTHING` said so
+# first, only if the chat is live and the parent (if named) is there; its search
+# number when not known yet; the row, returning its seq; then its search row.
+# Without touching, the row checks the parent itself: an INSERT whose SELECT reads
+# the table it writes goes through a temporary table, which the touch avoids.
+# A stored id fails the row's UNIQUE constraint: `ON CONFLICT DO NOTHING` said so
 # without an error, but made each insert ~10% slower (a seek of its own, before
 # the insert's).
-_APPEND_TOUCH = "UPDATE sessions SET updated_at = ? WHERE id = ? AND deleted_at IS NULL"
+_PARENT_THERE = "(?3 IS NULL OR EXISTS (SELECT 1 FROM messages WHERE session_id = ?2 AND id = ?3))"
+_APPEND_TOUCH = (
+    f"UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND deleted_at IS NULL AND {_PARENT_THERE}"
+)
 _APPEND_SCOPE = "SELECT n FROM search_scopes WHERE session_id = ?"
-_APPEND_ROW = """
-INSERT INTO messages (id, session_id, parent_id, role, content, created_at,
-                      from_user_id, from_agent_id, delivered_to_session_id, token_usage)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
-WHERE ?3 IS NULL OR EXISTS (SELECT 1 FROM messages WHERE session_id = ?2 AND id = ?3)
+_COLUMNS = """messages (id, session_id, parent_id, role, content, created_at,
+                      from_user_id, from_agent_id, delivered_to_session_id, token_usage)"""
+_APPEND_ROW = (
+    f"INSERT INTO {_COLUMNS} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING seq"
+)
+_APPEND_ROW_CHECKED = f"""
+INSERT INTO {_COLUMNS}
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE {_PARENT_THERE}
 RETURNING seq
 """
 _APPEND_VALUES = operator.itemgetter(  # a row's values in _APPEND_ROW's order
@@ -165,7 +173,8 @@ class SqliteEngine(Engine):
         conn.execute("BEGIN IMMEDIATE")
         try:
             live = (
-                touched_at is None or conn.execute(_APPEND_TOUCH, (touched_at, sid)).rowcount == 1
+                touched_at is None
+                or conn.execute(_APPEND_TOUCH, (touched_at, sid, row["parent_id"])).rowcount == 1
             )
             if live and scope is None:
                 numbered = conn.execute(_APPEND_SCOPE, (sid,)).fetchone()
@@ -177,7 +186,10 @@ class SqliteEngine(Engine):
                 found = (
                     live
                     and scope is not None
-                    and conn.execute(_APPEND_ROW, _APPEND_VALUES(row)).fetchone()
+                    and conn.execute(
+                        _APPEND_ROW_CHECKED if touched_at is None else _APPEND_ROW,
+                        _APPEND_VALUES(row),
+                    ).fetchone()
                 )
             except sqlite3.IntegrityError:  # the id is stored already (or a CHECK failed)
                 found = None
