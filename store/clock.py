@@ -21,4 +21,5 @@ def iso(value: datetime) -> str:
     """`value` in the stored text form (a naive value is taken as UTC)."""
     if value.tzinfo is not UTC:  # `now()`'s are UTC already: no conversion, per append
         value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return value.isoformat(timespec="microseconds")
+    # Without `timespec` when it changes nothing (microseconds shown): ~30% faster.
+    return value.isoformat() if value.microsecond else value.isoformat(timespec="microseconds")

@@ -223,10 +223,15 @@ class Message:
             data["created_at"] = self.created_at.isoformat()
         if self.metadata:
             data["metadata"] = self.metadata
-        for key in ("from_user_id", "from_agent_id", "delivered_to_session_id", "token_usage"):
-            value = getattr(self, key)
-            if value is not None:
-                data[key] = value
+        # Spelled out, not a getattr loop: this runs per append and per export row.
+        if self.from_user_id is not None:
+            data["from_user_id"] = self.from_user_id
+        if self.from_agent_id is not None:
+            data["from_agent_id"] = self.from_agent_id
+        if self.delivered_to_session_id is not None:
+            data["delivered_to_session_id"] = self.delivered_to_session_id
+        if self.token_usage is not None:
+            data["token_usage"] = self.token_usage
         if self.parent_id is not None:
             data["parent_id"] = self.parent_id
         return data

@@ -307,15 +307,14 @@ def index_text(message: Message) -> str:
     """What search sees of a message: its text and reasoning parts (the index holds
     this text `prepare`d). Here, beside `prepare`, so migrations can rebuild the
     index without importing the search module."""
-    return (
-        "\n".join(
-            str(p.get("text") or "")
-            for p in message.parts
-            if p.get("type") in ("text", "reasoning")
+    parts = message.parts
+    if len(parts) == 1 and parts[0].get("type") == "text":  # most messages: no join
+        text = str(parts[0].get("text") or "")
+    else:
+        text = "\n".join(
+            str(p.get("text") or "") for p in parts if p.get("type") in ("text", "reasoning")
         )
-        .replace(MARK_OPEN, " ")
-        .replace(MARK_CLOSE, " ")
-    )
+    return text.replace(MARK_OPEN, " ").replace(MARK_CLOSE, " ")
 
 
 SNIPPET_TOKENS = 12
