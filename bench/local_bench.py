@@ -328,8 +328,16 @@ async def run(
         print(f"first token p50: app {a * 1000:.0f} ms")
     print("  app: ", " ".join(f"{x * 1000:.0f}" for x in app_s))
     model_send = [t - m for t, m in zip(cpu_send, cpu_main, strict=True)]
-    print("  app process CPU per send (ms):", " ".join(f"{x * 1000:.0f}" for x in cpu_main))
-    print("  model process CPU per send (ms):", " ".join(f"{x * 1000:.0f}" for x in model_send))
+    print(
+        "  app process CPU per send (ms):",
+        " ".join(f"{x * 1000:.0f}" for x in cpu_main),
+        f"(mean {statistics.mean(cpu_main) * 1000:.1f})",
+    )
+    print(
+        "  model process CPU per send (ms):",
+        " ".join(f"{x * 1000:.0f}" for x in model_send),
+        f"(mean {statistics.mean(model_send) * 1000:.1f}: /proc counts 10 ms ticks)",
+    )
     print(
         f"  frames per send: {statistics.mean(frames):.1f}; "
         f"screen layouts (compositor reflows) per send: {statistics.mean(reflows):.1f}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
@@ -627,3 +628,32 @@ async def test_an_open_fold_stays_open_when_its_branch_becomes_the_active_one():
         tree.show(chat, "x19")  # that branch is the active one now
         await pilot.pause()
         assert key.hidden[3] in {r.message_id for r in tree.rows if r.kind == "message"}
+
+
+async def test_a_reply_turning_markdown_as_its_view_leaves_is_not_drawn():
+    """Found by a full run under load: the app quit while a reply streamed; its first
+    Markdown-looking words came as its view was closing, so mounting the new Markdown
+    body did nothing (Textual mounts nothing into a closing widget) and appending to
+    that body raised MountError in the view's drawing worker: a traceback on quit."""
+    from textual.containers import Vertical
+    from textual.widget import MountError
+    from textual.widgets import Markdown
+
+    from widgets.message_view import _append_markdown
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            yield Vertical(id="view")
+
+    async with Host().run_test() as pilot:
+        view = pilot.app.query_one("#view")
+        await view.remove()
+        body = Markdown()
+        await view.mount(body)  # the view is closing: nothing is mounted
+        with pytest.raises(MountError):
+            await body.append("# what the worker used to meet")
+        await _append_markdown(body, "# left alone")  # the view is leaving: not drawn
+        shown = Markdown()
+        await pilot.app.screen.mount(shown)
+        await _append_markdown(shown, "# drawn\n\nwords")
+        assert "words" in shown.source

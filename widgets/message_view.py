@@ -25,6 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
+from textual.widget import MountError, Widget
 from textual.widgets import Collapsible, Static
 
 from store import Message, as_text, reply_state_label
@@ -54,6 +55,19 @@ def looks_like_markdown(text: str) -> bool:
     """True when rendering `text` as Markdown would change how it looks."""
     text = text.strip()
     return bool(text) and bool(_MARKDOWN_HINTS.search(text))
+
+
+async def _append_markdown(body: Widget, text: str) -> None:
+    """Append to a Markdown body; nothing when the body has left the screen meanwhile
+    (its view removed by a redraw, a chat switch or the app quitting while a reply
+    streams): the stream's text is the store's, and this view is no longer drawn."""
+    if not body.is_attached:
+        return
+    try:
+        await body.append(text)  # type: ignore[attr-defined]  # Markdown
+    except MountError:
+        if body.is_attached:
+            raise
 
 
 def _plain(text: str) -> Text:
@@ -419,7 +433,7 @@ class MessageView(Vertical, can_focus=True):
                 if self._seed:  # a draw may have sent it first
                     body = self.query_one(".message--body")
                     seed, self._seed = self._seed, ""
-                    await body.append(seed)  # type: ignore[attr-defined]  # Markdown
+                    await _append_markdown(body, seed)
 
     def _compose_tools(self) -> ComposeResult:
         results: dict[str, dict[str, Any]] = {}
@@ -537,7 +551,7 @@ class MessageView(Vertical, can_focus=True):
             return
         body = bodies.first()
         if not isinstance(body, Static):  # a Markdown body: appended to
-            await body.append(self._seed + text)  # type: ignore[attr-defined]
+            await _append_markdown(body, self._seed + text)
             self._seed = ""
             return
         shown = self.shown + text
@@ -550,7 +564,7 @@ class MessageView(Vertical, can_focus=True):
             self._tail = ""
             with self.app.batch_update():
                 await self.mount(markdown, after=body)
-                await markdown.append(shown)
+                await _append_markdown(markdown, shown)
                 await body.remove()
         else:
             self._tail = shown[len(shown.rstrip()) :]
