@@ -30,7 +30,8 @@ run: $(APP_STAMP)
 
 # Tests run on four workers, each test alone in its own process's event loop; many
 # tests wait on a terminal, a server or a subprocess, so four keep two cores busy
-# (a whole run: 13.8 min on two workers, 10.2 on four). TEST_WORKERS=0 runs them in
+# (a whole run on a loaded shared machine: 13.8 min on two workers, 10.2 on four; on
+# a quiet one, 5.5-6 min on four). TEST_WORKERS=0 runs them in
 # one process. A worker that is done takes tests from another's queue (worksteal):
 # the slow tmux and fuzz tests do not leave a core idle at the end of the run.
 TEST_WORKERS ?= 4
