@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -13,6 +14,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from store import SessionManager, Store
 
 from .app_helpers import wait_until_sync
 
@@ -213,3 +216,50 @@ def test_keys_typed_while_the_app_starts_reach_the_input(terminal, tmp_path):
     again.send("-l", " and more")
     lines = again.wait_for("a draft and more")
     assert any("Where does the river start" in line for line in lines)  # the same chat
+
+
+def settled(term: Terminal, quiet: float = 0.5) -> None:
+    """Until the screen, colours included (the focus is drawn in colour), has not
+    changed for `quiet` seconds."""
+    seen: dict[str, object] = {"screen": None, "since": time.monotonic()}
+
+    def still() -> bool:
+        screen = term.tmux("capture-pane", "-e", "-p", "-t", term.name, check=False).stdout
+        if screen != seen["screen"]:
+            seen.update(screen=screen, since=time.monotonic())
+        return time.monotonic() - float(seen["since"]) >= quiet  # type: ignore[arg-type]
+
+    wait_until_sync(still, 60, every=0.1)
+
+
+def test_arrow_keys_sent_together_move_one_message_each(terminal, tmp_path):
+    """`send-keys Up Up Up Up` (a held key, a terminal writing keys together) moved the
+    focus one message: the keys were all handed to the input, which had the focus when
+    they were read, and each sent it to the last message again."""
+    data = tmp_path / "data"
+    data.mkdir()
+    with Store(data / "chats.db") as store:
+        manager = SessionManager(store)
+        chat = manager.create("Rivers", model="demo")
+        messages = [
+            {"id": f"{kind}-{n}", "role": role, "parts": [{"type": "text", "text": f"{kind} {n}"}]}
+            for n in ("one", "two", "three")
+            for role, kind in (("user", "question"), ("assistant", "answer"))
+        ]
+        asyncio.run(manager.append_all(chat.id, messages))
+    term = terminal(100, 30, "--model", "demo")
+    term.wait_for("answer three")
+    settled(term)
+    term.send("Up", "Up", "Up", "Up")  # answer three, question three, answer two, question two
+    term.wait_for("Regenerate")  # a message has the focus
+    settled(term)  # where it ends (a key sent now goes where the focus is when it is read)
+    term.send("e")
+    lines = term.wait_for("escape cancels")  # the editor, holding the focused message
+    assert any("│  │ question two" in line for line in lines), "\n".join(lines)
+    term.send("Escape")
+    wait_until_sync(lambda: not any("escape cancels" in line for line in term.screen()), 30)
+    settled(term)
+    term.send("Down", "Down", "Down", "Down")  # past the last message: the input
+    term.send("-l", "typed below")
+    lines = term.wait_for("typed below")
+    assert any("│ typed below" in line for line in lines)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from rich.text import Text
 from textual import events
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
 from store import Message
@@ -96,6 +97,12 @@ class ChatView(VerticalScroll, can_focus=False):
         self._lock = asyncio.Lock()
         """Mounting and removing never interleave (two `show`s at once would mount two
         "earlier" markers: DuplicateIds)."""
+        self._asked: list[Widget] = []
+        """Where the moves of one run of keys came from, then each place they sent the
+        focus (`step_focus`)."""
+
+    def on_mount(self) -> None:
+        self.watch(self.screen, "focused", self._focus_moved, init=False)
 
     # -- whole path -------------------------------------------------------------
 
@@ -231,16 +238,45 @@ class ChatView(VerticalScroll, can_focus=False):
     def on_message_view_move_requested(self, event: MessageView.MoveRequested) -> None:
         """Focus the message before or after; earlier pages load at the top. Past the
         last message the event goes on up (the app puts the focus in its input)."""
+        if event.step and self.step_focus(event.view, event.step):
+            event.stop()
+
+    def step_focus(self, origin: Widget, step: int) -> bool:
+        """Move the focus `step` messages on from `origin` (a message, or the input
+        below the last one); False when that is past the last message.
+
+        Keys read together (a held arrow key, a terminal that sends them in one
+        write) are all handed to the widget that had the focus when they were read;
+        the focus moves after. A move from a widget the focus was already sent away
+        from is therefore counted from where it was sent (`_asked`), so four ups
+        move four messages, not one four times."""
+        asked = self._asked
+        if origin in asked[:-1]:
+            base = asked[-1]
+        else:
+            base = origin
+            asked = self._asked = [origin]
         views = self.views
-        index = views.index(event.view) + event.step
-        if event.step == 0 or index >= len(views):
-            return
-        event.stop()
+        if not views:
+            return True
+        index = (views.index(base) if base in views else len(views)) + step
+        if index >= len(views):
+            self._asked = []
+            return False
         if index >= 0:
+            asked.append(views[index])
             views[index].focus()
             views[index].scroll_visible(animate=False)
-        else:
-            self.run_worker(self._focus_earlier(event.view), exclusive=True)
+        elif isinstance(base, MessageView):
+            self._asked = []
+            self.run_worker(self._focus_earlier(base), exclusive=True)
+        return True
+
+    def _focus_moved(self, focused: Widget | None) -> None:
+        """The focus went somewhere no move sent it (a click, the input): the moves so
+        far are over."""
+        if focused not in self._asked[1:]:
+            self._asked = []
 
     async def _focus_earlier(self, view: MessageView) -> None:
         if await self.load_earlier():

@@ -815,7 +815,4 @@ class ChatPane(SurvivesOutage, Vertical):
     @on(ChatInput.LeaveUp, "#input")
     def _input_up(self, event: ChatInput.LeaveUp) -> None:
         event.stop()
-        views = self.chat_view.views
-        if views:
-            views[-1].focus()
-            views[-1].scroll_visible(animate=False)
+        self.chat_view.step_focus(self.chat_input, -1)
