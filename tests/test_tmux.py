@@ -65,6 +65,19 @@ class Terminal:
         except AssertionError:
             raise AssertionError(f"{words!r} never showed:\n" + "\n".join(self.screen())) from None
 
+    def settle(self, quiet: float = 0.5) -> None:
+        """Until the screen, colours included (the focus is drawn in colour), has not
+        changed for `quiet` seconds: a key sent now goes where the app has settled."""
+        seen: dict[str, object] = {"screen": None, "since": time.monotonic()}
+
+        def still() -> bool:
+            screen = self.tmux("capture-pane", "-e", "-p", "-t", self.name, check=False).stdout
+            if screen != seen["screen"]:
+                seen.update(screen=screen, since=time.monotonic())
+            return time.monotonic() - float(seen["since"]) >= quiet  # type: ignore[arg-type]
+
+        wait_until_sync(still, 60, every=0.1)
+
     def close(self) -> None:
         self.tmux("kill-server", check=False)
 
@@ -163,6 +176,19 @@ def test_a_paste_with_escapes_and_carriage_returns_stays_in_the_input(terminal):
     assert not any("[31m" in line or "^[" in line for line in lines)
 
 
+def wait_for_draft(home: Path, text: str) -> None:
+    """Until `text` is a draft in the UI state file (written as it is typed)."""
+    state = home / "data" / "state.json"
+
+    def written() -> bool:
+        try:
+            return text in json.loads(state.read_text())["drafts"].values()
+        except (OSError, ValueError, KeyError):
+            return False
+
+    wait_until_sync(written, 30)
+
+
 def test_a_draft_outlives_the_terminal_being_killed(terminal, tmp_path):
     """Drafts are written as they are typed, not only on a switch or a quit: a
     terminal closed with SIGKILL (no chance to save anything) keeps the draft."""
@@ -171,19 +197,7 @@ def test_a_draft_outlives_the_terminal_being_killed(terminal, tmp_path):
     term.send("Where does the river start", "Enter")
     term.wait_for("You ·")  # the question is stored: the chat is
     term.send("-l", "and half a question about its mouth")
-    state = tmp_path / "data" / "state.json"
-
-    def draft_written() -> bool:
-        try:
-            drafts = json.loads(state.read_text())["drafts"]
-        except (OSError, ValueError, KeyError):
-            return False
-        return "and half a question about its mouth" in drafts.values()
-
-    deadline = time.monotonic() + 30
-    while not draft_written():
-        assert time.monotonic() < deadline, "the draft was never written while typing"
-        time.sleep(0.05)
+    wait_for_draft(tmp_path, "and half a question about its mouth")
     pane = int(term.tmux("list-panes", "-t", term.name, "-F", "#{pane_pid}").stdout.split()[0])
     os.killpg(pane, signal.SIGKILL)  # the pane's whole process group: chatui and its helpers
     again = terminal(100, 30)
@@ -202,34 +216,12 @@ def test_keys_typed_while_the_app_starts_reach_the_input(terminal, tmp_path):
     term.send("Enter")
     term.wait_for("You ·")
     term.send("-l", "a draft")
-    state = tmp_path / "data" / "state.json"
-
-    def draft_written() -> bool:
-        try:
-            return "a draft" in json.loads(state.read_text())["drafts"].values()
-        except (OSError, ValueError, KeyError):
-            return False
-
-    wait_until_sync(draft_written, 30)
+    wait_for_draft(tmp_path, "a draft")
     term.close()  # the terminal closed: the draft is written already
     again = terminal(100, 30, "--model", "demo")
     again.send("-l", " and more")
     lines = again.wait_for("a draft and more")
     assert any("Where does the river start" in line for line in lines)  # the same chat
-
-
-def settled(term: Terminal, quiet: float = 0.5) -> None:
-    """Until the screen, colours included (the focus is drawn in colour), has not
-    changed for `quiet` seconds."""
-    seen: dict[str, object] = {"screen": None, "since": time.monotonic()}
-
-    def still() -> bool:
-        screen = term.tmux("capture-pane", "-e", "-p", "-t", term.name, check=False).stdout
-        if screen != seen["screen"]:
-            seen.update(screen=screen, since=time.monotonic())
-        return time.monotonic() - float(seen["since"]) >= quiet  # type: ignore[arg-type]
-
-    wait_until_sync(still, 60, every=0.1)
 
 
 def test_arrow_keys_sent_together_move_one_message_each(terminal, tmp_path):
@@ -249,16 +241,16 @@ def test_arrow_keys_sent_together_move_one_message_each(terminal, tmp_path):
         asyncio.run(manager.append_all(chat.id, messages))
     term = terminal(100, 30, "--model", "demo")
     term.wait_for("answer three")
-    settled(term)
+    term.settle()
     term.send("Up", "Up", "Up", "Up")  # answer three, question three, answer two, question two
     term.wait_for("Regenerate")  # a message has the focus
-    settled(term)  # where it ends (a key sent now goes where the focus is when it is read)
+    term.settle()  # where it ends (a key sent now goes where the focus is when it is read)
     term.send("e")
     lines = term.wait_for("escape cancels")  # the editor, holding the focused message
     assert any("│  │ question two" in line for line in lines), "\n".join(lines)
     term.send("Escape")
     wait_until_sync(lambda: not any("escape cancels" in line for line in term.screen()), 30)
-    settled(term)
+    term.settle()
     term.send("Down", "Down", "Down", "Down")  # past the last message: the input
     term.send("-l", "typed below")
     lines = term.wait_for("typed below")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
-import time
 
 import pytest
 
@@ -42,20 +41,6 @@ def wait_gauge(term: Terminal, figure: str, timeout: float = 60) -> list[str]:
         ) from None
 
 
-def settle(term: Terminal, quiet: float = 1.0) -> None:
-    """Until the screen has not changed for `quiet` seconds: the start-up's last
-    redraws (the chat list, the tree, the change poll) took a key pressed among them."""
-    seen: dict[str, object] = {"lines": None, "since": time.monotonic()}
-
-    def still() -> bool:
-        lines = term.screen()
-        if lines != seen["lines"]:
-            seen.update(lines=lines, since=time.monotonic())
-        return time.monotonic() - float(seen["since"]) >= quiet  # type: ignore[arg-type]
-
-    wait_until_sync(still, 60, every=0.2)
-
-
 def test_left_right_change_the_memory_gauge(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -88,9 +73,9 @@ def test_left_right_change_the_memory_gauge(tmp_path):
             except AssertionError:
                 continue
         for _ in range(2):  # a4 → q2b → a2, each once the screen has settled
-            settle(term)
+            term.settle(1.0)
             term.send("Up")
-        settle(term)
+        term.settle(1.0)
         term.send("Left")  # to a1's branch
         wait_gauge(term, alfama)
         term.send("Right")  # back to a2's
