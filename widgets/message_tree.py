@@ -276,7 +276,16 @@ class MessageTree(ScrollView, can_focus=True):
             chat_model=self._chat_model,
             live=self._live,
         )
-        self.virtual_size = Size(1, len(self.layout_.rows))
+        size = Size(1, len(self.layout_.rows))
+        height = self.styles.height
+        if self.is_mounted and self.container_size and height is not None and not height.is_auto:
+            # Its box is its container's, not its rows': more rows need no layout of
+            # the screen (a reflow and repaint, each new row of a send) unless a
+            # scrollbar comes or goes, which asks for one itself (`_scroll_update`).
+            self.set_reactive(MessageTree.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
         self.refresh()
 
     # -- reading the tree (for the app and tests) ---------------------------------------
