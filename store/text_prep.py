@@ -53,6 +53,7 @@ __all__ = [
     "index_tokens",
     "mark",
     "marked_snippet",
+    "parts_text",
     "prepare",
     "query_tokens",
     "tokens",
@@ -307,7 +308,12 @@ def index_text(message: Message) -> str:
     """What search sees of a message: its text and reasoning parts (the index holds
     this text `prepare`d). Here, beside `prepare`, so migrations can rebuild the
     index without importing the search module."""
-    parts = message.parts
+    return parts_text(message.parts)
+
+
+def parts_text(parts: list[dict]) -> str:
+    """`index_text` of a message with these `parts` (a stored message's JSON holds
+    them: a search result needs its text, not the whole `Message`)."""
     if len(parts) == 1 and parts[0].get("type") == "text":  # most messages: no join
         text = str(parts[0].get("text") or "")
     else:
