@@ -153,3 +153,40 @@ async def test_a_partial_update_renders_only_the_widgets_its_regions_meet(store,
             compositor.__class__ = LeanCompositor
         assert ours == theirs
         assert first.message_id in rendered  # Textual's did render it
+
+
+async def test_the_tree_repaints_the_lines_whose_rows_changed(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await settle(pilot)
+        screen = app.screen
+        tree = screen.tree
+        snap = screen.snapshot
+        assert snap is not None
+        drawn: list[int] = []
+        render_line = tree.render_line
+
+        def counting(y: int):
+            drawn.append(y)
+            return render_line(y)
+
+        monkeypatch.setattr(tree, "render_line", counting)
+        question = Message(
+            id="z1",
+            role="user",
+            parts=[{"type": "text", "text": "And trams?"}],
+            parent_id=snap.active_leaf,
+        )
+        reply = Message(
+            id="z2", role="assistant", parts=[{"type": "text", "text": "Line 28."}], parent_id="z1"
+        )
+        tree.show([*snap.tree, question, reply], "z2")
+        await settle(pilot)
+        # The two new rows, the old leaf's and the cursor's moves: not the whole pane.
+        assert 0 < len(set(drawn)) <= 6 < tree.size.height
+        shown = screen_lines(app)
+        assert any("And trams?" in line for line in shown)
+        tree.refresh()  # drawn whole, afresh: the same screen
+        await settle(pilot)
+        assert screen_lines(app) == shown

@@ -55,13 +55,13 @@ class LeanCompositor(Compositor):
         if crop is None:
             yield from super()._get_renders(crop)
             return
-        boxes = self._updating or (crop,)
+        boxes = self._updating if len(self._updating) > 1 else ()
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
-            if not (shown.width and shown.height):
+            if not (shown.width and shown.height and shown.overlaps(crop)):
                 continue
             # The lines where it meets the update: the first to the last of them.
-            top, bottom = shown.bottom, shown.y
+            top, bottom = (shown.bottom, shown.y) if boxes else (crop.y, crop.bottom)
             for box in boxes:
                 if box.overlaps(shown):
                     top, bottom = min(top, box.y), max(bottom, box.bottom)
