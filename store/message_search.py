@@ -134,7 +134,7 @@ def search_messages(
     if session_id is not None:
         return _search_session(store, parsed, session_id, int(limit))
     rows = store.engine.search_messages(parsed, int(limit), include_deleted)
-    terms = positive_terms(parsed)
+    terms = _terms(parsed)
     return [
         _result(terms, mid, role, content, created, sid, score, bool(gone))
         for mid, role, content, created, sid, score, gone in rows
@@ -152,7 +152,7 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     seqs = [rowid & SEQ_MASK for rowid, _ in best]
     rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
     gone = bool(_DELETED.rows(store, session_id))
-    terms = positive_terms(query)
+    terms = _terms(query)
     results = []
     for rowid, score in best:
         row = rows.get(rowid & SEQ_MASK)
@@ -162,8 +162,15 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     return results
 
 
+def _terms(query: Query) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The terms a snippet marks, found once per search (frozen: `marked_snippet`
+    keys its per-query pattern by them)."""
+    exact, prefixes = positive_terms(query)
+    return frozenset(exact), prefixes
+
+
 def _result(
-    terms: tuple[set[str], tuple[str, ...]],
+    terms: tuple[frozenset[str], tuple[str, ...]],
     mid: str,
     role: str,
     content: str,
