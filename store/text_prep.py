@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import TYPE_CHECKING
@@ -226,23 +225,15 @@ def query_tokens(word: str, *, prefix: bool = False) -> list[str]:
 @functools.lru_cache(maxsize=32)
 def _heads_re(exact: frozenset[str], prefixes: tuple[str, ...]) -> re.Pattern[str]:
     """In lower-cased ASCII text, the rest of a word from one of the terms' first two
-    letters on (the caller checks that it begins a word); a word that begins otherwise
-    cannot match. A pattern that starts with literals: `re` scans for them, not
-    position by position. Cached by the terms: built once per query, not per result."""
+    letters on (the caller checks that it begins a word: no letter or digit before
+    it); a word that begins otherwise cannot match. A pattern that starts with
+    literals: `re` scans for them, not position by position. Cached by the terms:
+    built once per query, not per result."""
     heads = {t[:2] for t in (*exact, *prefixes)}
     usable = sorted((h for h in heads if h.isascii() and h.isalnum()), key=len, reverse=True)
     if not usable:
         return re.compile(r"(?!)")
     return re.compile("(?:" + "|".join(re.escape(h) for h in usable) + ")[a-z0-9]*")
-
-
-def _candidates(text: str, heads: re.Pattern[str]) -> Iterator[re.Match[str]]:
-    """The ASCII words of `text` (lower-cased) that `heads` (`_heads_re`) begins."""
-    lowered = text.lower()
-    for m in heads.finditer(lowered):
-        start = m.start()
-        if start == 0 or not lowered[start - 1].isalnum():
-            yield m
 
 
 def mark(text: str, exact: AbstractSet[str], prefixes: tuple[str, ...]) -> str:
@@ -258,11 +249,24 @@ def _mark_ascii(
 ) -> str:
     # Stemming changes only the end of a word and keeps at least two letters
     # of one that had them: a word that begins like no term cannot match,
-    # and is not stemmed.
-    found = list(_candidates(text, heads))
+    # and is not stemmed. (One token a word here: `_marked`'s loop, unrolled,
+    # on the search results' hot path.)
+    lowered = text.lower()
+    found = [
+        m for m in heads.finditer(lowered) if not m.start() or not lowered[m.start() - 1].isalnum()
+    ]
+    if not found:
+        return text
     stems = _stemmer().stemWords([m.group() for m in found])  # type: ignore[attr-defined]
-    words = [(m.start(), m.end(), [t]) for m, t in zip(found, stems, strict=True)]
-    return _marked(text, words, exact, prefixes)
+    spans: list[list[int]] = []
+    for m, t in zip(found, stems, strict=True):
+        if t in exact or t.startswith(prefixes):
+            start, end = m.span()
+            if spans and spans[-1][1] == start:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+    return _between_marks(text, spans)
 
 
 def _marked(
@@ -278,6 +282,10 @@ def _marked(
                 spans[-1][1] = end
             else:
                 spans.append([start, end])
+    return _between_marks(text, spans)
+
+
+def _between_marks(text: str, spans: list[list[int]]) -> str:
     out: list[str] = []
     at = 0
     for start, end in spans:
@@ -351,11 +359,15 @@ def marked_snippet(text: str, exact: AbstractSet[str], prefixes: tuple[str, ...]
     # The pattern is built once per query (`exact` frozen: the cache's key as it is).
     heads = _heads_re(exact if isinstance(exact, frozenset) else frozenset(exact), prefixes)
     stem = _stemmer().stemWord  # type: ignore[attr-defined]
+    lowered = text.lower()
     first = None
-    for m in _candidates(text, heads):
+    for m in heads.finditer(lowered):
+        at = m.start()
+        if at and lowered[at - 1].isalnum():  # inside a word: not one that begins so
+            continue
         found = stem(m.group())
         if found in exact or found.startswith(prefixes):
-            first = m.start()
+            first = at
             break
     words = text.split()
     if first is None:
