@@ -37,7 +37,7 @@ from .schema import MessageRow, SearchScopeRow, SessionRow
 from .search import Query, parse_query, positive_terms
 from .text_prep import MARK_CLOSE as _CLOSE
 from .text_prep import MARK_OPEN as _OPEN
-from .text_prep import index_text, index_tokens, marked_snippet, snippet
+from .text_prep import index_text, index_tokens, marked_snippet, parts_text, snippet
 
 __all__ = [
     "index_body",
@@ -134,8 +134,9 @@ def search_messages(
     if session_id is not None:
         return _search_session(store, parsed, session_id, int(limit))
     rows = store.engine.search_messages(parsed, int(limit), include_deleted)
+    terms = _terms(parsed)
     return [
-        _result(parsed, mid, role, content, created, sid, score, bool(gone))
+        _result(terms, mid, role, content, created, sid, score, bool(gone))
         for mid, role, content, created, sid, score, gone in rows
     ]
 
@@ -151,17 +152,25 @@ def _search_session(store: Store, query: Query, session_id: str, limit: int) -> 
     seqs = [rowid & SEQ_MASK for rowid, _ in best]
     rows = {r[0]: r[1:] for r in _by_seqs(len(seqs)).rows(store, *seqs)}
     gone = bool(_DELETED.rows(store, session_id))
+    terms = _terms(query)
     results = []
     for rowid, score in best:
         row = rows.get(rowid & SEQ_MASK)
         if row is not None:
             mid, role, content, created, sid = row
-            results.append(_result(query, mid, role, content, created, sid, score, gone))
+            results.append(_result(terms, mid, role, content, created, sid, score, gone))
     return results
 
 
+def _terms(query: Query) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The terms a snippet marks, found once per search (frozen: `marked_snippet`
+    keys its per-query pattern by them)."""
+    exact, prefixes = positive_terms(query)
+    return frozenset(exact), prefixes
+
+
 def _result(
-    query: Query,
+    terms: tuple[frozenset[str], tuple[str, ...]],
     mid: str,
     role: str,
     content: str,
@@ -170,10 +179,12 @@ def _result(
     score: float,
     deleted: bool,
 ) -> SearchResult:
-    text = index_text(Message.from_stored(json.loads(content), None, created))
+    # The text from the stored JSON's parts alone: a whole `Message` (every field,
+    # its time parsed) cost 3.2 µs a result against 2.1.
+    text = parts_text(json.loads(content).get("parts") or [])
     # The snippet is cut here, from the message as written, for the rows returned
     # only: the same on both engines (their index rows hold terms, not text).
-    snippet_text, spans = unmark(marked_snippet(text, *positive_terms(query)))
+    snippet_text, spans = unmark(marked_snippet(text, *terms))
     return SearchResult(
         id=mid,
         role=role,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,7 @@ __all__ = [
     "index_tokens",
     "mark",
     "marked_snippet",
+    "parts_text",
     "prepare",
     "query_tokens",
     "tokens",
@@ -222,37 +223,58 @@ def query_tokens(word: str, *, prefix: bool = False) -> list[str]:
 
 
 @functools.lru_cache(maxsize=32)
-def _heads_re(heads: frozenset[str]) -> re.Pattern[str]:
-    """In lower-cased ASCII text, the rest of a word from one of `heads` on (the
-    caller checks that it begins a word); a word that begins otherwise cannot match.
-    A pattern that starts with literals: `re` scans for them, not position by position."""
+def _heads_re(exact: frozenset[str], prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """In lower-cased ASCII text, the rest of a word from one of the terms' first two
+    letters on (the caller checks that it begins a word: no letter or digit before
+    it); a word that begins otherwise cannot match. A pattern that starts with
+    literals: `re` scans for them, not position by position. Cached by the terms:
+    built once per query, not per result."""
+    heads = {t[:2] for t in (*exact, *prefixes)}
     usable = sorted((h for h in heads if h.isascii() and h.isalnum()), key=len, reverse=True)
     if not usable:
         return re.compile(r"(?!)")
     return re.compile("(?:" + "|".join(re.escape(h) for h in usable) + ")[a-z0-9]*")
 
 
-def _candidates(text: str, heads: frozenset[str]) -> Iterator[re.Match[str]]:
-    """The ASCII words of `text` (lower-cased) that begin with one of `heads`."""
-    lowered = text.lower()
-    for m in _heads_re(heads).finditer(lowered):
-        start = m.start()
-        if start == 0 or not lowered[start - 1].isalnum():
-            yield m
-
-
-def mark(text: str, exact: set[str], prefixes: tuple[str, ...]) -> str:
+def mark(text: str, exact: AbstractSet[str], prefixes: tuple[str, ...]) -> str:
     """`text` with each word whose token is in `exact` (or begins with one of
     `prefixes`) between MARK_OPEN and MARK_CLOSE (adjacent marks joined)."""
     if text.isascii():
-        # Stemming changes only the end of a word and keeps at least two letters
-        # of one that had them: a word that begins like no term cannot match,
-        # and is not stemmed.
-        found = list(_candidates(text, frozenset(t[:2] for t in (*exact, *prefixes))))
-        stems = _stemmer().stemWords([m.group() for m in found])  # type: ignore[attr-defined]
-        words = [(m.start(), m.end(), [t]) for m, t in zip(found, stems, strict=True)]
-    else:
-        words = _word_tokens(text)
+        return _mark_ascii(text, exact, prefixes, _heads_re(frozenset(exact), prefixes))
+    return _marked(text, _word_tokens(text), exact, prefixes)
+
+
+def _mark_ascii(
+    text: str, exact: AbstractSet[str], prefixes: tuple[str, ...], heads: re.Pattern[str]
+) -> str:
+    # Stemming changes only the end of a word and keeps at least two letters
+    # of one that had them: a word that begins like no term cannot match,
+    # and is not stemmed. (One token a word here: `_marked`'s loop, unrolled,
+    # on the search results' hot path.)
+    lowered = text.lower()
+    found = [
+        m for m in heads.finditer(lowered) if not m.start() or not lowered[m.start() - 1].isalnum()
+    ]
+    if not found:
+        return text
+    stems = _stemmer().stemWords([m.group() for m in found])  # type: ignore[attr-defined]
+    spans: list[list[int]] = []
+    for m, t in zip(found, stems, strict=True):
+        if t in exact or t.startswith(prefixes):
+            start, end = m.span()
+            if spans and spans[-1][1] == start:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+    return _between_marks(text, spans)
+
+
+def _marked(
+    text: str,
+    words: list[tuple[int, int, list[str]]],
+    exact: AbstractSet[str],
+    prefixes: tuple[str, ...],
+) -> str:
     spans: list[list[int]] = []
     for start, end, toks in words:
         if any(t in exact or t.startswith(prefixes) for t in toks):
@@ -260,6 +282,10 @@ def mark(text: str, exact: set[str], prefixes: tuple[str, ...]) -> str:
                 spans[-1][1] = end
             else:
                 spans.append([start, end])
+    return _between_marks(text, spans)
+
+
+def _between_marks(text: str, spans: list[list[int]]) -> str:
     out: list[str] = []
     at = 0
     for start, end in spans:
@@ -307,7 +333,12 @@ def index_text(message: Message) -> str:
     """What search sees of a message: its text and reasoning parts (the index holds
     this text `prepare`d). Here, beside `prepare`, so migrations can rebuild the
     index without importing the search module."""
-    parts = message.parts
+    return parts_text(message.parts)
+
+
+def parts_text(parts: list[dict]) -> str:
+    """`index_text` of a message with these `parts` (a stored message's JSON holds
+    them: a search result needs its text, not the whole `Message`)."""
     if len(parts) == 1 and parts[0].get("type") == "text":  # most messages: no join
         text = str(parts[0].get("text") or "")
     else:
@@ -320,16 +351,23 @@ def index_text(message: Message) -> str:
 SNIPPET_TOKENS = 12
 
 
-def marked_snippet(text: str, exact: set[str], prefixes: tuple[str, ...]) -> str:
+def marked_snippet(text: str, exact: AbstractSet[str], prefixes: tuple[str, ...]) -> str:
     """`snippet(mark(text, exact, prefixes))`, marking only the words it shows: a
     search result's snippet costs its window, not the whole message."""
     if not text.isascii():
         return snippet(mark(text, exact, prefixes))
+    # The pattern is built once per query (`exact` frozen: the cache's key as it is).
+    heads = _heads_re(exact if isinstance(exact, frozenset) else frozenset(exact), prefixes)
+    stem = _stemmer().stemWord  # type: ignore[attr-defined]
+    lowered = text.lower()
     first = None
-    for m in _candidates(text, frozenset(t[:2] for t in (*exact, *prefixes))):
-        (stem,) = _stemmer().stemWords([m.group()])  # type: ignore[attr-defined]
-        if stem in exact or stem.startswith(prefixes):
-            first = m.start()
+    for m in heads.finditer(lowered):
+        at = m.start()
+        if at and lowered[at - 1].isalnum():  # inside a word: not one that begins so
+            continue
+        found = stem(m.group())
+        if found in exact or found.startswith(prefixes):
+            first = at
             break
     words = text.split()
     if first is None:
@@ -338,7 +376,7 @@ def marked_snippet(text: str, exact: set[str], prefixes: tuple[str, ...]) -> str
     before = text[:first].split()
     index = len(before) - (1 if before and first and not text[first - 1].isspace() else 0)
     start = max(0, min(index - SNIPPET_TOKENS // 4, len(words) - SNIPPET_TOKENS))
-    window = mark(" ".join(words[start : start + SNIPPET_TOKENS]), exact, prefixes)
+    window = _mark_ascii(" ".join(words[start : start + SNIPPET_TOKENS]), exact, prefixes, heads)
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + SNIPPET_TOKENS < len(words) else ""
     return f"{prefix}{window}{suffix}"

@@ -292,3 +292,31 @@ def test_a_broad_query_gives_its_newest_matches_on_both_engines(stores, monkeypa
         assert [rowids[(h.session_id, h.id)] for h in found] == live[:30]
         newest.append([(h.session_id, h.id) for h in found])
     assert newest[0] == newest[1]
+
+
+@pytest.mark.parametrize("broad", [False, True])
+def test_global_results_are_the_same_on_both_engines_deleted_chats_marked(
+    stores, monkeypatch, broad
+):
+    """Each hit as the user sees it (snippet, highlights, "deleted") is the same on
+    both engines, ranked or (past `BROAD`) newest first, deleted chats in or out."""
+    import store.engines.postgres as pg_engine
+    import store.engines.sqlite as sqlite_engine
+
+    if broad:
+        for module in (pg_engine, sqlite_engine):
+            monkeypatch.setattr(module, "BROAD", 10)
+
+    def seen(store: Store, query: str, include_deleted: bool) -> list[tuple]:
+        # Every hit (the corpus has ~300 messages): rank may differ between engines.
+        found = SessionManager(store).search(query, 1000, include_deleted=include_deleted)
+        return sorted(
+            (h.session_id, h.id, h.role, h.content, h.snippet, h.matches, h.deleted) for h in found
+        )
+
+    for query in ("docker", "café OR deploy*", "the"):
+        for include_deleted in (False, True):
+            on_sqlite, on_postgres = (seen(s, query, include_deleted) for s in stores)
+            assert on_sqlite == on_postgres, (query, include_deleted)
+            assert all(h[6] == (h[0] == "deleted") for h in on_postgres)
+            assert any(h[0] == "deleted" for h in on_postgres) == include_deleted, query

@@ -220,6 +220,8 @@ class MessageTree(ScrollView, can_focus=True):
         self._leaf: str | None = None
         self._live: frozenset[str] = frozenset()
         self._highlight_timer: Timer | None = None
+        self._quiet = False
+        """`show` is redrawing: the lines whose rows changed are repainted at its end."""
 
     # -- data in ----------------------------------------------------------------------
 
@@ -244,6 +246,24 @@ class MessageTree(ScrollView, can_focus=True):
 
         The cursor stays on the message it was on; a new tree puts it on the leaf.
         """
+        drawn = self._drawn_lines()
+        self._quiet = drawn is not None
+        try:
+            self._show(messages, active_leaf, hops, chat_model, unfolded, live)
+        finally:
+            self._quiet = False
+        if drawn is not None:
+            self._repaint_changed(drawn)
+
+    def _show(
+        self,
+        messages: Sequence[Message],
+        active_leaf: str | None,
+        hops: Mapping[str, str] | None,
+        chat_model: str | None,
+        unfolded: Collection[str] | None,
+        live: Collection[str] | Mapping[str, str],
+    ) -> None:
         kept = self.cursor_message_id
         self._messages = {m.id: m for m in messages}
         if isinstance(live, Mapping):
@@ -276,8 +296,18 @@ class MessageTree(ScrollView, can_focus=True):
             chat_model=self._chat_model,
             live=self._live,
         )
-        self.virtual_size = Size(1, len(self.layout_.rows))
-        self.refresh()
+        size = Size(1, len(self.layout_.rows))
+        height = self.styles.height
+        if self.is_mounted and self.container_size and height is not None and not height.is_auto:
+            # Its box is its container's, not its rows': more rows need no layout of
+            # the screen (a reflow and repaint, each new row of a send) unless a
+            # scrollbar comes or goes, which asks for one itself (`_scroll_update`).
+            self.set_reactive(MessageTree.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
+        if not self._quiet:
+            self.refresh()
 
     # -- reading the tree (for the app and tests) ---------------------------------------
 
@@ -339,7 +369,8 @@ class MessageTree(ScrollView, can_focus=True):
         row = self.cursor_row
         message = self._messages.get(row.message_id) if row and row.kind == "message" else None
         self.tooltip = one_line(clean(message.text), 600) if message and message.text else None
-        self.refresh()
+        if not self._quiet:
+            self.refresh()
 
     def _scroll_to_cursor(self) -> None:
         height = max(self.scrollable_content_region.height, 1)
@@ -481,20 +512,7 @@ class MessageTree(ScrollView, can_focus=True):
         if not 0 <= index < len(rows):
             return Strip.blank(width, base)
         row = rows[index]
-        message = self._messages.get(row.message_id)
-        entry = self.layout_.entries.get(row.message_id) if row.kind == "message" else None
-        key = (
-            row,
-            tuple(vars(entry).values()) if entry is not None else None,
-            id(message),
-            row.message_id == self.hit,
-            row.message_id == self.active_leaf,
-            index == self.cursor,
-            width,
-            base,
-            frozenset(self.get_pseudo_classes()),
-            self.app.theme,
-        )
+        message, key = self._line_key(index, width, base)
         cached = self._strips.get(key)
         if cached is not None and cached[0] is message:
             return cached[1]
@@ -510,6 +528,61 @@ class MessageTree(ScrollView, can_focus=True):
             self._strips.clear()  # rows long gone (the message is kept alive by its key)
         self._strips[key] = (message, strip)
         return strip
+
+    def _line_key(
+        self, index: int, width: int, base: Style
+    ) -> tuple[Message | None, tuple[object, ...]]:
+        """The message row `index` shows, and everything its drawn line depends on."""
+        row = self.layout_.rows[index]
+        message = self._messages.get(row.message_id)
+        entry = self.layout_.entries.get(row.message_id) if row.kind == "message" else None
+        return message, (
+            row,
+            tuple(vars(entry).values()) if entry is not None else None,
+            id(message),
+            row.message_id == self.hit,
+            row.message_id == self.active_leaf,
+            index == self.cursor,
+            width,
+            base,
+            frozenset(self.get_pseudo_classes()),
+            self.app.theme,
+        )
+
+    def _drawn_lines(self) -> list[tuple[Message | None, tuple[object, ...]] | None] | None:
+        """What each line on screen shows now (None past the rows); None when the tree
+        is not on screen yet (drawn whole)."""
+        if not self.is_mounted or not self.size:
+            return None
+        top = round(self.scroll_y)
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        rows = len(self.layout_.rows)
+        return [
+            self._line_key(top + y, width, base) if top + y < rows else None
+            for y in range(self.scrollable_content_region.height)
+        ]
+
+    def _repaint_changed(
+        self, drawn: list[tuple[Message | None, tuple[object, ...]] | None]
+    ) -> None:
+        """Repaint the lines whose rows changed since `drawn` (`_drawn_lines`).
+
+        A send changes a few rows (its two new ones, the old leaf's mark, a reply's
+        state): repainting the whole tree for them cost each of the send's tree frames
+        milliseconds (every line through the styles cache, the blank ones too).
+        """
+        now = self._drawn_lines()
+        if now is None or len(now) != len(drawn):
+            self.refresh()
+            return
+        for y, (before, after) in enumerate(zip(drawn, now, strict=True)):
+            if before is None or after is None:
+                changed = before is not after
+            else:
+                changed = before[0] is not after[0] or before[1] != after[1]
+            if changed:
+                self.refresh_lines(round(self.scroll_y) + y)
 
     def _row_text(self, row: TreeRow, width: int) -> Text:
         def style(name: str) -> Style:

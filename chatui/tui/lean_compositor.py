@@ -19,9 +19,9 @@ a frame shows them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from textual._compositor import Compositor
+from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
 
@@ -29,21 +29,48 @@ __all__ = ["LeanCompositor"]
 
 
 class LeanCompositor(Compositor):
+    _updating: Collection[Region] = ()
+    """The regions of the partial update being rendered (empty: none)."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        # Textual's own, but its regions are kept for `_get_renders`: their bounding box
+        # (all Textual passes on) is most of the screen when the update is the tree's
+        # column and a line of the chat, and every widget in it would be rendered.
+        update_regions = self._dirty_regions.copy()
+        self._dirty_regions.clear()
+        if not update_regions:
+            return None
+        crop = Region.from_union(update_regions).intersection(self.size.region)
+        spans = list(self._regions_to_spans(update_regions))
+        self._updating = update_regions
+        try:
+            chops = self._render_chops(crop, {y for y, _, _ in spans}.__contains__)
+        finally:
+            self._updating = ()
+        return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
+
     def _get_renders(
         self, crop: Region | None = None
     ) -> Iterable[tuple[Region, Region, list[Strip]]]:
         if crop is None:
             yield from super()._get_renders(crop)
             return
-        top, bottom = crop.y, crop.bottom
+        boxes = self._updating if len(self._updating) > 1 else ()
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
             if not (shown.width and shown.height and shown.overlaps(crop)):
                 continue
-            # The box's lines alone: `_render_chops` draws `strips` from the top of
-            # region ∩ clip, so the clip is narrowed to those lines.
+            # The lines where it meets the update: the first to the last of them.
+            top, bottom = (shown.bottom, shown.y) if boxes else (crop.y, crop.bottom)
+            for box in boxes:
+                if box.overlaps(shown):
+                    top, bottom = min(top, box.y), max(bottom, box.bottom)
             y = max(shown.y, top)
             height = min(shown.bottom, bottom) - y
+            if height <= 0:
+                continue
+            # `_render_chops` draws `strips` from the top of region ∩ clip, so the clip
+            # is narrowed to those lines.
             if height != shown.height:
                 clip = Region(clip.x, y, clip.width, height)
                 shown = Region(shown.x, y, shown.width, height)

@@ -48,6 +48,7 @@ from ...core.workspace import (
 from ..chat_pane import NEW_CHAT_NAME, ChatPane
 from ..chat_panes import ChatSidebar, ChatTree
 from ..lean_compositor import LeanCompositor
+from ..lean_layout import EchoFreeLayout
 from ..memory_views import MemoryViews
 from ..outage import SurvivesOutage
 from ..panes import PaneLayout
@@ -56,7 +57,7 @@ from .commands import ChatCommands, ChatCommandsProvider
 __all__ = ["MainScreen", "NEW_CHAT_NAME"]
 
 
-class MainScreen(SurvivesOutage, Screen[None]):
+class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
     """Tree, chat and sidebar for the open chat."""
 
     CSS_PATH = "main.tcss"

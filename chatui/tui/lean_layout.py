@@ -1,0 +1,60 @@
+"""A screen whose layout is not laid out a second time by its own echo.
+
+Textual (8.2) hands every widget its new size at the end of a layout
+(`Widget._size_updated`), and a changed `virtual_size` is a reactive that asks
+for a layout. Every widget a layout mounted or resized (a new message, its
+header and body, a reply taking another line) so asks at once for another
+layout of the whole screen: a reflow and a repaint of what the first one just
+placed, finding nothing to move. On a send that was half the screen layouts,
+and each is milliseconds of the app's CPU taken from a local model on the same
+cores.
+
+`EchoFreeLayout` drops those echoes: a layout request made *during* a layout by
+a widget that cannot scroll (its overflow neither `auto` nor `scroll`). Such a
+widget's virtual size is its size, which the layout has just set and
+arranged its children in; the request says nothing the layout did not
+already use. A widget that can scroll keeps its request (a changed virtual
+size may bring a scrollbar, which narrows its content), and so does every
+request made before the layout began (its arrangement cache was not cleared
+yet: the layout may not have seen it).
+"""
+
+from __future__ import annotations
+
+from textual.geometry import Size
+from textual.screen import Screen
+from textual.widget import Widget
+
+__all__ = ["EchoFreeLayout", "may_scroll"]
+
+_SCROLLING = frozenset({"auto", "scroll"})
+
+
+def may_scroll(widget: Widget) -> bool:
+    """Whether a change of `widget`'s virtual size may change its layout (scrollbars)."""
+    styles = widget.styles
+    return styles.overflow_x in _SCROLLING or styles.overflow_y in _SCROLLING
+
+
+class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Screen[T]
+    """A screen mixin: a layout's own size updates ask for no second layout."""
+
+    def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
+        compositor = self._compositor
+        before = {
+            widget: (widget._layout_required, widget._repaint_required)
+            for widget in compositor.widgets
+        }
+        super()._refresh_layout(size, scroll)
+        for widget in compositor.widgets:
+            if not widget._layout_required or may_scroll(widget):
+                continue
+            layout, repaint = before.get(widget, (False, False))
+            if layout:
+                continue  # asked before the layout: it stands
+            widget._layout_required = False
+            if not repaint:
+                # Its new virtual size put it in the layout's changed geometry, so the
+                # layout's own frame drew it whole: the repaint that came with the ask
+                # would draw it again in a frame of its own.
+                widget._repaint_required = False

@@ -1,0 +1,192 @@
+"""What a send lays out and renders: one layout for new messages (not its echo), none
+for the tree's new rows, and a partial update renders only the widgets it writes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from textual._compositor import Compositor
+from textual.geometry import Region
+
+from chatui.tui.lean_compositor import LeanCompositor
+from chatui.tui.lean_layout import EchoFreeLayout
+from store import Message
+from widgets import MessageView
+
+from .app_helpers import make_app, populate, screen_lines, wait_until
+
+
+@pytest.fixture
+def ids(store):
+    return populate(store)
+
+
+def count_layouts(monkeypatch, screen) -> list[int]:
+    """How many times the screen is laid out from now on (its compositor's reflows)."""
+    counted = [0]
+    reflow = screen._compositor.reflow
+
+    def counting(*args, **kwargs):
+        counted[0] += 1
+        return reflow(*args, **kwargs)
+
+    monkeypatch.setattr(screen._compositor, "reflow", counting)
+    return counted
+
+
+async def settle(pilot) -> None:
+    """Until nothing is left to lay out or draw (a few idle turns of the app)."""
+    for _ in range(5):
+        await pilot.pause(0.05)
+
+
+async def test_new_messages_are_laid_out_once_not_again_by_their_own_sizes(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EchoFreeLayout)
+        layouts = count_layouts(monkeypatch, screen)
+        chat = screen.chat_view
+        question = Message(id="n1", role="user", parts=[{"type": "text", "text": "Tram 28?"}])
+        reply = Message(
+            id="n2", role="assistant", parts=[{"type": "text", "text": "Take it early."}]
+        )
+        with app.batch_update():
+            await chat.add_message(question)
+            await chat.add_message(reply)
+        await settle(pilot)
+        # Textual lays the screen out again for every widget the first layout sized
+        # (its virtual size is a reactive asking for a layout): that echo is gone.
+        assert layouts[0] == 1
+        lines = "\n".join(screen_lines(app))
+        assert "Tram 28?" in lines and "Take it early." in lines
+        views = list(screen.query(MessageView))
+        assert [v.message_id for v in views[-2:]] == ["n1", "n2"]
+        assert all(v.size.height for v in views[-2:])
+
+
+async def test_the_tree_s_new_rows_need_no_layout_until_a_scrollbar_comes(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await settle(pilot)
+        screen = app.screen
+        tree = screen.tree
+        snap = screen.snapshot
+        assert snap is not None
+        layouts = count_layouts(monkeypatch, screen)
+        messages = list(snap.tree)
+        leaf = snap.active_leaf
+        more = []
+        for n in range(3):
+            more.append(
+                Message(
+                    id=f"x{n}",
+                    role="user" if n % 2 == 0 else "assistant",
+                    parts=[{"type": "text", "text": f"row {n}"}],
+                    parent_id=leaf,
+                )
+            )
+            leaf = f"x{n}"
+        tree.show([*messages, *more], leaf)
+        await settle(pilot)
+        assert layouts[0] == 0  # the rows fit: drawn in place
+        assert tree.virtual_size.height == len(tree.rows)
+        assert not tree.show_vertical_scrollbar
+        assert any("row 2" in line for line in screen_lines(app))
+        # Rows past its height bring a scrollbar, which narrows the rows: laid out.
+        many = [  # questions asked again: each sibling is a row of its own
+            Message(id=f"y{n}", role="user", parts=[{"type": "text", "text": f"again {n}"}])
+            for n in range(tree.size.height)
+        ]
+        many = [replace(m, parent_id=leaf) for m in many]
+        tree.show([*messages, *more, *many], leaf)
+        await settle(pilot)
+        assert tree.show_vertical_scrollbar
+        assert layouts[0] >= 1
+        assert tree.virtual_size.height == len(tree.rows)
+
+
+def _written_update(compositor: Compositor, regions: list[Region], console) -> str:
+    compositor._dirty_regions.update(regions)
+    update = compositor.render_partial_update()
+    assert update is not None
+    return update.render_segments(console)
+
+
+async def test_a_partial_update_renders_only_the_widgets_its_regions_meet(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await settle(pilot)
+        screen = app.screen
+        compositor = screen._compositor
+        assert isinstance(compositor, LeanCompositor)
+        views = list(screen.query(MessageView))
+        first, last = views[0], views[-1]
+        tree = screen.query_one("#tree").region
+        # The tree's top line and the last message's line: their bounding box spans the
+        # chat's messages between them, which Textual rendered every one of.
+        regions = [
+            Region(tree.x, tree.y, tree.width, 1),
+            Region(last.region.x, last.region.y + 1, last.region.width, 1),
+        ]
+        rendered: list[str] = []
+        for view in views:
+            original = view.render_lines
+
+            def counting(crop, view=view, original=original):
+                rendered.append(view.message_id)
+                return original(crop)
+
+            monkeypatch.setattr(view, "render_lines", counting)
+        ours = _written_update(compositor, regions, app.console)
+        assert first.message_id not in rendered
+        assert rendered == [last.message_id]
+        compositor.__class__ = Compositor  # the same state, Textual's own renders
+        try:
+            theirs = _written_update(compositor, regions, app.console)
+        finally:
+            compositor.__class__ = LeanCompositor
+        assert ours == theirs
+        assert first.message_id in rendered  # Textual's did render it
+
+
+async def test_the_tree_repaints_the_lines_whose_rows_changed(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await settle(pilot)
+        screen = app.screen
+        tree = screen.tree
+        snap = screen.snapshot
+        assert snap is not None
+        drawn: list[int] = []
+        render_line = tree.render_line
+
+        def counting(y: int):
+            drawn.append(y)
+            return render_line(y)
+
+        monkeypatch.setattr(tree, "render_line", counting)
+        question = Message(
+            id="z1",
+            role="user",
+            parts=[{"type": "text", "text": "And trams?"}],
+            parent_id=snap.active_leaf,
+        )
+        reply = Message(
+            id="z2", role="assistant", parts=[{"type": "text", "text": "Line 28."}], parent_id="z1"
+        )
+        tree.show([*snap.tree, question, reply], "z2")
+        await settle(pilot)
+        # The two new rows, the old leaf's and the cursor's moves: not the whole pane.
+        assert 0 < len(set(drawn)) <= 6 < tree.size.height
+        shown = screen_lines(app)
+        assert any("And trams?" in line for line in shown)
+        tree.refresh()  # drawn whole, afresh: the same screen
+        await settle(pilot)
+        assert screen_lines(app) == shown
