@@ -35,8 +35,12 @@ def paused() -> bool:
 
 def resume() -> None:
     """Freeze what start-up allocated and collect automatically again (only if
-    `pause()` turned collection off: a caller's own `gc.disable()` is kept)."""
+    `pause()` turned collection off: a caller's own `gc.disable()` is kept). Code is
+    compiled as Python does again (`compile_cache`, installed by `chatui.cli.main`)."""
     global _paused
+    from . import compile_cache
+
+    compile_cache.finish()
     if not _paused:
         return
     _paused = False

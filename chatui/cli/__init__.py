@@ -30,6 +30,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = run_remote(sys.argv[1:])
             if code is not None:
                 return code
-    from .commands import run
+    from .. import compile_cache
+    from ..core.paths import compile_cache_file
 
-    return run(argv)
+    compile_cache.install(compile_cache_file())  # until the first screen (`launch.resume`)
+    try:
+        from .commands import run
+
+        return run(argv)
+    finally:
+        compile_cache.finish()  # a run that never got to `launch.resume` (`--help`)

@@ -9,14 +9,17 @@ personal and the config may name providers.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-from platformdirs import user_config_path, user_data_path
+from platformdirs import user_cache_path, user_config_path, user_data_path
 
 __all__ = [
     "APP_NAME",
     "HOME_ENV",
+    "cache_dir",
+    "compile_cache_file",
     "config_dir",
     "config_file",
     "create_private_file",
@@ -49,6 +52,17 @@ def data_dir() -> Path:
     """The folder holding the database, state and logs (not created here)."""
     home = _home()
     return home / "data" if home else user_data_path(APP_NAME, appauthor=False)
+
+
+def cache_dir() -> Path:
+    """The folder holding what can be rebuilt at any time (not created here)."""
+    home = _home()
+    return home / "cache" if home else user_cache_path(APP_NAME, appauthor=False)
+
+
+def compile_cache_file() -> Path:
+    """Code compiled at start-up, kept for the next one (`chatui.compile_cache`)."""
+    return cache_dir() / f"compiled-{sys.implementation.cache_tag}.marshal"
 
 
 def config_file() -> Path:

@@ -26,7 +26,7 @@ from textual.theme import BUILTIN_THEMES
 from store import DatabaseFileError, SchemaVersionError, Store, is_url
 from widgets import clean
 
-from .. import launch, llm
+from .. import compile_cache, launch, llm
 from ..core import paths
 from ..core.config import Config, ConfigError, load_config
 from ..core.logs import setup_logging
@@ -371,6 +371,7 @@ def run(
 
 def _run_app(store: Store, config: Config, model: str | None, theme: str | None) -> int:
     setup_logging()
+    compile_cache.save()  # the imports' code, kept even if the terminal closes at once
     try:
         app = ChatApp(store, config, model=model, theme=theme)
         app.run()

@@ -1,0 +1,174 @@
+"""Start-up: the code that dataclasses and regular expressions compile, kept between starts.
+
+Measured with callgrind on the app's start to its first frame (issue 23): of the
+instructions spent importing what a bare Textual app does not, about half went to
+compiling code that is the same on every start. Each `@dataclass` builds the source
+of its `__init__`, `__repr__`, `__eq__` (and, frozen, `__setattr__`...) and compiles
+it with `exec` (~3-5 M instructions a class; chatui, its store and Textual make ~130
+of them before the first frame), and every `re.compile` runs the pure-Python regex
+parser and compiler (~120 patterns, Textual's CSS tokenizer's among them). Together
+~420 M instructions, about 60 ms of CPU on the bench machine.
+
+`install` puts a cache in front of both for the start-up only, `finish` takes it
+away and writes what it learned: the same source text always compiles to the same
+code, and the same pattern and flags to the same regex program, so a hit is exactly
+what the compiler would have made. The first start after an install or an upgrade
+compiles as before and writes the file (keyed by the Python version: another
+interpreter ignores it); a file that cannot be read is ignored, one that cannot be
+written is left as it is. Python versions whose internals differ are left alone.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+TYPE_CHECKING = False  # `chatui.launch` imports this module before `chatui ask` runs
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+__all__ = ["active", "finish", "install", "save"]
+
+MAX_ENTRIES = 5_000
+"""Beyond this many, the file keeps only what the last start used (each upgrade adds
+the code of the classes and patterns it changed; nothing else ever removes them)."""
+
+_KNOWN_INTERNALS = ((3, 11), (3, 12))
+"""The versions whose `re._compiler.compile` `_program` follows step by step (and whose
+`dataclasses` compiles with `exec`)."""
+
+_state: _Cache | None = None
+
+
+class _Cache:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.code: dict[str, Any] = {}
+        self.patterns: dict[tuple[str | bytes, int], tuple[Any, ...]] = {}
+        self.used_code: set[str] = set()
+        self.used_patterns: set[tuple[str | bytes, int]] = set()
+        self.learned = False
+        self.compiler: Any = None
+        self.original_compile: Any = None
+        self._read()
+
+    def _read(self) -> None:
+        try:
+            data = marshal.loads(self.path.read_bytes())
+            if data["python"] == sys.version:
+                self.code, self.patterns = data["code"], data["patterns"]
+        except Exception:  # missing, truncated, another format: start with none
+            self.code, self.patterns = {}, {}
+
+    def write(self) -> None:
+        if len(self.code) + len(self.patterns) > MAX_ENTRIES:
+            self.code = {k: v for k, v in self.code.items() if k in self.used_code}
+            self.patterns = {k: v for k, v in self.patterns.items() if k in self.used_patterns}
+        data = {"python": sys.version, "code": self.code, "patterns": self.patterns}
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(marshal.dumps(data))
+            os.replace(temporary, self.path)  # a reader sees the old file or the new one
+        except OSError:
+            temporary.unlink(missing_ok=True)
+
+    # -- dataclasses: `exec` of a generated source text ------------------------------
+
+    def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
+        """`dataclasses` calls `exec(text, globals, ns)`: this name, set in its module,
+        is found before the builtin."""
+        if isinstance(source, str):
+            code = self.code.get(source)
+            if code is None:
+                code = self.code[source] = compile(source, "<string>", "exec")
+                self.learned = True
+            self.used_code.add(source)
+            source = code
+        exec(source, globals, locals)
+
+    # -- re: `re._compiler.compile(pattern, flags)` -----------------------------------
+
+    def compile_pattern(self, pattern: Any, flags: int = 0) -> Any:
+        compiler = self.compiler
+        if not isinstance(pattern, str | bytes) or flags & compiler.SRE_FLAG_DEBUG:
+            return self.original_compile(pattern, flags)
+        key = (pattern, int(flags))
+        program = self.patterns.get(key)
+        if program is None:
+            program = self.patterns[key] = _program(compiler, pattern, flags)
+            self.learned = True
+        self.used_patterns.add(key)
+        final_flags, code, groups, groupindex, indexgroup = program
+        return compiler._sre.compile(
+            pattern, final_flags, code, groups, dict(groupindex), indexgroup
+        )
+
+
+def _program(compiler: Any, pattern: str | bytes, flags: int) -> tuple[Any, ...]:
+    """What `re._compiler.compile` hands `_sre.compile` after the pattern, as plain
+    values (its opcodes are int subclasses that marshal does not take)."""
+    parsed = compiler._parser.parse(pattern, flags)
+    code = [int(op) for op in compiler._code(parsed, flags)]
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, index in groupindex.items():
+        indexgroup[index] = name
+    return (
+        int(flags | parsed.state.flags),
+        code,
+        parsed.state.groups - 1,
+        groupindex,
+        tuple(indexgroup),
+    )
+
+
+def install(path: Path) -> None:
+    """Compile dataclasses and regexes through the cache in `path` until `finish()`
+    (no-op when installed already, or on a Python whose internals are not known)."""
+    global _state
+    if _state is not None or sys.version_info[:2] not in _KNOWN_INTERNALS:
+        return
+    import dataclasses
+    import re._compiler as compiler
+
+    cache = _Cache(path)
+    cache.compiler, cache.original_compile = compiler, compiler.compile
+    dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    compiler.compile = cache.compile_pattern
+    _state = cache
+
+
+def active() -> bool:
+    """True between `install()` and `finish()`."""
+    return _state is not None
+
+
+def save() -> None:
+    """Write the file now if this start compiled anything new since the last write.
+
+    The app calls it once its modules are imported, before it starts (a no-op but on
+    a start after an upgrade): a terminal closed right after the first frame (the
+    bench's launches) would otherwise never get to `finish`."""
+    cache = _state
+    if cache is not None and cache.learned:
+        cache.learned = False
+        cache.write()
+
+
+def finish() -> None:
+    """Compile as Python does again; write the file if this start compiled anything new."""
+    global _state
+    save()
+    cache, _state = _state, None
+    if cache is None:
+        return
+    import dataclasses
+    import re._compiler as compiler
+
+    del dataclasses.exec  # type: ignore[attr-defined]
+    compiler.compile = cache.original_compile
