@@ -12,7 +12,12 @@ malformed chunks, and a hang that outlasts the client's timeout.
 
 `llama_cpp_python(n_ctx)` makes the server behave as llama-cpp-python's does
 (issue 22): tools reach the prompt only with a `tool_choice`; an automatic
-tool choice is never streamed (an error says so); a prompt longer than
+tool choice is never streamed: a streamed request whose scripted answer is a
+tool call gets what llama-cpp-python 0.3 sends when its model picks a tool (the
+error is raised inside the stream it already began): a 200 with no event, and
+the connection closed under the client, which learns it only when it sends its
+next request there (`streamed_tool_choice = "refuse"`: an error saying so, as
+its message reads, instead); text streams as usual; a prompt longer than
 `n_ctx` gets an empty 200 when streamed and a context-length 400 otherwise;
 `/v1/models` says nothing of the window; prompt tokens are counted by one
 toy tokenizer (`count_tokens`), which `/extras/tokenize` and `/tokenize`
@@ -21,15 +26,18 @@ expose.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import socket
+import struct
 import threading
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "LLMServer",
@@ -208,6 +216,13 @@ class LLMServer:
         self.info_requests: list[str] = []
         """Paths of model-info requests, in arrival order."""
         self.function_calling = True
+        self.streamed_tool_choice = "empty"
+        """In llama-cpp-python mode, a streamed automatic tool choice that would call a
+        tool: "empty" (a 200 with no event, then the connection reset when the client
+        sends its next request on it: llama-cpp-python 0.3.36, measured) or "refuse" (a
+        500 saying "Automatic streaming tool choice is not supported")."""
+        self.dropped = 0
+        """Requests that arrived on a connection the server had let go (and were reset)."""
         self.n_ctx: int | None = None
         """Set by `llama_cpp_python()`: the strict llama-cpp-python mode's window."""
         self.prompt_tokens: list[int] = []
@@ -256,6 +271,10 @@ class LLMServer:
         self.n_ctx = n_ctx
         self.function_calling = function_calling
         return self
+
+    def _peek(self) -> Scripted | None:
+        with self._lock:
+            return self.queue[0] if self.queue else self.default
 
     def _next(self) -> Scripted | None:
         with self._lock:
@@ -318,6 +337,26 @@ class _QuietServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     owner: LLMServer
     protocol_version = "HTTP/1.1"
+    _broken_off = False
+    """The server let this connection go after a stream it broke off (llama-cpp-python's
+    error inside a started stream); the client does not know yet."""
+
+    def handle_one_request(self) -> None:
+        if not self._broken_off:
+            super().handle_one_request()
+            return
+        self.close_connection = True
+        try:
+            if cast(io.BufferedReader, self.rfile).peek(
+                1
+            ):  # its next request, on a gone connection
+                with self.owner._lock:
+                    self.owner.dropped += 1
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+        except OSError:
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep tests quiet
         pass
@@ -501,16 +540,26 @@ class _Handler(BaseHTTPRequestHandler):
         assert owner.n_ctx is not None
         tools = body.get("tools") if body.get("tool_choice") and owner.function_calling else None
         if tools and body.get("stream") and body.get("tool_choice") == "auto":
-            self._send_json(
-                500,
-                {
-                    "error": {
-                        "message": "Automatic streaming tool choice is not supported",
-                        "type": "internal_server_error",
-                    }
-                },
-            )
-            return True
+            if owner.streamed_tool_choice == "empty":
+                upcoming = owner._peek()
+                if upcoming is not None and upcoming.kind == "tools":
+                    self._start_stream()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    self._broken_off = True
+                    return True
+                # Otherwise its model chose to answer in words: streamed as usual.
+            else:
+                self._send_json(
+                    500,
+                    {
+                        "error": {
+                            "message": "Automatic streaming tool choice is not supported",
+                            "type": "internal_server_error",
+                        }
+                    },
+                )
+                return True
         tokens = count_tokens(render_prompt(body.get("messages") or [], tools))
         with owner._lock:
             owner.prompt_tokens.append(tokens)

@@ -55,6 +55,34 @@ async def test_a_truncated_reply_is_shown_so_and_ctrl_g_continues_it_in_place(
         assert view.shown == "Roses are red, violets are blue."
 
 
+async def test_a_memory_write_on_a_server_that_breaks_off_tool_streams_lands_and_says_nothing_wrong(
+    store, config, llm_server
+):
+    """Seen by hand with llama-cpp-python 0.3 and `chatml-function-calling`: asked to
+    remember something, the app said *Cannot reach the endpoint* (the whole call after
+    the empty stream went out on the connection the server had let go). Now the
+    memory is written, the answer streams and no notice says anything failed."""
+    llm_server.script(
+        script.tool_calls(
+            ("c1", "set_context", {"label": "memory", "content": "Ada", "action": "append"})
+        ),
+        script.text("I will remember, Ada."),
+    )
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await type_and_send(pilot, "Remember that my name is Ada.")
+        await wait_until(
+            pilot,
+            lambda: bool(chat_path(app)) and chat_path(app)[-1].text == "I will remember, Ada.",
+        )
+        await idle(pilot)
+        notices = [str(n.render()) for n in app.main.query("ChatNotice")]
+        assert not any("Cannot reach" in n for n in notices), notices
+        assert "Ada" in app.main.chat.session.get_context_block("memory").content
+    assert llm_server.dropped == 1
+
+
 async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, config, llm_server):
     llm_server.script(script.text("All of it."))
     app = make_app(store, config)

@@ -39,7 +39,29 @@ async def test_tools_go_with_tool_choice_auto_and_reach_the_prompt(local):
     assert local.server.prompt_tokens[0] > without + 100
 
 
+async def test_a_tool_choice_broken_off_mid_stream_is_asked_whole_and_words_still_stream(local):
+    """llama-cpp-python 0.3 (measured): when its model picks a tool the stream it began
+    ends empty and its connection is gone; the client's next request there is reset.
+    The call is asked whole on a new connection, the tool runs, and the answer in words
+    that follows streams."""
+    local.server.script(
+        script.tool_calls(
+            ("c1", "set_context", {"label": "memory", "content": "tea", "action": "append"})
+        ),
+        script.text("Saved."),
+    )
+    events = await run(local.engine.send(local.sid, "remember tea"))
+    finished = of(events, ReplyFinished)
+    assert [f.status for f in finished] == ["tool_calls", "complete"], of(events, TurnFailed)
+    assert finished[-1].message.text == "Saved."
+    assert "tea" in local.session.get_context_block("memory").content
+    assert local.server.dropped == 1  # the whole call did meet the dropped connection
+    assert [bool(r.get("stream")) for r in local.server.requests] == [True, False, True]
+    assert local.server.requests[1]["messages"] == local.server.requests[0]["messages"]
+
+
 async def test_a_server_refusing_streamed_tool_choice_is_called_whole_from_then_on(local):
+    local.server.streamed_tool_choice = "refuse"
     local.server.script(
         script.tool_calls(
             ("c1", "set_context", {"label": "memory", "content": "tea", "action": "append"})

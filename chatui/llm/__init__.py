@@ -42,7 +42,7 @@ from .env import (
     provider_of,
     warm_up,
 )
-from .errors import ErrorKind, LLMError, map_error, redact, redact_known
+from .errors import ErrorKind, LLMError, connection_dropped, map_error, redact, redact_known
 from .quirks import QUIRKS, refuses_streamed_tools
 from .windows import table_window
 
@@ -248,7 +248,7 @@ async def stream_completion(
                 # An empty 200: the same request, not streamed, gets the real answer
                 # (or the error the stream could not carry: "maximum context length").
                 log.info("%s streamed nothing; asking once without streaming", model)
-                async for chunk in _whole_call(litellm, kwargs, model):
+                async for chunk in _whole_call_after_empty_stream(litellm, kwargs, model):
                     yield chunk
             return
         except LLMError:
@@ -331,6 +331,29 @@ async def _streamed_call(
                 await response.aclose()
             except Exception:
                 pass
+
+
+async def _whole_call_after_empty_stream(
+    litellm: Any, kwargs: dict[str, Any], model: str
+) -> AsyncGenerator[Chunk, None]:
+    """The whole call that follows an empty stream, sent again once if the server
+    dropped its connection.
+
+    llama-cpp-python breaks off a stream it has begun when its model picks a tool
+    (an error inside the stream: a 200 and no event) and closes that connection.
+    The client keeps it for the next request until it notices, so the whole call
+    can go out on a connection already gone; that call was never answered, and the
+    second one goes on a new connection.
+    """
+    try:
+        async for chunk in _whole_call(litellm, kwargs, model):
+            yield chunk  # only after the whole answer is in: nothing repeats below
+    except Exception as exc:
+        if not connection_dropped(exc):
+            raise
+        log.info("%s dropped the connection after an empty stream; asking again", model)
+        async for chunk in _whole_call(litellm, kwargs, model):
+            yield chunk
 
 
 async def _whole_call(

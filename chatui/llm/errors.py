@@ -194,6 +194,18 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def connection_dropped(exc: BaseException) -> bool:
+    """True when the server closed the connection under a request before answering
+    it: a reset, or aiohttp's / httpx's "server disconnected" (not a refused
+    connection, not a timeout). A request that meets it was never answered, so
+    sending it once more, on a new connection, repeats nothing."""
+    return any(
+        isinstance(e, ConnectionResetError)
+        or type(e).__name__ in ("ServerDisconnectedError", "RemoteProtocolError")
+        for e in _chain(exc)
+    )
+
+
 def _is_timeout(exc: BaseException) -> bool:
     names = {type(e).__name__ for e in _chain(exc)}
     return bool(
