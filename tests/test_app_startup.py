@@ -308,3 +308,30 @@ async def test_a_gauge_changing_level_is_restyled_once():
         await pilot.pause()
         assert gauge.has_class("-over") and not gauge.has_class("-ok")
         assert restyled == [gauge]
+
+
+async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(store, chats):
+    """Textual restyled every widget of the first screen a second time when it resumed,
+    right after the mount had styled them with the same sheets; a screen shown again
+    (a dialog closed over it) is still restyled."""
+    from chatui.tui.screens.dialogs import Confirm
+
+    app = make_app(store, warm_llm=False, model_process=False)
+    styled: list[DOMNode] = []
+    apply = app.stylesheet.apply
+
+    def record(node, **kwargs):
+        styled.append(node)
+        apply(node, **kwargs)
+
+    app.stylesheet.apply = record  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        main = app.main
+        assert styled.count(main) == 1
+        assert styled.count(main.sidebar) == 1 and styled.count(main.tree) == 1
+        app.push_screen(Confirm("Sure?", "Yes", "No"))
+        await pilot.pause()
+        app.pop_screen()
+        await pilot.pause()
+        assert styled.count(main) == 2 and styled.count(main.sidebar) == 2
