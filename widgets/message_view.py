@@ -31,7 +31,7 @@ from textual.widgets import Collapsible, Static
 from store import Message, as_text, reply_state_label
 
 from .in_place import update_in_place
-from .sanitize import clean, one_line
+from .sanitize import clean, literal, one_line
 from .tree_layout import status_of
 
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
@@ -364,7 +364,7 @@ class MessageView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield _Header(self, classes="message--header")
         for title, note in self.notes:
-            with Collapsible(title=clean(title), collapsed=True, classes="message--note"):
+            with Collapsible(title=literal(title), collapsed=True, classes="message--note"):
                 yield Static(Text(clean(note)), classes="message--note-text")
         reasoning = "\n".join(
             clean(str(p.get("text", "")))
@@ -457,7 +457,8 @@ class MessageView(Vertical, can_focus=True):
                 mark = "✗"
             else:
                 mark = "✓"
-            title = clean(f"⚙ {_call_summary(call)} {mark}")
+            # The model writes the arguments ("[1. …, metadata={…" crashed the chat's view).
+            title = literal(f"⚙ {_call_summary(call)} {mark}")
             with Collapsible(title=title, collapsed=True, classes="message--tool"):
                 yield Static(Text(clean(as_text(call.get("input")))), classes="message--tool-input")
                 if result is not None:
