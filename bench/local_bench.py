@@ -319,9 +319,14 @@ async def run(
     else:
         print(f"sends: {len(app_s)}, {MAX_TOKENS} tokens at most each (server: 1 thread)")
     print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
-    a = statistics.median(app_s)
+    # nan: no frame drew the reply's words (a reply of no text); a median over a list
+    # holding nan is meaningless (sorting it is), so those sends are left out of it.
+    drawn = [x for x in app_s if x == x]
+    a = statistics.median(drawn) if drawn else float("nan")
+    if len(drawn) < len(app_s):
+        print(f"  ({len(app_s) - len(drawn)} of {len(app_s)} replies drew no words: nan below)")
     if curl_s:
-        c = statistics.median(curl_s)
+        c = statistics.median(x for x in curl_s if x == x)
         print(f"first token p50: curl {c * 1000:.0f} ms, app {a * 1000:.0f} ms ({a / c:.2f}x curl)")
         print("  curl:", " ".join(f"{x * 1000:.0f}" for x in curl_s))
     else:

@@ -36,7 +36,7 @@ def env_names() -> str:
     return " ".join(sorted(os.environ))
 
 
-@server.tool(description="Text with terminal escape sequences in it")
+@server.tool(description="Text with terminal escape sequences in it ([/] is no markup)")
 def escapes() -> str:
     return "red \x1b[31mtext\x1b[0m and a title \x1b]0;pwned\x07 bell\x07 done"
 

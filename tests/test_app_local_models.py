@@ -83,6 +83,41 @@ async def test_a_memory_write_on_a_server_that_breaks_off_tool_streams_lands_and
     assert llm_server.dropped == 1
 
 
+async def test_a_tool_call_whose_arguments_look_like_markup_is_shown_as_written(
+    store, config, llm_server
+):
+    """Seen by hand with SmolLM2: its set_context content began "[1. This chat…" beside
+    a `metadata={ "descrip…` argument, and the tool's title, parsed as markup, crashed
+    the app on showing the reply, and again on every start (the chat opens first)."""
+    content = "[1. This chat has been…] [/] [bold red"
+    llm_server.script(
+        script.tool_calls(
+            (
+                "c1",
+                "set_context",
+                {"label": "memory", "content": content, "metadata": {"description": "x"}},
+            )
+        ),
+        script.text("Done."),
+    )
+    for run in ("the reply", "a restart"):
+        app = make_app(store, config)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            if run == "the reply":
+                await type_and_send(pilot, "Remember this.")
+            await wait_until(
+                pilot, lambda app=app: bool(chat_path(app)) and chat_path(app)[-1].text == "Done."
+            )
+            await idle(pilot)
+            titles = [
+                str(t.render())
+                for t in app.main.chat_view.query("CollapsibleTitle")
+                if "set_context" in str(t.render())
+            ]
+            assert titles and "[1. This chat has been" in titles[0], titles
+
+
 async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, config, llm_server):
     llm_server.script(script.text("All of it."))
     app = make_app(store, config)

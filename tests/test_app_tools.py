@@ -148,6 +148,25 @@ async def test_escape_stops_a_hung_call_like_a_reply(store, llm_server, fast):
         assert len(llm_server.requests) == 1
 
 
+async def test_f2_shows_a_tool_description_that_looks_like_markup_as_written(
+    store, llm_server, fast
+):
+    """An MCP server's words are no markup: "[/]" in a tool's description crashed F2."""
+    from chatui.tui.screens.prompt import PromptScreen
+
+    faulty = McpServer("faulty", command=sys.executable, args=(FAULTY,), approval="always")
+    app = make_app(store, config_with(llm_server, faulty))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, "faulty")
+        llm_server.script(script.text("Hello."))
+        await send(pilot, "Hi")
+        await idle(pilot)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
+        titles = [str(t.render()) for t in app.screen.query("CollapsibleTitle")]
+        assert any("([/] is no markup)" in t for t in titles), titles
+
+
 async def test_the_palette_turns_a_server_off_in_this_chat(store, llm_server, fast):
     app = make_app(store, config_with(llm_server, time_server("always")))
     async with app.run_test(size=SIZE) as pilot:

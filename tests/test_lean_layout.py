@@ -190,3 +190,32 @@ async def test_the_tree_repaints_the_lines_whose_rows_changed(store, ids, monkey
         tree.refresh()  # drawn whole, afresh: the same screen
         await settle(pilot)
         assert screen_lines(app) == shown
+
+
+async def test_a_scrolled_chat_grows_in_one_layout_and_stays_at_its_end(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        screen = app.screen
+        chat = screen.chat_view
+        for n in range(12):  # longer than the screen: each new message scrolls the chat
+            body = f"earlier {n}"
+            await chat.add_message(
+                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": body}])
+            )
+        reply = Message(id="r", role="assistant", parts=[{"type": "text", "text": "first"}])
+        await chat.start_reply(reply)
+        await settle(pilot)
+        assert chat.max_scroll_y > 0
+        layouts = count_layouts(monkeypatch, screen)
+        with app.batch_update():  # as the pane draws a send
+            await chat.add_message(
+                Message(
+                    id="last", role="user", parts=[{"type": "text", "text": "The newest words."}]
+                )
+            )
+        await settle(pilot)
+        # The chat's own virtual size grew (it scrolls): no second layout for that echo.
+        assert layouts[0] == 1
+        assert chat.scroll_y == chat.max_scroll_y
+        assert "The newest words." in "\n".join(screen_lines(app))

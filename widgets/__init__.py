@@ -13,7 +13,7 @@ from .fitting_footer import FittingFooter
 from .in_place import update_in_place
 from .message_tree import MessageTree, preview
 from .message_view import MessageView, ReplyStream, code_blocks, status_of
-from .sanitize import clean, one_line
+from .sanitize import clean, literal, one_line
 from .token_gauge import TokenGauge, fill_level, format_tokens
 from .tree_layout import TreeEntry, TreeRow, lay_out, status_label
 
@@ -33,6 +33,7 @@ __all__ = [
     "TreeEntry",
     "TreeRow",
     "clean",
+    "literal",
     "code_blocks",
     "fill_level",
     "format_tokens",

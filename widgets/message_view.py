@@ -31,7 +31,7 @@ from textual.widgets import Collapsible, Static
 from store import Message, as_text, reply_state_label
 
 from .in_place import update_in_place
-from .sanitize import clean, one_line
+from .sanitize import clean, literal, one_line
 from .tree_layout import status_of
 
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
@@ -287,14 +287,21 @@ class MessageView(Vertical, can_focus=True):
         drawn): read from the body itself."""
         if self.stream is None or not self.is_mounted:
             return clean(self.message.text)
-        bodies = self.query(".message--body")
-        body = bodies.first() if bodies else None
+        body = self._body_widget()
         if body is None:
             return clean(self.message.text)
         if isinstance(body, Static):
             content = body.content
             return (content.plain if isinstance(content, Text) else str(content)) + self._tail
         return str(getattr(body, "source", "")) + self._seed  # Markdown (one is empty)
+
+    def _body_widget(self) -> Widget | None:
+        """The body among the view's children (no DOM query: a streamed reply's every
+        draw looked it up, and a query walks and matches the view's whole subtree)."""
+        for child in self._nodes:
+            if child.has_class("message--body"):
+                return child
+        return None
 
     def _update_classes(self, *, update: bool = True) -> None:
         status = status_of(self.message, live=self._streaming)
@@ -357,7 +364,7 @@ class MessageView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield _Header(self, classes="message--header")
         for title, note in self.notes:
-            with Collapsible(title=clean(title), collapsed=True, classes="message--note"):
+            with Collapsible(title=literal(title), collapsed=True, classes="message--note"):
                 yield Static(Text(clean(note)), classes="message--note-text")
         reasoning = "\n".join(
             clean(str(p.get("text", "")))
@@ -405,8 +412,6 @@ class MessageView(Vertical, can_focus=True):
         (its first words, usually) is a Static too: mounting an empty Markdown widget
         and its first block cost a reply's first words several milliseconds.
         """
-        from rich.markdown import Markdown as RichMarkdown
-
         text = clean(self.message.text)
         if not looks_like_markdown(text):
             self._tail = text[len(text.rstrip()) :]
@@ -416,6 +421,10 @@ class MessageView(Vertical, can_focus=True):
 
             self._seed = text
             return Markdown(open_links=False, classes="message--body")
+        # Imported here, not above: Rich's Markdown loads markdown-it (tens of ms), which a
+        # chat of plain replies never needs (it was a first send's largest cost).
+        from rich.markdown import Markdown as RichMarkdown
+
         theme = "monokai" if self.app.current_theme.dark else "default"
         return Static(
             RichMarkdown(text, code_theme=theme, hyperlinks=False), classes="message--body"
@@ -448,7 +457,8 @@ class MessageView(Vertical, can_focus=True):
                 mark = "✗"
             else:
                 mark = "✓"
-            title = clean(f"⚙ {_call_summary(call)} {mark}")
+            # The model writes the arguments ("[1. …, metadata={…" crashed the chat's view).
+            title = literal(f"⚙ {_call_summary(call)} {mark}")
             with Collapsible(title=title, collapsed=True, classes="message--tool"):
                 yield Static(Text(clean(as_text(call.get("input")))), classes="message--tool-input")
                 if result is not None:
@@ -546,10 +556,9 @@ class MessageView(Vertical, can_focus=True):
         if self.waiting_note:
             self.waiting_note = ""
             self.refresh_header()
-        bodies = self.query(".message--body")
-        if not bodies:  # the view is being removed (a redraw): nothing to draw into
+        body = self._body_widget()
+        if body is None:  # the view is being removed (a redraw): nothing to draw into
             return
-        body = bodies.first()
         if not isinstance(body, Static):  # a Markdown body: appended to
             await _append_markdown(body, self._seed + text)
             self._seed = ""

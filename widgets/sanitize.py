@@ -11,6 +11,18 @@ both widgets and chatui may import); this module is the widgets' name for them.
 
 from __future__ import annotations
 
+from typing import cast
+
+from textual.content import Content
+
 from store import clean, one_line
 
-__all__ = ["clean", "one_line"]
+__all__ = ["clean", "literal", "one_line"]
+
+
+def literal(text: str) -> str:
+    """Untrusted text for a widget that parses a string as markup (`Collapsible`'s title):
+    cleaned and wrapped as `Content`, which such widgets take as it is ("[/]" in a tool's
+    arguments or an MCP server's description would otherwise crash the screen). Typed
+    `str` because their hints say so; `Content.from_text` accepts both."""
+    return cast(str, Content(clean(text)))

@@ -3,20 +3,22 @@
 Textual (8.2) hands every widget its new size at the end of a layout
 (`Widget._size_updated`), and a changed `virtual_size` is a reactive that asks
 for a layout. Every widget a layout mounted or resized (a new message, its
-header and body, a reply taking another line) so asks at once for another
-layout of the whole screen: a reflow and a repaint of what the first one just
-placed, finding nothing to move. On a send that was half the screen layouts,
-and each is milliseconds of the app's CPU taken from a local model on the same
-cores.
+header and body, a reply taking another line, the chat growing under them) so
+asks at once for another layout of the whole screen: a reflow and a repaint of
+what the first one just placed, finding nothing to move. On a send that was
+half the screen layouts, and each is milliseconds of the app's CPU taken from
+a local model on the same cores.
 
-`EchoFreeLayout` drops those echoes: a layout request made *during* a layout by
-a widget that cannot scroll (its overflow neither `auto` nor `scroll`). Such a
-widget's virtual size is its size, which the layout has just set and
-arranged its children in; the request says nothing the layout did not
-already use. A widget that can scroll keeps its request (a changed virtual
-size may bring a scrollbar, which narrows its content), and so does every
-request made before the layout began (its arrangement cache was not cleared
-yet: the layout may not have seen it).
+`EchoFreeLayout` drops those echoes: a layout request made *during* a layout
+by a widget whose new virtual size is all that changed for it. A widget that
+cannot scroll (overflow neither `auto` nor `scroll`) has its virtual size set
+by the layout itself, which arranged its children in it already. A widget that
+can scroll keeps its request when its size or its scrollbars changed in the
+layout: a scrollbar narrows its content, and an anchored chat's scroll to the
+bottom was computed from its size before the layout. Every request made before
+the layout began stands (its arrangement cache was not cleared yet: the layout
+may not have seen it; an earlier attempt that dropped those left a reply's body
+hidden).
 """
 
 from __future__ import annotations
@@ -42,19 +44,31 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
         compositor = self._compositor
         before = {
-            widget: (widget._layout_required, widget._repaint_required)
+            widget: (widget._layout_required, widget._repaint_required, _box(widget))
             for widget in compositor.widgets
         }
         super()._refresh_layout(size, scroll)
         for widget in compositor.widgets:
-            if not widget._layout_required or may_scroll(widget):
+            if not widget._layout_required:
                 continue
-            layout, repaint = before.get(widget, (False, False))
+            layout, repaint, box = before.get(widget, (False, False, None))
             if layout:
                 continue  # asked before the layout: it stands
+            if may_scroll(widget) and box != _box(widget):
+                continue  # resized, or a scrollbar came or went: laid out again
             widget._layout_required = False
             if not repaint:
                 # Its new virtual size put it in the layout's changed geometry, so the
                 # layout's own frame drew it whole: the repaint that came with the ask
                 # would draw it again in a frame of its own.
                 widget._repaint_required = False
+
+
+def _box(widget: Widget) -> tuple[object, ...]:
+    """What a scrolling widget's layout depends on besides its virtual size."""
+    return (
+        widget.size,
+        widget.container_size,
+        widget.show_horizontal_scrollbar,
+        widget.show_vertical_scrollbar,
+    )

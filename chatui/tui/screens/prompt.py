@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Collapsible, Label, Static
 
-from widgets import clean, format_tokens
+from widgets import clean, format_tokens, literal
 
 from ...core.workspace import ContextUsage, NextRequest
 from ..outage import SurvivesOutage
@@ -71,12 +71,8 @@ class PromptScreen(SurvivesOutage, ModalScreen[str | None]):
                 if not r.tools:
                     yield Static("(none)")
                 for tool in r.tools:
-                    with Collapsible(
-                        title=f"{tool.name} · {tool.tokens:,} tokens — {clean(tool.description)}"[
-                            :200
-                        ],
-                        collapsed=True,
-                    ):
+                    title = f"{tool.name} · {tool.tokens:,} tokens — {tool.description}"
+                    with Collapsible(title=literal(title[:200]), collapsed=True):
                         yield Static(Text(tool.schema))
             yield Static(
                 "e edits this chat's prompt · p its parameters · escape closes · "
