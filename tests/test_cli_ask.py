@@ -253,11 +253,23 @@ def test_a_file_that_cannot_be_attached(capsys, monkeypatch, server, tmp_path, n
     assert server.requests == [] and chats() == []
 
 
-def test_an_image_for_a_model_that_cannot_see(capsys, monkeypatch, server, tmp_path):
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        # A local server's model: nothing says it sees, and the line says how to tell.
+        (
+            "test-model",
+            'does not list test-model, so nothing says it sees them (if it does: vision = true under [models."test-model"]',
+        ),
+        # A model LiteLLM's table knows as text only.
+        ("gpt-3.5-turbo", "LiteLLM's model table says gpt-3.5-turbo takes text only"),
+    ],
+)
+def test_an_image_for_a_model_that_cannot_see(capsys, monkeypatch, server, tmp_path, model, why):
     photo = tmp_path / "cat.png"
     photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
-    code, _, err = ask(capsys, monkeypatch, "-a", photo, "what is it?")
-    assert code == 2 and "cannot see images" in err
+    code, _, err = ask(capsys, monkeypatch, "--model", model, "-a", photo, "what is it?")
+    assert code == 2 and "cannot see images" in err and why in err, err
     assert server.requests == [] and chats() == []
 
 

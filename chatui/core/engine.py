@@ -641,11 +641,20 @@ class ChatEngine:
             await llm.ensure_loaded()  # LiteLLM's model table says which models see
         if llm.supports_vision(model, options):
             return None
+        what = f"{', '.join(images)} {'is an image' if len(images) == 1 else 'are images'}"
+        if options.vision is False:
+            why = f"the config says {model} takes text only (vision = false)."
+        elif llm.in_model_table(model):
+            why = f"LiteLLM's model table says {model} takes text only."
+        else:  # a local server's model, most often: nothing says it sees
+            why = (
+                f"LiteLLM's model table does not list {model}, so nothing says it sees them "
+                f'(if it does: vision = true under [models."{model}"] in the config).'
+            )
         return TurnFailed(
             session_id,
             f"{model} cannot see images",
-            f"{', '.join(images)} {'is an image' if len(images) == 1 else 'are images'}; "
-            f"LiteLLM's model table says {model} takes text only.",
+            f"{what}; {why}",
             "Nothing was sent. Pick a model that sees images with ctrl+l, or remove the "
             "image from the tray above the input (click its ×); if the model does see "
             f'images, set vision = true under [models."{model}"] in the config.',

@@ -79,6 +79,7 @@ __all__ = [
     "redact_known",
     "stream_completion",
     "supports_vision",
+    "in_model_table",
     "warm_up",
 ]
 
@@ -123,6 +124,18 @@ def supports_vision(model: str, options: ModelOptions | None = None) -> bool:
         return bool(load_litellm().supports_vision(model=model))
     except Exception:
         return False
+
+
+def in_model_table(model: str) -> bool:
+    """LiteLLM's model table knows `model` (what it says of vision, windows and prices
+    is then its own, not a guess)."""
+    if is_demo(model):
+        return True
+    try:
+        load_litellm().get_model_info(model=model)
+    except Exception:
+        return False
+    return True
 
 
 def completion_cost(model: str, input_tokens: int, output_tokens: int) -> float:
