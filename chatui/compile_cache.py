@@ -63,19 +63,24 @@ class _Cache:
             self.code, self.patterns = {}, {}
 
     def write(self) -> None:
-        if len(self.code) + len(self.patterns) > MAX_ENTRIES:
-            self.code = {k: v for k, v in self.code.items() if k in self.used_code}
-            self.patterns = {k: v for k, v in self.patterns.items() if k in self.used_patterns}
-        data = {"python": sys.version, "code": self.code, "patterns": self.patterns}
+        # Copies (one C call each): a thread compiling meanwhile cannot change them.
+        code, patterns = dict(self.code), dict(self.patterns)
+        if len(code) + len(patterns) > MAX_ENTRIES:
+            code = {k: v for k, v in code.items() if k in self.used_code}
+            patterns = {k: v for k, v in patterns.items() if k in self.used_patterns}
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
+            data = marshal.dumps({"python": sys.version, "code": code, "patterns": patterns})
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as out:
-                out.write(marshal.dumps(data))
+                out.write(data)
             os.replace(temporary, self.path)  # a reader sees the old file or the new one
-        except OSError:
-            temporary.unlink(missing_ok=True)
+        except (OSError, ValueError):  # a cache never stops a start: the next one retries
+            try:
+                temporary.unlink()
+            except OSError:  # not there, or no folder to hold it
+                pass
 
     # -- dataclasses: `exec` of a generated source text ------------------------------
 

@@ -180,3 +180,18 @@ def test_save_writes_before_the_end_and_only_what_is_new(cache_file):
     compile_cache.save()
     compile_cache.finish()
     assert not cache_file.exists()
+
+
+def test_a_cache_that_cannot_be_written_never_stops_the_start(cache_file):
+    """Neither a value marshal refuses nor a folder that cannot be made raises: the
+    file is left as it was."""
+    cache = _start(cache_file)
+    _made_class()
+    cache.code["odd"] = object()  # marshal refuses it
+    compile_cache.finish()
+    assert not cache_file.exists()
+    blocked = cache_file.parent.parent / "blocked"
+    blocked.write_text("a file where the folder would be")
+    _start(blocked / "cache" / "compiled.marshal")
+    _made_class()
+    compile_cache.finish()
