@@ -221,6 +221,12 @@ class LLMServer:
         tool: "empty" (a 200 with no event, then the connection reset when the client
         sends its next request on it: llama-cpp-python 0.3.36, measured) or "refuse" (a
         500 saying "Automatic streaming tool choice is not supported")."""
+        self.tool_call_room = 0
+        """In llama-cpp-python mode, the tokens a tool call takes past its prompt: a whole
+        call whose model picks a tool with less room left in the window gets what
+        llama-cpp-python 0.3.36 sends when the window fills as the call is written
+        (measured, a 1,484-token prompt in a 1,536 window): a 500 saying "could not
+        broadcast input array from shape (49152,) into shape (0,)"."""
         self.dropped = 0
         """Requests that arrived on a connection the server had let go (and were reset)."""
         self.n_ctx: int | None = None
@@ -563,6 +569,18 @@ class _Handler(BaseHTTPRequestHandler):
         tokens = count_tokens(render_prompt(body.get("messages") or [], tools))
         with owner._lock:
             owner.prompt_tokens.append(tokens)
+        upcoming = owner._peek()
+        if (
+            tools
+            and not body.get("stream")
+            and upcoming is not None
+            and upcoming.kind == "tools"
+            and tokens <= owner.n_ctx < tokens + owner.tool_call_room
+        ):
+            owner._next()  # that call is lost with the error
+            message = "could not broadcast input array from shape (49152,) into shape (0,)"
+            self._send_json(500, {"error": {"message": message, "type": "internal_server_error"}})
+            return True
         if tokens <= owner.n_ctx:
             return False
         if body.get("stream"):  # what llama-cpp-python does: 200, and not a byte more

@@ -152,6 +152,24 @@ async def test_an_empty_200_on_overflow_teaches_the_window_and_says_what_to_do(l
     assert "not sent again" in of(again, TurnFailed)[-1].detail
 
 
+async def test_a_window_that_fills_as_a_tool_call_is_written_is_said_as_too_long(local):
+    """Seen by hand with llama-cpp-python 0.3.36 (a 1,536 window, a 1,484-token
+    prompt): the stream broke off as the model picked a tool, the whole call that
+    followed failed with the server's "could not broadcast input array…" 500, and the
+    app said *Cannot reach the endpoint* (the dropped connection before it, still
+    in the error's context). It is the window that is full: said so, with what to do."""
+    local.server.tool_call_room = local.server.n_ctx  # no room left for any tool call
+    local.server.script(
+        script.tool_calls(("c1", "set_context", {"label": "memory", "content": "tea"}))
+    )
+    events = await run(local.engine.send(local.sid, "remember tea"))
+    assert local.server.dropped == 1  # the whole call met the dropped connection first
+    failed = of(events, TurnFailed)
+    assert failed and failed[-1].kind == "context_length", failed
+    assert "Cannot reach" not in failed[-1].title
+    assert "too long" in failed[-1].title and "Compact now" in failed[-1].hint
+
+
 async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake_key):
     llm_server.llama_cpp_python(n_ctx=100_000, function_calling=False)
     local = make_chat(store, llm_server)

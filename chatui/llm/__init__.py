@@ -361,12 +361,15 @@ async def _whole_call_after_empty_stream(
     try:
         async for chunk in _whole_call(litellm, kwargs, model):
             yield chunk  # only after the whole answer is in: nothing repeats below
+        return
     except Exception as exc:
         if not connection_dropped(exc):
             raise
         log.info("%s dropped the connection after an empty stream; asking again", model)
-        async for chunk in _whole_call(litellm, kwargs, model):
-            yield chunk
+    # Asked outside the handler: an error of this call must not carry the dropped
+    # connection as its context (`map_error` would read it as "cannot reach").
+    async for chunk in _whole_call(litellm, kwargs, model):
+        yield chunk
 
 
 async def _whole_call(

@@ -239,6 +239,13 @@ _TRANSPORT_TEXT = re.compile(
 )
 
 
+_WINDOW_FILLED = re.compile(
+    r"could not broadcast input array from shape \(\d+,?\) into shape \(0,?\)"
+)
+"""llama-cpp-python 0.3's 500 when its window fills as the model writes (its logits
+buffer has no row left): the request fitted, the reply did not."""
+
+
 def _is_transport_text(detail: str) -> bool:
     """True for aiohttp's or httpx's description of a broken body (not for a person)."""
     return bool(_TRANSPORT_TEXT.search(detail or ""))
@@ -282,7 +289,7 @@ def map_error(
             f"The connection to {where} broke mid-reply",
             "The partial reply is kept. Press ctrl+r to regenerate.",
         )
-    if "ContextWindowExceededError" in names:
+    if "ContextWindowExceededError" in names or _WINDOW_FILLED.search(detail or ""):
         return err(
             "context_length",
             f"The conversation is too long for {model}",
