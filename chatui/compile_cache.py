@@ -50,6 +50,8 @@ class _Cache:
         self.used_code: set[str] = set()
         self.used_patterns: set[tuple[str | bytes, int]] = set()
         self.learned = False
+        self.writable = False
+        """Set by the first `save()`: only a start the app accepted writes the file."""
         self.compiler: Any = None
         self.original_compile: Any = None
         self._read()
@@ -154,21 +156,29 @@ def active() -> bool:
 
 
 def save() -> None:
-    """Write the file now if this start compiled anything new since the last write.
+    """Write the file now if this start compiled anything new since the last write,
+    and let `finish` write what is compiled after.
 
-    The app calls it once its modules are imported, before it starts (a no-op but on
-    a start after an upgrade): a terminal closed right after the first frame (the
-    bench's launches) would otherwise never get to `finish`."""
+    The app calls it once its modules are imported and its config and database were
+    accepted, before it starts (a no-op but on a start after an upgrade): a terminal
+    closed right after the first frame (the bench's launches) would otherwise never
+    get to `finish`. Nothing else writes the file: a refused start, `--help` or a
+    command leaves the user's folders as they were."""
     cache = _state
-    if cache is not None and cache.learned:
+    if cache is None:
+        return
+    cache.writable = True
+    if cache.learned:
         cache.learned = False
         cache.write()
 
 
 def finish() -> None:
-    """Compile as Python does again; write the file if this start compiled anything new."""
+    """Compile as Python does again; write the file if this start compiled anything new
+    since `save()` (only after it: see there)."""
     global _state
-    save()
+    if _state is not None and _state.writable:
+        save()
     cache, _state = _state, None
     if cache is None:
         return

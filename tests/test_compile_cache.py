@@ -43,10 +43,23 @@ def _made_class() -> type:
     )
 
 
-def _start(path: Path) -> compile_cache._Cache:
+def _start(path: Path, *, accepted: bool = True) -> compile_cache._Cache:
+    """A start; `accepted`: one the app went on with (its `save()` before it runs)."""
     compile_cache.install(path)
     assert compile_cache._state is not None
+    if accepted:
+        compile_cache.save()
     return compile_cache._state
+
+
+def test_a_start_that_is_not_the_apps_writes_nothing(cache_file):
+    """A refused start (a bad config or database), `--help` or a command compiles
+    through the cache but leaves the user's folders as they were."""
+    cache = _start(cache_file, accepted=False)
+    _made_class()
+    assert cache.learned
+    compile_cache.finish()
+    assert not cache_file.exists() and not cache_file.parent.exists()
 
 
 def test_a_second_start_compiles_nothing_and_gets_the_same_classes_and_patterns(cache_file):
@@ -155,12 +168,17 @@ def test_the_app_writes_it_for_the_next_start(monkeypatch):
 
     learned: list[bool] = []
 
-    def run(**kwargs: object) -> int:
-        _made_class()
-        learned.append(compile_cache._state is not None and compile_cache._state.learned)
-        return 0
+    class App:  # the app's start up to `ChatApp.run`, which is all this needs
+        return_code = 0
 
-    monkeypatch.setattr("chatui.tui.app.run", run)
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def run(self) -> None:
+            _made_class()
+            learned.append(compile_cache._state is not None and compile_cache._state.learned)
+
+    monkeypatch.setattr("chatui.tui.app.ChatApp", App)
     try:
         assert cli.main([]) == 0
     finally:
