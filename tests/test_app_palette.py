@@ -177,3 +177,24 @@ async def test_compact_now_summarises_with_the_model(store, long_chat, llm_serve
         # originals stay in the database and in search
         assert SessionManager(app.store).get_message_count(long_chat) == 30
         assert SessionManager(app.store).search("Point 5")
+
+
+async def test_compact_now_with_nothing_between_head_and_tail_says_why_not_short(store):
+    """Seen with a real local model: one question whose tool calls filled a 1,536-token
+    window left nothing to compact (its first messages and latest ones are kept whole),
+    and *Compact now* said "the chat is short" of a chat too long for the model."""
+    manager = SessionManager(store)
+    info = manager.create("One long turn", model="demo")
+    messages = [
+        {"id": "q", "role": "user", "parts": [{"type": "text", "text": "words " * 400}]},
+        {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "An answer."}]},
+    ]
+    await manager.append_all(info.id, messages)
+    app = make_app(store, Config(model="demo"))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        app.main.query_one(ChatInput).focus()
+        await run_command(pilot, "Compact now")
+        await wait_until(pilot, lambda: "Nothing to compact" in notices(app))
+        said = notices(app)
+        assert "short" not in said and "kept whole" in said, said

@@ -142,8 +142,11 @@ async def test_an_empty_200_on_overflow_teaches_the_window_and_says_what_to_do(l
     assert window.tokens == local.server.n_ctx and window.source == "error"
     failed = of(events, TurnFailed)
     assert failed and failed[-1].kind == "context_length"
-    assert "Compact now" in failed[-1].hint and "context_window" in failed[-1].hint
-    # Nothing to compact in a two-turn chat; pressing r does not send it again.
+    # Nothing to compact in a two-turn chat: the hint does not send the user to
+    # *Compact now*, which would only say so.
+    assert "Compact now" not in failed[-1].hint, failed[-1].hint
+    assert "new chat" in failed[-1].hint and "context_window" in failed[-1].hint
+    # Pressing r does not send it again.
     sent = len(local.server.requests)
     leaf = local.session.get_latest_leaf()
     again = await run(local.engine.regenerate(local.sid, leaf.id))
@@ -167,7 +170,7 @@ async def test_a_window_that_fills_as_a_tool_call_is_written_is_said_as_too_long
     failed = of(events, TurnFailed)
     assert failed and failed[-1].kind == "context_length", failed
     assert "Cannot reach" not in failed[-1].title
-    assert "too long" in failed[-1].title and "Compact now" in failed[-1].hint
+    assert "too long" in failed[-1].title and "new chat" in failed[-1].hint
 
 
 async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake_key):

@@ -712,6 +712,7 @@ class ChatEngine:
         schemas = [tool.to_openai() for tool in tools.values()] or None
         parent = parent_id
         compacted = False
+        compactable = True  # False once compacting found nothing to summarise
         rounds = 0
         while True:
             rounds += 1
@@ -722,6 +723,7 @@ class ChatEngine:
                 # Sent as it is, it would fail as the last one did: compact first.
                 compacted = True
                 done = await self._compact_quietly(session_id, parent)
+                compactable = done is not None
                 if done is not None:
                     yield done
                 if isinstance(done, Compacted):
@@ -730,7 +732,7 @@ class ChatEngine:
                         model, options, parent, system_prompt, schemas, history
                     )
             if too_long is not None:
-                yield self._too_long(session_id, model, options, too_long)
+                yield self._too_long(session_id, model, options, too_long, compactable)
                 return
             # The request leaves first: it carries only what is stored (the question,
             # the frozen prompt), and the reply's empty row, the events and the frames
@@ -777,6 +779,7 @@ class ChatEngine:
                             "warning",
                         )
                         done = await self._compact_quietly(session_id, parent)
+                        compactable = done is not None
                         if done is not None:
                             yield done
                         if isinstance(done, Compacted):
@@ -789,7 +792,7 @@ class ChatEngine:
                     yield ReplyFinished(session_id, writer.stored_final, "error")
                     hint = error.hint
                     if error.kind == "context_length":
-                        hint = self._overflow_hint(model, options)
+                        hint = self._overflow_hint(model, options, compactable)
                     yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
@@ -909,7 +912,12 @@ class ChatEngine:
         return estimate if estimate >= refused else None
 
     def _too_long(
-        self, session_id: str, model: str, options: ModelOptions, estimate: int
+        self,
+        session_id: str,
+        model: str,
+        options: ModelOptions,
+        estimate: int,
+        compactable: bool = True,
     ) -> TurnFailed:
         window = self.window(model)
         detail = f"This request is about {estimate:,} tokens"
@@ -919,14 +927,22 @@ class ChatEngine:
             session_id,
             f"The conversation is too long for {model}",
             detail + ". The server refused one as long already, so it was not sent again.",
-            self._overflow_hint(model, options),
+            self._overflow_hint(model, options, compactable),
             "context_length",
         )
 
     @staticmethod
-    def _overflow_hint(model: str, options: ModelOptions) -> str:
-        """Exactly what to do when a request is longer than the model's window."""
-        hint = "Compact the chat (ctrl+p, Compact now), or start a new chat (ctrl+n)"
+    def _overflow_hint(model: str, options: ModelOptions, compactable: bool = True) -> str:
+        """Exactly what to do when a request is longer than the model's window
+        (`compactable` False: compacting was tried and found nothing to summarise, so
+        *Compact now* would only say so)."""
+        if compactable:
+            hint = "Compact the chat (ctrl+p, Compact now), or start a new chat (ctrl+n)"
+        else:
+            hint = (
+                "Nothing before this turn can be compacted: start a new chat (ctrl+n), or "
+                "edit your question (e) to need less"
+            )
         if options.api_base:
             return (
                 f"{hint}. If the server at {options.api_base} runs with a larger window, "

@@ -400,7 +400,10 @@ class ChatCommands:
             self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
             return
         if result is None:
-            self.notify("Nothing to compact yet: the chat is short.")
+            self.notify(
+                "Nothing to compact: the chat's first messages and its latest ones are kept "
+                "whole, and nothing lies between them."
+            )
         else:
             self.notify(
                 "Compacted: the summary stands in for the middle of the chat; expand "
