@@ -254,6 +254,26 @@ async def test_tree_marks_status_model_and_search_hit():
         assert tree.hit == "a1" and tree.cursor_message_id == "a1"
 
 
+async def test_tree_says_a_failed_empty_replys_state_once_and_then_why():
+    """Seen at 80 columns with a local model: "◆ error (error — Cannot reac…" and
+    "◆ cancelled (canc…": the state word twice, and the reason cut off."""
+    chat = [
+        msg("q", "user", "a question"),
+        msg("e", "assistant", "", "q"),
+        msg("c", "assistant", "", "q"),
+    ]
+    chat[1].metadata.update({"status": "error", "error": "Cannot reach the endpoint"})
+    chat[2].metadata.update({"status": "cancelled"})
+    tree = MessageTree()
+    app = Harness(tree)
+    async with app.run_test() as pilot:
+        tree.show(chat, "c")
+        await pilot.pause()
+        texts = rows_of(tree)
+        assert texts[1].endswith("error (Cannot reach the endpoint)"), texts
+        assert texts[2].endswith("cancelled (before any text)"), texts
+
+
 async def test_tree_of_thousands_draws_only_what_is_on_screen():
     chain = long_chat(3000)
     for i in range(0, 3000, 60):  # 50 branch points

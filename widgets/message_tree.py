@@ -44,8 +44,9 @@ HIGHLIGHT_DELAY = 0.12
 """Seconds the cursor rests on a message before the chat scrolls to it (held keys glide)."""
 
 
-def preview(message: Message, width: int = 60) -> str:
-    """A one-line summary of a message for lists and trees."""
+def preview(message: Message, width: int = 60, *, state_shown: bool = False) -> str:
+    """A one-line summary of a message for lists and trees (`state_shown`: the row
+    names a failed reply's state already, so its summary says only why)."""
     text = message.text[: width * 8]  # enough to fill the line after whitespace collapses
     if not text.strip():
         calls = [p.get("tool_name", "?") for p in message.tool_calls]
@@ -55,7 +56,10 @@ def preview(message: Message, width: int = 60) -> str:
         elif results:
             text = "; ".join(f"{r.get('tool_name', '?')} → {r.get('output', '')}" for r in results)
         elif (state := reply_state(message)) in ("error", "cancelled"):
-            text = f"({reply_state_label(message, state)})"  # failed with no text: say so
+            label = reply_state_label(message, state)  # failed with no text: say so
+            if state_shown:  # "error (error — why…" would cut off the why
+                label = label.removeprefix(f"{state} — ").removeprefix(f"{state} ")
+            text = f"({label})"
         elif message.metadata.get("incomplete"):
             text = "(no text yet)"
         else:
@@ -627,7 +631,7 @@ class MessageTree(ScrollView, can_focus=True):
                 f"[{one_line(entry.model.rsplit('/', 1)[-1], 16)}] ", style("message-tree--model")
             )
         room = max(width - text.cell_len, 1)
-        label = Text(preview(message, room))
+        label = Text(preview(message, room, state_shown=bool(entry.status)))
         if not entry.on_path:
             label.stylize(style("message-tree--off-path"))
         if entry.message_id == self.active_leaf:
