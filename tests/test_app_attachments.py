@@ -142,6 +142,7 @@ async def test_an_image_for_a_model_that_cannot_see_is_refused_and_kept(
         await wait_until(pilot, lambda: "cannot see images" in chat_notices(app))
         notice = chat_notices(app)
         assert "cat.png is an image" in notice and f'[models."{MODEL}"]' in notice
+        assert notice.count("vision = true") == 1, notice  # said once, not in both parts
         assert llm_server.requests == []
         assert app.main.query_one(ChatInput).text == "Who is this?"  # nothing lost
         assert tray(app) == ("cat.png · image · 2.0 KB",)

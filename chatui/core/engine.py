@@ -642,22 +642,29 @@ class ChatEngine:
         if llm.supports_vision(model, options):
             return None
         what = f"{', '.join(images)} {'is an image' if len(images) == 1 else 'are images'}"
+        declare = f'vision = true under [models."{model}"] in the config'
+        hint = (
+            "Nothing was sent. Pick a model that sees images with ctrl+l, or remove the "
+            "image from the tray above the input (click its ×)"
+        )
         if options.vision is False:
             why = f"the config says {model} takes text only (vision = false)."
+            hint += "."
         elif llm.in_model_table(model):
             why = f"LiteLLM's model table says {model} takes text only."
-        else:  # a local server's model, most often: nothing says it sees
+            hint += f"; if the model does see images, set {declare}."
+        else:  # a local server's model, most often: nothing says it sees (`chatui ask`
+            # prints the detail, not the hint: the way out goes there)
             why = (
                 f"LiteLLM's model table does not list {model}, so nothing says it sees them "
-                f'(if it does: vision = true under [models."{model}"] in the config).'
+                f"(if it does: {declare})."
             )
+            hint += "."
         return TurnFailed(
             session_id,
             f"{model} cannot see images",
             f"{what}; {why}",
-            "Nothing was sent. Pick a model that sees images with ctrl+l, or remove the "
-            "image from the tray above the input (click its ×); if the model does see "
-            f'images, set vision = true under [models."{model}"] in the config.',
+            hint,
             kind="bad_input",
         )
 
