@@ -299,13 +299,19 @@ async def test_a_server_without_tokenize_stays_estimated_and_is_asked_once(
     assert TOKENS.counts(llm_server.base_url) is False
 
 
-async def test_tools_a_template_drops_are_reported_once_with_what_to_do(local):
+@pytest.mark.parametrize("stream_usage", [True, False], ids=["usage", "no-stream-usage"])
+async def test_tools_a_template_drops_are_reported_once_with_what_to_do(local, stream_usage):
     """The default template drops the tools: the server's prompt tokens are those of the
-    request without them. Said once (a notice naming the flags), not every turn."""
+    request without them. Said once (a notice naming the flags), not every turn; for a
+    server that streams without usage (llama-cpp-python), from its background count."""
     from chatui.core.events import Notice
+    from chatui.llm.template_cost import TEMPLATES
     from chatui.llm.tokens import TOKENS
 
     TOKENS.clear()
+    TEMPLATES.clear()
+    local.server.stream_usage = stream_usage
+    local.server.default = script.text("ok")  # the background counts' answers
     local.server.function_calling = False
     notices = []
     for i in range(4):
@@ -316,11 +322,19 @@ async def test_tools_a_template_drops_are_reported_once_with_what_to_do(local):
     assert "chatml-function-calling" in notices[0] and "--jinja" in notices[0]
 
 
-async def test_tools_that_reach_the_prompt_are_not_reported(local):
+@pytest.mark.parametrize("stream_usage", [True, False], ids=["usage", "no-stream-usage"])
+async def test_tools_that_reach_the_prompt_are_not_reported(local, stream_usage):
+    """Without usage in the stream (llama-cpp-python never sends it), LiteLLM's own
+    count of the messages stood in and, having no tools in it, told a server started
+    with chatml-function-calling to start with chatml-function-calling."""
     from chatui.core.events import Notice
+    from chatui.llm.template_cost import TEMPLATES
     from chatui.llm.tokens import TOKENS
 
     TOKENS.clear()
+    TEMPLATES.clear()
+    local.server.stream_usage = stream_usage
+    local.server.default = script.text("ok")  # the background counts' answers
     for i in range(3):
         local.server.script(script.text(f"Answer {i}."))
         events = await run(local.engine.send(local.sid, f"question {i}"))

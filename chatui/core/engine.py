@@ -229,6 +229,10 @@ class ChatEngine:
             schema_digests = {piece.digest for piece in request_pieces("", tools, [])}
             optional = sum(p.tokens for p in pieces if p.digest in schema_digests)
             TEMPLATES.learn(key, PROBE_CHAT, pieces, count, counted, optional)
+            if count == 1:  # the server's count of a request with the tools: are they in?
+                dropped = await _tools_dropped(api_base, PROBE_PROMPT, schemas, history, counted)
+                if dropped:
+                    QUIRKS.hold_notice(api_base, dropped)
 
     async def _window_asked(self) -> None:
         """Until the servers asked for their window have answered (their timeout bounds it)."""
@@ -851,8 +855,15 @@ class ChatEngine:
                             writer.usage["input"],
                             (finished, writer.usage["output"]),
                         )
-                    dropped = await _tools_dropped(
-                        options.api_base, system_prompt, schemas, history, writer.usage["input"]
+                    # Judged on the server's own count only: LiteLLM's stand-in for a
+                    # stream without usage leaves the tools out, as a template that
+                    # drops them would. Such a server is judged by `_probe` instead.
+                    dropped = (
+                        await _tools_dropped(
+                            options.api_base, system_prompt, schemas, history, writer.usage["input"]
+                        )
+                        if reported
+                        else QUIRKS.take_notice(options.api_base or "")
                     )
                     if dropped:
                         yield Notice(session_id, dropped, "warning")

@@ -38,6 +38,7 @@ class ServerQuirks:
         self._lock = threading.Lock()
         self._unstreamed_tools: set[str] = set()
         self._dropped_told: set[str] = set()
+        self._held: dict[str, str] = {}
 
     def streams_tools(self, server: str) -> bool:
         """False once `server` refused to stream a tool choice."""
@@ -60,10 +61,20 @@ class ServerQuirks:
             self._dropped_told.add(server)
             return True
 
+    def hold_notice(self, server: str, text: str) -> None:
+        """A notice found in the background (a probe), said after the next turn."""
+        with self._lock:
+            self._held[server] = text
+
+    def take_notice(self, server: str) -> str | None:
+        with self._lock:
+            return self._held.pop(server, None)
+
     def clear(self) -> None:
         with self._lock:
             self._unstreamed_tools.clear()
             self._dropped_told.clear()
+            self._held.clear()
 
 
 QUIRKS = ServerQuirks()
