@@ -45,6 +45,12 @@ async def ready(pilot, name: str) -> None:
     await wait_until(pilot, lambda: connection.state == "ready", 30)
 
 
+def approval_shown(app) -> bool:
+    """The approval dialog is up with its content (pushed is not yet composed: a key or a
+    query in between finds nothing)."""
+    return isinstance(app.screen, ToolApprovalScreen) and bool(app.screen.query("#approval-json"))
+
+
 def path(app) -> list:
     return app.main.snapshot.history
 
@@ -72,7 +78,7 @@ async def test_tool_round_on_one_branch_and_a_regenerated_sibling_without_it(
             script.text("It is morning in Tokyo."),
         )
         await send(pilot, "Time in Tokyo?")
-        await wait_until(pilot, lambda: isinstance(app.screen, ToolApprovalScreen))
+        await wait_until(pilot, lambda: approval_shown(app))
         shown = str(app.screen.query_one("#approval-json").render())
         assert "Asia/Tokyo" in shown and "get_current_time" in str(
             app.screen.query_one("#dialog-title").render()
@@ -109,7 +115,7 @@ async def test_n_refuses_with_a_reason_and_a_allows_for_good(store, llm_server, 
             script.text("Understood."),
         )
         await send(pilot, "Time?")
-        await wait_until(pilot, lambda: isinstance(app.screen, ToolApprovalScreen))
+        await wait_until(pilot, lambda: approval_shown(app))
         await pilot.press("n", *"you know it", "enter")
         await idle(pilot)
         result = path(app)[2].tool_results[0]
@@ -122,7 +128,7 @@ async def test_n_refuses_with_a_reason_and_a_allows_for_good(store, llm_server, 
                 script.text("Done."),
             )
         await send(pilot, "Again")
-        await wait_until(pilot, lambda: isinstance(app.screen, ToolApprovalScreen))
+        await wait_until(pilot, lambda: approval_shown(app))
         await pilot.press("a")
         await idle(pilot)
         await send(pilot, "Once more")
