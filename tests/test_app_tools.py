@@ -45,6 +45,17 @@ async def ready(pilot, name: str) -> None:
     await wait_until(pilot, lambda: connection.state == "ready", 30)
 
 
+def faulty_server() -> McpServer:
+    return McpServer("faulty", command=sys.executable, args=(FAULTY,), approval="always")
+
+
+async def say_hi(pilot, llm_server) -> None:
+    """A first exchange: the chat is stored and the model answered."""
+    llm_server.script(script.text("Hello."))
+    await send(pilot, "Hi")
+    await idle(pilot)
+
+
 def approval_shown(app) -> bool:
     """The approval dialog is up with its content (pushed is not yet composed: a key or a
     query in between finds nothing)."""
@@ -138,8 +149,7 @@ async def test_n_refuses_with_a_reason_and_a_allows_for_good(store, llm_server, 
 
 
 async def test_escape_stops_a_hung_call_like_a_reply(store, llm_server, fast):
-    faulty = McpServer("faulty", command=sys.executable, args=(FAULTY,), approval="always")
-    app = make_app(store, config_with(llm_server, faulty))
+    app = make_app(store, config_with(llm_server, faulty_server()))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, "faulty")
         llm_server.script(script.tool_calls(("c1", "faulty__hang", {})), script.text("unused"))
@@ -160,13 +170,10 @@ async def test_f2_shows_a_tool_description_that_looks_like_markup_as_written(
     """An MCP server's words are no markup: "[/]" in a tool's description crashed F2."""
     from chatui.tui.screens.prompt import PromptScreen
 
-    faulty = McpServer("faulty", command=sys.executable, args=(FAULTY,), approval="always")
-    app = make_app(store, config_with(llm_server, faulty))
+    app = make_app(store, config_with(llm_server, faulty_server()))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, "faulty")
-        llm_server.script(script.text("Hello."))
-        await send(pilot, "Hi")
-        await idle(pilot)
+        await say_hi(pilot, llm_server)
         await pilot.press("f2")
         await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
         titles = [str(t.render()) for t in app.screen.query("CollapsibleTitle")]
@@ -177,9 +184,7 @@ async def test_the_palette_turns_a_server_off_in_this_chat(store, llm_server, fa
     app = make_app(store, config_with(llm_server, time_server("always")))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, "time")
-        llm_server.script(script.text("Hello."))
-        await send(pilot, "Hi")
-        await idle(pilot)
+        await say_hi(pilot, llm_server)
         await pilot.press("ctrl+p")
         await pilot.press(*"turn off time")
         await pilot.pause(0.3)
@@ -206,13 +211,10 @@ async def test_the_palette_fills_an_mcp_prompt_and_attaches_a_resource(store, ll
     from chatui.tui.screens.dialogs import TextPrompt
     from widgets import ChatInput
 
-    faulty = McpServer("faulty", command=sys.executable, args=(FAULTY,), approval="always")
-    app = make_app(store, config_with(llm_server, faulty))
+    app = make_app(store, config_with(llm_server, faulty_server()))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, "faulty")
-        llm_server.script(script.text("Hello."))
-        await send(pilot, "Hi")
-        await idle(pilot)
+        await say_hi(pilot, llm_server)
         await pilot.press("ctrl+p", *"faulty/review")
         await pilot.pause(0.3)
         await pilot.press("enter")

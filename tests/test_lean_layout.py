@@ -35,6 +35,13 @@ def count_layouts(monkeypatch, screen) -> list[int]:
     return counted
 
 
+async def chat_open(pilot):
+    """The fixture's chat on screen and settled; its screen."""
+    await wait_until(pilot, lambda: len(pilot.app.screen.query(MessageView)) >= 4)
+    await settle(pilot)
+    return pilot.app.screen
+
+
 async def settle(pilot) -> None:
     """Until nothing is left to lay out or draw (a few idle turns of the app)."""
     for _ in range(5):
@@ -44,9 +51,7 @@ async def settle(pilot) -> None:
 async def test_new_messages_are_laid_out_once_not_again_by_their_own_sizes(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
-        await settle(pilot)
-        screen = app.screen
+        screen = await chat_open(pilot)
         assert isinstance(screen, EchoFreeLayout)
         layouts = count_layouts(monkeypatch, screen)
         chat = screen.chat_view
@@ -71,9 +76,7 @@ async def test_new_messages_are_laid_out_once_not_again_by_their_own_sizes(store
 async def test_the_tree_s_new_rows_need_no_layout_until_a_scrollbar_comes(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
-        await settle(pilot)
-        screen = app.screen
+        screen = await chat_open(pilot)
         tree = screen.tree
         snap = screen.snapshot
         assert snap is not None
@@ -120,9 +123,7 @@ def _written_update(compositor: Compositor, regions: list[Region], console) -> s
 async def test_a_partial_update_renders_only_the_widgets_its_regions_meet(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
-        await settle(pilot)
-        screen = app.screen
+        screen = await chat_open(pilot)
         compositor = screen._compositor
         assert isinstance(compositor, LeanCompositor)
         views = list(screen.query(MessageView))
@@ -158,9 +159,7 @@ async def test_a_partial_update_renders_only_the_widgets_its_regions_meet(store,
 async def test_the_tree_repaints_the_lines_whose_rows_changed(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
-        await settle(pilot)
-        screen = app.screen
+        screen = await chat_open(pilot)
         tree = screen.tree
         snap = screen.snapshot
         assert snap is not None

@@ -298,7 +298,7 @@ class MessageView(Vertical, can_focus=True):
     def _body_widget(self) -> Widget | None:
         """The body among the view's children (no DOM query: a streamed reply's every
         draw looked it up, and a query walks and matches the view's whole subtree)."""
-        for child in self._nodes:
+        for child in self.children:
             if child.has_class("message--body"):
                 return child
         return None

@@ -67,6 +67,7 @@ __all__ = [
     "completion_cost",
     "context_window",
     "ensure_loaded",
+    "in_model_table",
     "is_demo",
     "is_loaded",
     "key_problem",
@@ -79,7 +80,6 @@ __all__ = [
     "redact_known",
     "stream_completion",
     "supports_vision",
-    "in_model_table",
     "warm_up",
 ]
 

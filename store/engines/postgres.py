@@ -408,9 +408,9 @@ class PostgresEngine(Engine):
         # planner may read rows until enough match), counts them in a window and
         # ranks them when that is all of them; only the `limit` best read their
         # message, and none does for a broad query (LIMIT 1 keeps the LATERAL a
-        # subquery, whose condition on `n` the planner checks before the index). A broad query then asks for
-        # its newest matches, which the planner reads off the rowid index
-        # backwards, checking each row. The count in a window, not a MATERIALIZED
+        # subquery, whose condition on `n` the planner checks before the index).
+        # A broad query then asks for its newest matches, which the planner reads
+        # off the rowid index backwards, checking each row. The count in a window, not a MATERIALIZED
         # CTE counted and ranked apart, and no per-result "deleted" lookup: at 1M,
         # rare words (warm, 101 queries) 1.79 → 1.25 ms p50 for the statement.
         q = tsquery_expression(query)
