@@ -54,6 +54,10 @@ TYPING_FLUSH_SECONDS = 0.25
 """The same while someone types (a key within `TYPING_SECONDS`): drawing a growing
 reply re-lays the screen, and a keystroke's frame should not wait for that."""
 TYPING_SECONDS = 0.5
+STATES = ("writing", "cancelled", "error", "interrupted", "truncated")
+"""A reply's states, each a class of its view (`-writing`…)."""
+UNSTYLED_CLASSES = frozenset({"-writing"})
+"""Classes of a view that no CSS styles (a test asserts it): marks for code and tests."""
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 # Anything Markdown would render differently from plain text.
@@ -334,11 +338,20 @@ class MessageView(Vertical, can_focus=True):
         return None
 
     def _update_classes(self, *, update: bool = True) -> None:
+        """Set the view's role and state classes; restyled once (the view and all that
+        is in it), and only when a class that some CSS styles changed: a reply's end
+        only drops `-writing`, and that restyle was milliseconds for nothing."""
         status = status_of(self.message, live=self._streaming)
-        self.set_class(self.message.role == "user", "-user", update=update)
-        self.set_class(self.message.is_compaction, "-compaction", update=update)
-        for name in ("writing", "cancelled", "error", "interrupted", "truncated"):
-            self.set_class(status == name, f"-{name}", update=update)
+        wanted = {
+            "-user": self.message.role == "user",
+            "-compaction": self.message.is_compaction,
+            **{f"-{name}": status == name for name in STATES},
+        }
+        changed = {name for name, on in wanted.items() if self.has_class(name) != on}
+        for name in changed:
+            self.set_class(wanted[name], name, update=False)
+        if update and changed - UNSTYLED_CLASSES:
+            self.update_node_styles()
 
     def header_parts(self) -> list[tuple[str, str, int]]:
         """The header's pieces as (text, style, drop order): 0 is always shown; a narrow
