@@ -449,6 +449,39 @@ async def test_a_reply_that_comes_at_once_draws_its_first_words_before_the_rest(
     assert worded[-1] is False  # then its end
 
 
+async def test_a_reply_that_ends_well_is_not_restyled(store, config, llm_server, monkeypatch):
+    """Issue 22: a reply's end only drops `-writing`, which no CSS styles; restyling the
+    view and all in it for that was milliseconds of the app's CPU per send, taken from a
+    local model on the same cores. Its state still reads from the class."""
+    restyled: list[MessageView] = []
+    restyle = MessageView.update_node_styles
+
+    def counted(view: MessageView, animate: bool = True) -> None:
+        restyled.append(view)
+        restyle(view, animate)
+
+    monkeypatch.setattr(MessageView, "update_node_styles", counted)
+    llm_server.text("All is well here.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Are you there?")
+        await wait_until(pilot, lambda: not app.main.generating)
+        await pilot.pause()
+        views = app.main.chat_view.views
+        assert views[-1].message.role == "assistant" and not views[-1].has_class("-writing")
+        assert views[-1].shown == "All is well here."
+        assert not [v for v in restyled if v.message.role == "assistant"]
+        # Nothing styles it, so nothing was left unstyled (the app's whole stylesheet).
+        selected = {
+            selector.name
+            for rule in app.stylesheet.rules
+            for chain in rule.selector_set
+            for selector in chain.selectors
+        }
+        assert "-error" in selected and "-writing" not in selected
+
+
 async def test_a_reply_whose_server_fails_at_once_says_so_in_its_view(store, config, llm_server):
     """The reply's view is drawn with the question, before any answer: when the server
     answers with an error straight away, that view ends marked as an error, the error is
