@@ -19,9 +19,10 @@ the connection closed under the client, which learns it only when it sends its
 next request there (`streamed_tool_choice = "refuse"`: an error saying so, as
 its message reads, instead); text streams as usual; a prompt longer than
 `n_ctx` gets an empty 200 when streamed and a context-length 400 otherwise;
-`/v1/models` says nothing of the window; prompt tokens are counted by one
-toy tokenizer (`count_tokens`), which `/extras/tokenize` and `/tokenize`
-expose.
+`/v1/models` says nothing of the window; a streamed reply never ends with
+usage, whatever the client asks (a whole reply has it); prompt tokens are
+counted by one toy tokenizer (`count_tokens`), which `/extras/tokenize` and
+`/tokenize` expose.
 """
 
 from __future__ import annotations
@@ -240,7 +241,8 @@ class LLMServer:
         `/tokenize` {"prompt"}, 400 for anything else)."""
         self.stream_usage = True
         """False: a streamed reply never ends with usage, whatever the client asks
-        (llama-cpp-python's server); a whole reply still has it."""
+        (llama-cpp-python's server, so `llama_cpp_python()` sets it); a whole reply
+        still has it."""
         self.tokenize_bos = False
         """The tokenize routes add a BOS token to every text, as llama-cpp-python's
         `/extras/tokenize` does for a model that takes one (the prompt has one BOS)."""
@@ -276,6 +278,7 @@ class LLMServer:
         False: its default template, which drops the tools (and so streams anything)."""
         self.n_ctx = n_ctx
         self.function_calling = function_calling
+        self.stream_usage = False
         return self
 
     def _peek(self) -> Scripted | None:

@@ -21,7 +21,8 @@ def _fresh_quirks():
 
 @pytest.fixture
 def local(store, llm_server, fake_key):
-    llm_server.llama_cpp_python(n_ctx=4096)
+    llm_server.llama_cpp_python(n_ctx=4096)  # streams without usage, as it does
+    llm_server.default = script.text("ok")  # what the counts asked in the background get
     return make_chat(store, llm_server)
 
 
@@ -133,10 +134,12 @@ async def test_an_empty_200_on_overflow_teaches_the_window_and_says_what_to_do(l
     local.server.function_calling = False  # the default template: streams with tools
     local.server.script(script.text("Short answer."))
     await run(local.engine.send(local.sid, "first"))
+    await local.engine._window_asked()  # the server's counts, asked in the background
     assert local.engine.window("openai/test-model").tokens is None  # nothing says it
-    local.server.n_ctx = local.server.prompt_tokens[-1] + 5  # the next request overflows
+    local.server.n_ctx = local.server.prompt_tokens[0] + 5  # the next request overflows
+    asked = len(local.server.requests)
     events = await run(local.engine.send(local.sid, "a second, longer question " * 3))
-    kinds = [r.get("stream") for r in local.server.requests[1:]]
+    kinds = [r.get("stream") for r in local.server.requests[asked:]]
     assert kinds[:2] == [True, None]  # the empty 200, then asked whole
     window = WINDOWS.known("openai/test-model", local.config.options_for("openai/test-model"))
     assert window.tokens == local.server.n_ctx and window.source == "error"
@@ -194,6 +197,7 @@ async def test_continue_appends_to_the_same_reply_and_marks_where(local):
     local.server.script(script.text("The answer is forty", finish_reason="length"))
     events = await run(local.engine.send(local.sid, "what is it?"))
     cut = of(events, ReplyFinished)[-1].message
+    await local.engine._window_asked()  # the server's counts, asked in the background
     local.server.script(script.text("-two, of course."))
     events = await run(local.engine.continue_reply(local.sid, cut.id))
     finished = of(events, ReplyFinished)[-1]

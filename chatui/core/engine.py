@@ -136,6 +136,7 @@ class ChatEngine:
         streamer: Streamer | None = None,
         agent: AgentInfo | None = None,
         tool_filter: Callable[[str], Collection[str] | None] | None = None,
+        counted: Callable[[str], None] | None = None,
     ) -> None:
         self.manager = manager
         self.config = config
@@ -146,6 +147,9 @@ class ChatEngine:
         self._asking: set[asyncio.Task[Any]] = set()
         """Servers being asked for a model's window (`_ask_window`)."""
         self.tool_filter = tool_filter
+        self.counted = counted
+        """Called with the model's name when a count asked in the background (a server
+        streaming without usage) taught its figures: the app measures again."""
         """The tools a chat is limited to, by session id (a persona's), or None: all."""
         self.streamer: Streamer = streamer or llm.stream_completion
         """How a model call is streamed: in this process (the default), or the app's
@@ -183,20 +187,63 @@ class ChatEngine:
         task.add_done_callback(self._asking.discard)
 
     def _teach_template(
-        self, model: str, api_base: str | None, tools: Mapping[str, Tool], chat: str
+        self,
+        model: str,
+        api_base: str | None,
+        tools: Mapping[str, Tool],
+        chat: str,
+        measured: Measured,
+        history: list[Message],
     ) -> None:
         """Where a server counts pieces but reports no usage when streaming
         (llama-cpp-python), its template's share is learned once per server and tools,
         in the background: the prompt tokens of two small requests carrying the tools,
-        asked without streaming (`_probe`). The next figure takes them."""
+        asked without streaming (`_probe`). Once that is known, a chat whose next
+        figure is still estimated (a tool call, which the template renders its own
+        way) has the server count its path (`_count_chat`). The next figure takes
+        them; `counted` tells the app."""
         if not api_base or TOKENS.counts(api_base) is not True:
             return
         key = server_key(api_base, model, list(tools))
-        if not TEMPLATES.should_probe(key):
+        if TEMPLATES.should_probe(key):
+            work = self._probe(model, api_base, tools, key)
+        elif not measured.usage.exact:
+            work = self._count_chat(model, api_base, (chat, measured, tools, history))
+        else:
             return
-        task = asyncio.get_running_loop().create_task(self._probe(model, api_base, tools, key))
+        task = asyncio.get_running_loop().create_task(work)
         self._asking.add(task)
         task.add_done_callback(self._asking.discard)
+
+    def _told(self, model: str) -> None:
+        if self.counted is not None:
+            try:
+                self.counted(model)
+            except Exception:
+                log.exception("the counted listener failed")
+
+    async def _count_chat(
+        self,
+        model: str,
+        api_base: str,
+        path: tuple[str, Measured, Mapping[str, Tool], list[Message]],
+    ) -> None:
+        """The server's count of the chat's path as the next request sends it (less the
+        next question): one token asked without streaming, learned as the chat's anchor."""
+        chat, measured, tools, history = path
+        system_prompt = measured.request.system_prompt
+        schemas = [tool.to_openai() for tool in tools.values()] or None
+        counted = await llm.prompt_tokens(
+            model,
+            to_openai_messages(system_prompt, history),
+            schemas,
+            api_base=api_base,
+            timeout=self.config.request_timeout,
+        )
+        if counted is None:
+            return
+        if await _learn_cost(api_base, model, chat, (system_prompt, tools, history), counted):
+            self._told(model)
 
     async def _probe(self, model: str, api_base: str, tools: Mapping[str, Tool], key: str) -> None:
         schemas = [tool.to_openai() for tool in tools.values()] or None
@@ -233,6 +280,7 @@ class ChatEngine:
                 dropped = await _tools_dropped(api_base, PROBE_PROMPT, schemas, history, counted)
                 if dropped:
                     QUIRKS.hold_notice(api_base, dropped)
+        self._told(model)
 
     async def _window_asked(self) -> None:
         """Until the servers asked for their window have answered (their timeout bounds it)."""
@@ -890,7 +938,14 @@ class ChatEngine:
                     measured = await self.measure(session, finished.id, model, **measure_args)
                 yield ContextMeasured(session_id, finished.id, measured)
                 if writer.usage is None or not reported:  # no usage of the server's own
-                    self._teach_template(model, options.api_base, tools, session_id)
+                    self._teach_template(
+                        model,
+                        options.api_base,
+                        tools,
+                        session_id,
+                        measured,
+                        measure_args["history"],
+                    )
                 if measured.usage.over(self.config.compact_at):
                     compaction = await self._compact_quietly(session_id, finished.id)
                     if compaction is not None:
@@ -1136,11 +1191,11 @@ async def _learn_cost(
     chat: str,
     request: tuple[str, Mapping[str, Tool], list[Message]],
     prompt_tokens: int,
-    reply: tuple[Message, int],
-) -> None:
+    reply: tuple[Message, int] | None = None,
+) -> bool:
     """Set the server's count of the request just answered against its pieces, and a
     plain reply's text against its `completion_tokens` (`TEMPLATES`): the next figures
-    take the template's cost from them."""
+    take the template's cost from them. False when the count taught nothing."""
     system_prompt, tools, history = request
     counter = counting_key(api_base, model)
     if counter and TOKENS.counts(counter) is not False:
@@ -1151,12 +1206,15 @@ async def _learn_cost(
     optional = sum(piece.tokens for piece in pieces if piece.digest in schemas)
     key = server_key(api_base, model, list(tools))
     if not TEMPLATES.learn(key, chat, pieces, len(history), prompt_tokens, optional):
-        return  # not this request's count (a stand-in figure): nothing learned from it
+        return False  # not this request's count (a stand-in figure): nothing learned from it
+    if reply is None:
+        return True
     message, completion_tokens = reply
     # Only a reply sent back as it was written: reasoning is not sent, tool calls are
     # rendered otherwise, and a continued reply's tokens are only the continuation's.
     if [p.get("type") for p in message.parts] == ["text"] and not message.metadata.get("continued"):
         TEMPLATES.learn_reply(server_key(api_base, model, ()), message.text, completion_tokens)
+    return True
 
 
 async def _tools_dropped(
