@@ -482,6 +482,43 @@ async def test_a_reply_that_ends_well_is_not_restyled(store, config, llm_server,
         assert "-error" in selected and "-writing" not in selected
 
 
+async def test_a_turns_usage_is_drawn_in_the_sidebar_alone_and_together(store, config, llm_server):
+    """Issue 22: what the policy releases before the pane draws is drawn as one batch
+    (a turn's end is its usage, its measure and its end, a few ms apart: each was a
+    frame, the tree and the sidebar drawn again in each), and a batch that changed
+    only the chat's figures redraws the sidebar, not the tree."""
+    from chatui.core.events import UsageRecorded
+    from chatui.tui.first_frame import Release
+
+    llm_server.text("Hello there.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Hi")
+        await wait_until(pilot, lambda: not app.main.generating)
+        await pilot.pause()
+        main, pane = app.main, app.main.pane
+        assert pane.facts is not None and pane.facts.info is not None
+        spent = pane.facts.info.output_tokens
+        trees: list[int] = []
+        sidebars: list[int] = []
+        show_facts = main.sidebar.show_facts
+
+        async def counted(*args, **kwargs) -> None:
+            sidebars.append(1)
+            await show_facts(*args, **kwargs)
+
+        main.show_tree = lambda: trees.append(1)  # type: ignore[method-assign]
+        main.sidebar.show_facts = counted  # type: ignore[method-assign]
+        usage = UsageRecorded(pane.session_id, main.chat_view.views[-1].message_id, 7, 5, 0.0)
+        pane._post_draw(Release((usage,)))
+        pane._post_draw(Release((usage,)))
+        await wait_until(pilot, lambda: sidebars)
+        await pilot.pause()
+        assert pane.facts.info.output_tokens == spent + 10  # both drawn
+        assert sidebars == [1] and trees == []
+
+
 async def test_a_reply_whose_server_fails_at_once_says_so_in_its_view(store, config, llm_server):
     """The reply's view is drawn with the question, before any answer: when the server
     answers with an error straight away, that view ends marked as an error, the error is
