@@ -308,6 +308,7 @@ async def _streamed_call(
         response = await litellm.acompletion(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
+        _skip_success_logging(litellm, response)
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage: Any = None
@@ -351,6 +352,26 @@ async def _streamed_call(
                 await response.aclose()
             except Exception:
                 pass
+
+
+_SUCCESS_CALLBACKS = ("success_callback", "_async_success_callback", "callbacks")
+
+
+async def _no_success_logging(*args: Any, **kwargs: Any) -> None:
+    """What a stream's success logging does when nobody listens."""
+
+
+def _skip_success_logging(litellm: Any, stream: Any) -> None:
+    """Skip the success logging LiteLLM runs when a stream ends, when no callback of
+    LiteLLM's is set (chatui sets none): it prices the reply for its callbacks and
+    builds their payload, a few ms of CPU a call (for a model its table does not know,
+    several failed look-ups), for nobody. chatui prices the reply itself (`_ending`);
+    the usage at the stream's end is built before, and stays."""
+    if any(getattr(litellm, name, None) for name in _SUCCESS_CALLBACKS):
+        return
+    logging_obj = getattr(stream, "logging_obj", None)
+    if logging_obj is not None and hasattr(logging_obj, "dispatch_success_handlers"):
+        logging_obj.dispatch_success_handlers = _no_success_logging
 
 
 async def _whole_call_after_empty_stream(
