@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.core.events import ReplyFinished, TurnFailed
+from chatui.core.events import Notice, ReplyFinished, TurnFailed
 from chatui.llm.quirks import QUIRKS
 from store import reply_state, reply_state_label
 from tests import llm_server as script
@@ -123,6 +123,64 @@ async def test_a_whole_call_cut_by_the_length_limit_is_truncated_too(local):
     events = await run(local.engine.send(local.sid, "go"))
     assert local.server.last.get("stream") is not True
     assert of(events, ReplyFinished)[-1].status == "truncated"
+
+
+@pytest.mark.parametrize("chat_cap", [None, 300], ids=["default-cap", "chat-max-tokens"])
+async def test_a_whole_call_after_an_empty_stream_has_the_streamed_calls_output_cap(
+    local, chat_cap
+):
+    """A tool call asked whole after the stream broke off cannot be watched as it is
+    written: it carries the chat's max_tokens, else `WHOLE_CALL_MAX_TOKENS` (it once
+    had none, and SmolLM2 wrote tool arguments for 93 s of a 120 s timeout)."""
+    from chatui.llm import WHOLE_CALL_MAX_TOKENS
+
+    if chat_cap:
+        local.manager.update_metadata(local.sid, params={"max_tokens": chat_cap})
+    local.server.script(
+        script.tool_calls(("set_context", {"label": "memory", "content": "tea"})),
+        script.text("Saved."),
+    )
+    await run(local.engine.send(local.sid, "remember tea"))
+    whole = [r for r in local.server.requests if r.get("stream") is not True]
+    assert whole and whole[0]["max_tokens"] == (chat_cap or WHOLE_CALL_MAX_TOKENS)
+    assert local.server.requests[0].get("max_tokens") == chat_cap  # the stream's as it was
+
+
+async def test_a_tool_call_cut_by_the_output_cap_is_truncated_and_not_run(local):
+    """The whole call's cap cuts a tool call in its arguments: llama-cpp-python then
+    says `finish_reason: "tool_calls"` all the same (measured, a named tool choice,
+    0.3.36), its `completion_tokens` the cap. The reply is shown truncated, the cut
+    call is not run (no error sent back to the model for another round), and the
+    notice says what to do."""
+    local.server.honours_max_tokens = True
+    local.manager.update_metadata(local.sid, params={"max_tokens": 12})
+    memory = local.session.get_context_block("memory").content
+    local.server.script(
+        script.tool_calls(
+            ("set_context", {"label": "memory", "content": "tea, " * 30, "action": "append"})
+        )
+    )
+    events = await run(local.engine.send(local.sid, "remember tea"))
+    finished = of(events, ReplyFinished)
+    assert [f.status for f in finished] == ["truncated"], of(events, TurnFailed)
+    assert reply_state(local.session.get_message(finished[0].message.id)) == "truncated"
+    assert local.session.get_context_block("memory").content == memory  # not run
+    notes = [n.text for n in of(events, Notice)]
+    assert any("set_context" in n and "max_tokens" in n for n in notes), notes
+    assert [r.get("stream") for r in local.server.requests[:2]] == [True, None]
+    assert len([r for r in local.server.requests if r.get("max_tokens") != 1]) == 2
+
+
+async def test_a_whole_text_reply_cut_by_the_output_cap_is_truncated(local):
+    """A server that refuses streamed tool choices answers in words whole too: cut by
+    the cap, the reply is truncated (and continuable) as a streamed one is."""
+    QUIRKS.learn_unstreamed_tools(local.server.base_url)
+    local.server.honours_max_tokens = True
+    local.server.script(script.text("word " * 1500))
+    events = await run(local.engine.send(local.sid, "go on and on"))
+    finished = of(events, ReplyFinished)[-1]
+    assert finished.status == "truncated"
+    assert any("ctrl+g" in n.text for n in of(events, Notice))
 
 
 # -- overflow ----------------------------------------------------------------------------

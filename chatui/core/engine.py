@@ -112,6 +112,12 @@ TRUNCATED_NOTE = (
     "ctrl+g on it continues from where it stopped."
 )
 
+CUT_CALL_NOTE = (
+    "The reply stopped at the model's output limit while writing its call to {name}, "
+    "so the call was not run (the reply is kept, marked truncated). Raise max_tokens "
+    "for this chat (f2, then p) and press ctrl+r on the reply to ask again."
+)
+
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
 
@@ -871,8 +877,11 @@ class ChatEngine:
                     return
                 reported = False  # usage the server itself counted
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
-                if not writer.calls and writer.finish_reason == "length":
-                    status = "truncated"  # cut off by the output limit: kept, continuable
+                # Cut off by the output limit: kept, continuable; a tool call cut in its
+                # arguments (not JSON) is not run.
+                cut = [c for c in writer.calls if isinstance(c.get("input"), str)]
+                if writer.finish_reason == "length" and (cut or not writer.calls):
+                    status = "truncated"
                 async for note in self._finish(session_id, writer, status):
                     yield note
                 finished = writer.stored_final
@@ -917,7 +926,8 @@ class ChatEngine:
                         yield Notice(session_id, dropped, "warning")
                 yield ReplyFinished(session_id, finished, status)
                 if status == "truncated":
-                    yield Notice(session_id, TRUNCATED_NOTE, "warning")
+                    said = CUT_CALL_NOTE.format(name=cut[0].get("tool_name")) if cut else ""
+                    yield Notice(session_id, said or TRUNCATED_NOTE, "warning")
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
                 raise
