@@ -519,6 +519,56 @@ async def test_a_turns_usage_is_drawn_in_the_sidebar_alone_and_together(store, c
         assert sidebars == [1] and trees == []
 
 
+async def test_first_words_after_their_question_are_drawn_without_a_layout(
+    store, config, llm_server, monkeypatch
+):
+    """Issue 22: a reply's first words that come after its question was drawn land in
+    its plain body, one line high already: their frame repaints that line. The screen
+    was laid out for them (a reflow and a repaint of the whole chat area), only so the
+    first-frame policy would be told after their frame; it still is."""
+    from textual._compositor import Compositor
+
+    from .app_helpers import record_terminal
+
+    llm_server.text("Slowwords come.", delay=0.3)  # after the question's hold
+    app = make_app(store, config)
+    frames = record_terminal(app).frames
+    layouts: list[int] = []
+    reflow = Compositor.reflow
+
+    def counted(compositor, *args, **kwargs):
+        layouts.append(1)
+        return reflow(compositor, *args, **kwargs)
+
+    monkeypatch.setattr(Compositor, "reflow", counted)
+    worded: list[int] = []  # layouts so far when the words reached the reply's body
+
+    def hook(_message) -> None:
+        try:
+            views = app.main.chat_view.views
+        except Exception:
+            return
+        if not worded and len(views) == 2 and views[-1].shown:
+            worded.append(len(layouts))
+
+    told: list[tuple[int, bool]] = []
+    async with app.run_test(size=SIZE, headless=False, message_hook=hook) as pilot:
+        await ready(pilot)
+        pane = app.main.pane
+        drawn = pane._first_words_drawn
+
+        def watched() -> None:
+            told.append((len(layouts), any("Slowwords" in frame for frame in frames)))
+            drawn()
+
+        pane._first_words_drawn = watched  # type: ignore[method-assign]
+        await send(pilot, "Go")
+        await wait_until(pilot, lambda: told)
+        await wait_until(pilot, lambda: not app.main.generating)
+    assert worded and told
+    assert told[0] == (worded[0], True)  # no layout on the way; the words were sent
+
+
 async def test_a_reply_whose_server_fails_at_once_says_so_in_its_view(store, config, llm_server):
     """The reply's view is drawn with the question, before any answer: when the server
     answers with an error straight away, that view ends marked as an error, the error is

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.core.events import Notice, ReplyFinished, TurnFailed
+from chatui.core.events import Compacted, Notice, ReplyFinished, TurnFailed
 from chatui.llm.quirks import QUIRKS
 from store import reply_state, reply_state_label
 from tests import llm_server as script
@@ -246,6 +246,32 @@ async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake
     assert not of(events, TurnFailed)
     assert of(events, ReplyFinished)[-1].message.text == "Fits now."
     assert local.engine.window("openai/test-model").source == "error"
+
+
+async def test_an_overflow_a_compaction_cannot_cure_says_why_not_compact_now(
+    store, llm_server, fake_key
+):
+    """Compacted and sent again, the request still overflows (the latest messages are
+    kept whole and fill the window): the hint says compacting was not enough, with the
+    figures, and does not offer *Compact now*, which would do the same again (it once
+    did: a loop of the same failure)."""
+    llm_server.llama_cpp_python(n_ctx=100_000, function_calling=False)
+    local = make_chat(store, llm_server)
+    for i in range(4):
+        llm_server.script(script.text(f"Answer {i}."))
+        await run(local.engine.send(local.sid, f"question {i}"))
+    await local.engine._window_asked()
+    llm_server.default = None  # from here on, only what is scripted
+    llm_server.n_ctx = llm_server.prompt_tokens[-1] + 50  # what was short fits, no more
+    big = " ".join(f"w{i}" for i in range(300))
+    llm_server.script(script.text("A summary of the early talk."))
+    events = await run(local.engine.send(local.sid, big))
+    assert of(events, Compacted)
+    failed = of(events, TurnFailed)
+    assert failed and failed[-1].kind == "context_length", failed
+    hint = failed[-1].hint
+    assert "Compacting was not enough" in hint and "Compact now" not in hint, hint
+    assert "ctrl+n" in hint and "context_window" in hint
 
 
 # -- continue ------------------------------------------------------------------------------

@@ -565,6 +565,17 @@ class MessageView(Vertical, can_focus=True):
             async with self._appending:
                 await self._draw(self.stream)
 
+    def hand_over(self) -> bool:
+        """Hand the plain body's pending repaint (or layout) to the screen now, not when
+        the body next idles: a caller can then wait for the frame that shows what was
+        just drawn ("after refresh") without laying the screen out. False (nothing
+        done) when the body is not a plain text on screen."""
+        body = self._body_widget()
+        if not isinstance(body, Static) or not body.is_mounted:
+            return False
+        body._check_refresh()  # what Textual runs when the widget idles
+        return True
+
     async def _drain(self, stream: ReplyStream) -> None:
         """The view's one drawing task: what the stream holds, joined, drawn at most
         every `FLUSH_SECONDS`; the first text after a quiet spell at once.

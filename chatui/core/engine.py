@@ -371,11 +371,13 @@ class ChatEngine:
         window = self.window(model).tokens
         # Keep at most a quarter of the window, and at most a third of what the path's
         # messages hold now, so compacting frees a real share (min_tail_messages holds).
-        tokens = estimate_message_tokens(session.get_history(leaf_id))
-        tail = min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else []))
+        history = session.get_history(leaf_id)
+        tokens = estimate_message_tokens(history)
+        tail = max(1, min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else [])))
         compact_fn = create_compact_function(
             make_summarizer(writer, self.options_for(writer), timeout=self.config.request_timeout),
-            tail_token_budget=max(tail, 1),
+            protect_head=_head_to_protect(history, tail),
+            tail_token_budget=tail,
         )
         try:
             return await compact_fn(session, leaf_id)
@@ -777,7 +779,8 @@ class ChatEngine:
         schemas = [tool.to_openai() for tool in tools.values()] or None
         parent = parent_id
         compacted = False
-        compactable = True  # False once compacting found nothing to summarise
+        compactable = True  # False once compacting was done this turn (or found nothing)
+        kept: tuple[int, int] | None = None  # what a compaction this turn left, if made
         rounds = 0
         while True:
             rounds += 1
@@ -788,16 +791,17 @@ class ChatEngine:
                 # Sent as it is, it would fail as the last one did: compact first.
                 compacted = True
                 done = await self._compact_quietly(session_id, parent)
-                compactable = done is not None
+                compactable = isinstance(done, Notice)  # it failed: trying again may do
                 if done is not None:
                     yield done
                 if isinstance(done, Compacted):
                     history = session.get_history(parent)
+                    kept = _sizes(system_prompt, schemas, history)
                     too_long = self._refused_before(
                         model, options, parent, system_prompt, schemas, history
                     )
             if too_long is not None:
-                yield self._too_long(session_id, model, options, too_long, compactable)
+                yield self._too_long(session_id, model, options, too_long, compactable, kept)
                 return
             # The request leaves first: it carries only what is stored (the question,
             # the frozen prompt), and the reply's empty row, the events and the frames
@@ -844,10 +848,11 @@ class ChatEngine:
                             "warning",
                         )
                         done = await self._compact_quietly(session_id, parent)
-                        compactable = done is not None
+                        compactable = isinstance(done, Notice)  # failed: may do next time
                         if done is not None:
                             yield done
                         if isinstance(done, Compacted):
+                            kept = _sizes(system_prompt, schemas, session.get_history(parent))
                             writer.reset()
                             continue
                     async for note in self._finish(
@@ -857,7 +862,7 @@ class ChatEngine:
                     yield ReplyFinished(session_id, writer.stored_final, "error")
                     hint = error.hint
                     if error.kind == "context_length":
-                        hint = self._overflow_hint(model, options, compactable)
+                        hint = self._overflow_hint(model, options, compactable, kept)
                     yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
@@ -960,6 +965,10 @@ class ChatEngine:
                     compaction = await self._compact_quietly(session_id, finished.id)
                     if compaction is not None:
                         yield compaction
+                    if isinstance(compaction, Compacted):
+                        left = await self._still_over(session, session_id, finished.id, model)
+                        if left is not None:
+                            yield left
                 return
             session.set_branch(finished.id)  # the tool calls' writes belong to this reply
             run = await run_tools(session, tools, writer.calls, finished.id)
@@ -1001,6 +1010,7 @@ class ChatEngine:
         options: ModelOptions,
         estimate: int,
         compactable: bool = True,
+        kept: tuple[int, int] | None = None,
     ) -> TurnFailed:
         window = self.window(model)
         detail = f"This request is about {estimate:,} tokens"
@@ -1010,17 +1020,31 @@ class ChatEngine:
             session_id,
             f"The conversation is too long for {model}",
             detail + ". The server refused one as long already, so it was not sent again.",
-            self._overflow_hint(model, options, compactable),
+            self._overflow_hint(model, options, compactable, kept),
             "context_length",
         )
 
     @staticmethod
-    def _overflow_hint(model: str, options: ModelOptions, compactable: bool = True) -> str:
+    def _overflow_hint(
+        model: str,
+        options: ModelOptions,
+        compactable: bool = True,
+        kept: tuple[int, int] | None = None,
+    ) -> str:
         """Exactly what to do when a request is longer than the model's window
-        (`compactable` False: compacting was tried and found nothing to summarise, so
-        *Compact now* would only say so)."""
+        (`compactable` False: this turn compacted already, so *Compact now* would do
+        nothing more; `kept`: what that compaction left, the system prompt and tools'
+        tokens and the messages', or None when it found nothing to summarise)."""
         if compactable:
             hint = "Compact the chat (ctrl+p, Compact now), or start a new chat (ctrl+n)"
+        elif kept is not None:
+            fixed, messages = kept
+            hint = (
+                "Compacting was not enough: the system prompt and tools are about "
+                f"{fixed:,} tokens, and the messages it keeps whole (the latest ones) about "
+                f"{messages:,}. Start a new chat (ctrl+n), or edit your question (e) to "
+                "need less"
+            )
         else:
             hint = (
                 "Nothing before this turn can be compacted: start a new chat (ctrl+n), or "
@@ -1146,6 +1170,24 @@ class ChatEngine:
             assert writer.outage is not None
             await writer.outage.wait()
 
+    async def _still_over(
+        self, session: Session, session_id: str, leaf_id: str, model: str
+    ) -> Notice | None:
+        """Why a compaction left the next request over `compact_at` (it compacts again
+        on the next turn, and would free as little), or None when it freed enough."""
+        usage = (await self.measure(session, leaf_id, model)).usage
+        if not usage.over(self.config.compact_at) or not usage.window:
+            return None
+        return Notice(
+            session_id,
+            f"Compacting left the next request at about {usage.tokens:,} of "
+            f"{usage.window:,} tokens (compact_at = {self.config.compact_at}): the system "
+            f"prompt and tools are about {usage.prompt + usage.tools:,}, and the latest "
+            f"messages, kept whole, about {usage.messages:,}. A new chat (ctrl+n) starts "
+            "with none of them.",
+            "warning",
+        )
+
     async def _compact_quietly(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
         """Compact the path to `leaf_id`; a failure is a Notice, nothing is lost."""
         try:
@@ -1164,6 +1206,30 @@ def _estimate(
     """The request's size by the estimate (its prompt, tools and messages)."""
     tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
     return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)
+
+
+PROTECT_HEAD = 3
+"""The first messages a compaction keeps whole (`store.create_compact_function`'s
+default), fewer when they hold more than the tail may (`_head_to_protect`)."""
+
+
+def _head_to_protect(history: list[Message], budget: int) -> int:
+    """How many first messages a compaction keeps: `PROTECT_HEAD`, fewer when they hold
+    more than `budget` tokens (the tail's). A long first question in a small window
+    was kept whole, and compacting freed too little to fit (1.5k tokens, a 400-token
+    question): it is summarised with the rest instead."""
+    head = min(PROTECT_HEAD, len(history))
+    while head and estimate_message_tokens(history[:head]) > budget:
+        head -= 1
+    return head
+
+
+def _sizes(
+    system_prompt: str, schemas: list[dict[str, Any]] | None, history: list[Message]
+) -> tuple[int, int]:
+    """The request's estimate in two: its system prompt and tools, its messages."""
+    tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
+    return estimate_string_tokens(system_prompt) + tools, estimate_message_tokens(history)
 
 
 async def _servers_usage(

@@ -606,13 +606,29 @@ class ChatPane(SurvivesOutage, Vertical):
                         await self.on_shown(tree="tree" in due, facts="facts" in due)
             finally:
                 self._panes_due = None
-        if any(release.first_words for release in releases):
-            # Marked for layout now: the words' widget asks for its own only when it
-            # next idles, and a screen with nothing to lay out runs "after refresh"
-            # callbacks at once, before the frame. Not repainted whole: the layout
-            # repaints what moved (a repaint of the screen was a full frame).
-            self.screen.refresh(repaint=False, layout=True)
+        worded = [release for release in releases if release.first_words]
+        if worded:
+            # The words' frame must be drawn before the policy is told: the words'
+            # widget hands its repaint to the screen only when it next idles, and a
+            # screen with nothing to draw runs "after refresh" callbacks at once,
+            # before the frame. Words drawn into a reply's plain body (mounted with its
+            # question, one line high already) are handed over now: a repaint of their
+            # lines. Otherwise (views mounted, a Markdown body) the screen is marked
+            # for layout, which repaints what moved (a repaint of the screen was a full
+            # frame); laying it out for the words alone was a reflow and a repaint of
+            # the whole chat area in most sends.
+            if not all(self._hand_over(release) for release in worded):
+                self.screen.refresh(repaint=False, layout=True)
             self.call_after_refresh(self._first_words_drawn)
+
+    def _hand_over(self, release: Release) -> bool:
+        """The release's words were drawn into views on screen that handed their repaint
+        to the screen (`MessageView.hand_over`); False if anything else is in it."""
+        deltas = [event for event in release.events if isinstance(event, ReplyDelta)]
+        if len(deltas) != len(release.events):
+            return False
+        views = [self.chat_view.view_for(delta.message_id) for delta in deltas]
+        return all(view is not None and view.hand_over() for view in views)
 
     async def _show(self, event: TurnEvent) -> None:
         """Draw one event of the chat on screen (under the lock)."""
