@@ -19,9 +19,10 @@ the connection closed under the client, which learns it only when it sends its
 next request there (`streamed_tool_choice = "refuse"`: an error saying so, as
 its message reads, instead); text streams as usual; a prompt longer than
 `n_ctx` gets an empty 200 when streamed and a context-length 400 otherwise;
-`/v1/models` says nothing of the window; prompt tokens are counted by one
-toy tokenizer (`count_tokens`), which `/extras/tokenize` and `/tokenize`
-expose.
+`/v1/models` says nothing of the window; a streamed reply never ends with
+usage, whatever the client asks (a whole reply has it); prompt tokens are
+counted by one toy tokenizer (`count_tokens`), which `/extras/tokenize` and
+`/tokenize` expose.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
@@ -240,10 +241,17 @@ class LLMServer:
         `/tokenize` {"prompt"}, 400 for anything else)."""
         self.stream_usage = True
         """False: a streamed reply never ends with usage, whatever the client asks
-        (llama-cpp-python's server); a whole reply still has it."""
+        (llama-cpp-python's server, so `llama_cpp_python()` sets it); a whole reply
+        still has it."""
         self.tokenize_bos = False
         """The tokenize routes add a BOS token to every text, as llama-cpp-python's
         `/extras/tokenize` does for a model that takes one (the prompt has one BOS)."""
+        self.honours_max_tokens = False
+        """Cut a whole (not streamed) reply at the request's `max_tokens` (toy tokens):
+        its text, or a tool call's arguments mid-JSON, as llama-cpp-python does for a
+        named tool choice: `finish_reason` "tool_calls" all the same for a call (measured,
+        0.3.36), "length" for text; `completion_tokens` is the cap. (Its
+        chatml-function-calling ignores `max_tokens` with an automatic tool choice.)"""
         self.counted_usage = False
         """Report usage as a server that counts but has no tokenize route (Ollama): the
         rendered prompt (`render_prompt`, tools included) and the reply's text by the toy
@@ -276,6 +284,7 @@ class LLMServer:
         False: its default template, which drops the tools (and so streams anything)."""
         self.n_ctx = n_ctx
         self.function_calling = function_calling
+        self.stream_usage = False
         return self
 
     def _peek(self) -> Scripted | None:
@@ -611,7 +620,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body, reply.headers)
             return
         if reply.kind == "json" or (not stream and reply.kind in ("text", "tools")):
-            self._send_json(200, _completion(model, reply, self._usage(reply)))
+            usage = self._usage(reply)
+            cap = body.get("max_tokens")
+            if self.owner.honours_max_tokens and isinstance(cap, int):
+                reply, usage = _capped(reply, cap, usage)
+            self._send_json(200, _completion(model, reply, usage))
             return
         if reply.kind == "hang" and not reply.text:
             self.owner.wait(reply.seconds)
@@ -742,6 +755,19 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | 
         text = (content or "") + "".join(json.dumps(c.get("function")) for c in calls)
         out.append(f"<|im_start|>{message.get('role')}\n{text}<|im_end|>\n")
     return "".join(out) + "<|im_start|>assistant\n"
+
+
+def _capped(reply: Scripted, cap: int, usage: tuple[int, int]) -> tuple[Scripted, tuple[int, int]]:
+    """`reply` cut at `cap` toy tokens (its text, else its first call's arguments)."""
+    value = reply.text or (reply.calls[0][2] if reply.calls else "")
+    found = list(_TOKEN.finditer(value))
+    if len(found) <= cap:
+        return reply, usage
+    cut = value[: found[cap - 1].end()] if cap > 0 else ""
+    if reply.text:
+        return replace(reply, text=cut, finish_reason="length"), (usage[0], cap)
+    call_id, name, _ = reply.calls[0]
+    return replace(reply, calls=[(call_id, name, cut)]), (usage[0], cap)
 
 
 def _completion(

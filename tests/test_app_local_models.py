@@ -215,9 +215,12 @@ def test_hosted_models_follow_the_keys_set_and_are_made_once_per_set():
 async def test_the_sidebar_says_estimated_until_the_server_counted_then_exact(
     store, config, llm_server
 ):
-    """A server with /tokenize: before any reply the template's share is unknown and the
-    sidebar says so; after two replies its figure is the server's count of the next
-    request less the question (and says exact), and F2 shows the template's share."""
+    """A server with /tokenize that streams without usage (llama-cpp-python): before any
+    reply the template's share is unknown and the sidebar says so; after the first
+    reply the server is asked for its counts in the background, and when they come the
+    sidebar, with nothing sent meanwhile, shows the server's count of the next request
+    less the question (and says exact; it once stayed estimated until the next send).
+    F2 shows the template's share."""
     from chatui.llm.template_cost import TEMPLATES
     from chatui.llm.tokens import TOKENS
     from chatui.tui.screens.prompt import PromptScreen
@@ -229,13 +232,12 @@ async def test_the_sidebar_says_estimated_until_the_server_counted_then_exact(
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         counted = app.main.sidebar.query_one("#counted")
+        assert str(counted.render()) == "tokens estimated"
         await type_and_send(pilot, "Hello there.")
         await wait_until(pilot, lambda: len(chat_path(app)) == 2)
         await idle(pilot)
-        await type_and_send(pilot, "And again?")
-        await wait_until(pilot, lambda: len(chat_path(app)) == 4)
-        await idle(pilot)
         await wait_until(pilot, lambda: "exact" in str(counted.render()))
+        assert len(llm_server.requests) == 3  # the reply, and the two counts asked after
         assert str(counted.render()) == "tokens exact (server's count)"
         shown = app.main.sidebar.stats.tokens
         await pilot.press("f2")
@@ -244,7 +246,7 @@ async def test_the_sidebar_says_estimated_until_the_server_counted_then_exact(
         assert "template " in title and f"whole request {shown:,} tokens" in title
         await pilot.press("escape")
         await type_and_send(pilot, "x")
-        await wait_until(pilot, lambda: len(chat_path(app)) == 6)
+        await wait_until(pilot, lambda: len(chat_path(app)) == 4)
         await idle(pilot)
     # The question "x" is one token and its message three (the toy ChatML's markers).
     assert shown + 1 + 3 == llm_server.prompt_tokens[-1]

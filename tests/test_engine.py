@@ -12,6 +12,7 @@ import pytest
 from chatui.core.config import Config
 from chatui.core.engine import ChatEngine, ContextUsage
 from chatui.core.events import (
+    Compacted,
     MemoryChanged,
     MessageStored,
     Notice,
@@ -459,3 +460,56 @@ async def test_reasoning_is_stored_as_its_own_part_and_not_sent_back(chat):
     ]
     await run(chat.engine.send(chat.sid, "thanks"))
     assert "2 plus 2" not in json.dumps(chat.server.last["messages"])
+
+
+SUMMARY = "## Topic\nT\n## Key Points\n- k\n## Current State\nok\n## Open Items\n-"
+
+
+async def test_a_long_first_question_in_a_small_window_is_compacted_too(
+    store, llm_server, fake_key
+):
+    """A 1.5k window whose first question is long: the first messages a compaction
+    protects held it, so compacting freed too little and ran again each turn (found on
+    a real local server). The protection shrinks to what the tail may hold: the
+    question is summarised with the rest and the next request is under `compact_at`."""
+    from chatui.core.config import ModelOptions
+
+    chat = make_chat(
+        store, llm_server, models={"openai/test-model": ModelOptions(context_window=1536)}
+    )
+    fixed = await chat.engine.context_usage(chat.sid)
+    words = int((0.8 * 1536 - fixed.tokens - 40) / 1.3)  # the first turn fits, just
+    chat.server.script(script.text("Sure."))
+    await run(chat.engine.send(chat.sid, "word " * words))
+    first = chat.session.get_history()[0]
+    assert not (await chat.engine.context_usage(chat.sid)).over(0.8)
+    chat.server.script(script.text("Then this. " * 10), script.json_reply(SUMMARY))
+    events = await run(chat.engine.send(chat.sid, "And then what happens next? " * 5))
+    compacted = of(events, Compacted)
+    assert len(compacted) == 1, [type(e).__name__ for e in events]
+    assert compacted[0].compaction.from_message_id == first.id  # the question too
+    assert not of(events, Notice)
+    after = await chat.engine.context_usage(chat.sid)
+    assert not after.over(0.8), after
+    chat.server.script(script.text("ok"))
+    assert not of(await run(chat.engine.send(chat.sid, "fine")), Compacted)  # once
+
+
+async def test_a_compaction_that_cannot_free_enough_says_why(store, llm_server, fake_key):
+    """The latest messages are kept whole: when they alone fill the window past
+    `compact_at`, compacting says so, with the figures, instead of a silent summary each
+    turn."""
+    from chatui.core.config import ModelOptions
+
+    chat = make_chat(
+        store, llm_server, models={"openai/test-model": ModelOptions(context_window=1536)}
+    )
+    for i in range(2):
+        chat.server.script(script.text(f"a{i}"))
+        await run(chat.engine.send(chat.sid, f"q{i}"))
+    answer = " ".join(f"w{i}" for i in range(300))  # no repeated chunk: not a loop
+    chat.server.script(script.text(answer), script.json_reply(SUMMARY))
+    events = await run(chat.engine.send(chat.sid, "question " * 200))
+    assert of(events, Compacted)
+    notes = [n.text for n in of(events, Notice)]
+    assert len(notes) == 1 and "kept whole" in notes[0] and "ctrl+n" in notes[0], notes

@@ -378,3 +378,85 @@ async def test_why_the_model_stopped_crosses_and_a_refused_streamed_tool_choice_
     chunks = await run(worker, llm_server, tools=tools)
     assert [c.name for c in chunks if isinstance(c, llm.ToolCallChunk)] == ["f"]
     assert [r.get("stream") for r in llm_server.requests[-2:]] == [True, None]
+
+
+@pytest.fixture
+def slow_batches(worker):
+    """The module's worker with a batch slot longer than any test: what the model process
+    joins is then decided by the stream alone, not by the machine's speed."""
+    worker.batch_seconds = 30.0
+    yield worker
+    worker.batch_seconds = None
+
+
+async def test_a_burst_of_text_crosses_in_a_few_lines_complete_and_in_order(
+    slow_batches, llm_server, fake_key
+):
+    """Issue 22: every line costs the app a wake-up and an event. 300 streamed words
+    cross as the first word (at once), the rest joined, why it stopped, usage, the end."""
+    reply = " ".join(f"w{i}" for i in range(300)) + " ü ✓"
+    llm_server.script(script.text(reply, usage=(40, 302), reasoning="think " * 50))
+    before = slow_batches.lines
+    chunks = await run(slow_batches, llm_server)
+    assert slow_batches.lines - before <= 7  # was 355: one per chunk
+    assert text_of(chunks) == reply
+    assert "".join(c.text for c in chunks if isinstance(c, llm.ReasoningChunk)) == "think " * 50
+    kinds = [type(c).__name__ for c in chunks]
+    assert kinds.index("ReasoningChunk") < kinds.index("TextChunk")
+    assert kinds[-2:] == ["FinishChunk", "UsageChunk"]
+    assert len(chunks) <= 6
+
+
+async def test_the_first_words_are_not_held_for_the_batch(slow_batches, llm_server, fake_key):
+    """The first text of a call goes at once (the first frame must not wait), even with
+    a slot of 30 s; the server then stalls, and the words are there before it resumes."""
+    llm_server.script(script.hang(20, text_before="first words"), script.text("next"))
+    stream = slow_batches.stream(MODEL, HI, api_base=llm_server.base_url, timeout=30, max_retries=0)
+    try:
+        async with asyncio.timeout(15):  # a guard: the hang lasts 20 s, the slot 30 s
+            first = await anext(stream)
+        assert isinstance(first, llm.TextChunk) and first.text == "first"
+    finally:
+        await stream.aclose()
+
+
+async def test_text_waiting_for_its_slot_reaches_the_app_before_an_error(
+    slow_batches, llm_server, fake_key
+):
+    """A stream that breaks while text waits for its slot: the text arrives first (the
+    engine keeps it), then the error."""
+    llm_server.script(script.malformed(text_before="half a sentence"))
+    got: list[llm.Chunk] = []
+    with pytest.raises(llm.LLMError) as info:
+        async for chunk in slow_batches.stream(
+            MODEL, HI, api_base=llm_server.base_url, timeout=5, max_retries=0
+        ):
+            got.append(chunk)
+    assert info.value.kind == "bad_response"
+    assert text_of(got) == "half a sentence"
+
+
+async def test_text_queued_on_the_app_side_is_read_as_one_chunk():
+    """Lines that arrived together wait in the call's queue; the stream hands the
+    neighbouring text over as one chunk (one event for the engine), order kept."""
+    from chatui.llm.worker import _Call, _Stream
+
+    worker = StreamWorker()
+    call = _Call(asyncio.get_running_loop())
+    worker._calls[call.number] = call
+    call.push(
+        llm.ReasoningChunk("a"),
+        llm.ReasoningChunk("b"),
+        llm.TextChunk("c"),
+        llm.TextChunk("d"),
+        llm.FinishChunk("stop"),
+        llm.TextChunk("e"),
+        None,
+    )
+    stream = _Stream(worker, call)
+    assert [c async for c in stream] == [
+        llm.ReasoningChunk("ab"),
+        llm.TextChunk("cd"),
+        llm.FinishChunk("stop"),
+        llm.TextChunk("e"),
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.core.events import ReplyFinished, TurnFailed
+from chatui.core.events import Compacted, Notice, ReplyFinished, TurnFailed
 from chatui.llm.quirks import QUIRKS
 from store import reply_state, reply_state_label
 from tests import llm_server as script
@@ -21,7 +21,8 @@ def _fresh_quirks():
 
 @pytest.fixture
 def local(store, llm_server, fake_key):
-    llm_server.llama_cpp_python(n_ctx=4096)
+    llm_server.llama_cpp_python(n_ctx=4096)  # streams without usage, as it does
+    llm_server.default = script.text("ok")  # what the counts asked in the background get
     return make_chat(store, llm_server)
 
 
@@ -124,6 +125,64 @@ async def test_a_whole_call_cut_by_the_length_limit_is_truncated_too(local):
     assert of(events, ReplyFinished)[-1].status == "truncated"
 
 
+@pytest.mark.parametrize("chat_cap", [None, 300], ids=["default-cap", "chat-max-tokens"])
+async def test_a_whole_call_after_an_empty_stream_has_the_streamed_calls_output_cap(
+    local, chat_cap
+):
+    """A tool call asked whole after the stream broke off cannot be watched as it is
+    written: it carries the chat's max_tokens, else `WHOLE_CALL_MAX_TOKENS` (it once
+    had none, and SmolLM2 wrote tool arguments for 93 s of a 120 s timeout)."""
+    from chatui.llm import WHOLE_CALL_MAX_TOKENS
+
+    if chat_cap:
+        local.manager.update_metadata(local.sid, params={"max_tokens": chat_cap})
+    local.server.script(
+        script.tool_calls(("set_context", {"label": "memory", "content": "tea"})),
+        script.text("Saved."),
+    )
+    await run(local.engine.send(local.sid, "remember tea"))
+    whole = [r for r in local.server.requests if r.get("stream") is not True]
+    assert whole and whole[0]["max_tokens"] == (chat_cap or WHOLE_CALL_MAX_TOKENS)
+    assert local.server.requests[0].get("max_tokens") == chat_cap  # the stream's as it was
+
+
+async def test_a_tool_call_cut_by_the_output_cap_is_truncated_and_not_run(local):
+    """The whole call's cap cuts a tool call in its arguments: llama-cpp-python then
+    says `finish_reason: "tool_calls"` all the same (measured, a named tool choice,
+    0.3.36), its `completion_tokens` the cap. The reply is shown truncated, the cut
+    call is not run (no error sent back to the model for another round), and the
+    notice says what to do."""
+    local.server.honours_max_tokens = True
+    local.manager.update_metadata(local.sid, params={"max_tokens": 12})
+    memory = local.session.get_context_block("memory").content
+    local.server.script(
+        script.tool_calls(
+            ("set_context", {"label": "memory", "content": "tea, " * 30, "action": "append"})
+        )
+    )
+    events = await run(local.engine.send(local.sid, "remember tea"))
+    finished = of(events, ReplyFinished)
+    assert [f.status for f in finished] == ["truncated"], of(events, TurnFailed)
+    assert reply_state(local.session.get_message(finished[0].message.id)) == "truncated"
+    assert local.session.get_context_block("memory").content == memory  # not run
+    notes = [n.text for n in of(events, Notice)]
+    assert any("set_context" in n and "max_tokens" in n for n in notes), notes
+    assert [r.get("stream") for r in local.server.requests[:2]] == [True, None]
+    assert len([r for r in local.server.requests if r.get("max_tokens") != 1]) == 2
+
+
+async def test_a_whole_text_reply_cut_by_the_output_cap_is_truncated(local):
+    """A server that refuses streamed tool choices answers in words whole too: cut by
+    the cap, the reply is truncated (and continuable) as a streamed one is."""
+    QUIRKS.learn_unstreamed_tools(local.server.base_url)
+    local.server.honours_max_tokens = True
+    local.server.script(script.text("word " * 1500))
+    events = await run(local.engine.send(local.sid, "go on and on"))
+    finished = of(events, ReplyFinished)[-1]
+    assert finished.status == "truncated"
+    assert any("ctrl+g" in n.text for n in of(events, Notice))
+
+
 # -- overflow ----------------------------------------------------------------------------
 
 
@@ -133,10 +192,12 @@ async def test_an_empty_200_on_overflow_teaches_the_window_and_says_what_to_do(l
     local.server.function_calling = False  # the default template: streams with tools
     local.server.script(script.text("Short answer."))
     await run(local.engine.send(local.sid, "first"))
+    await local.engine._window_asked()  # the server's counts, asked in the background
     assert local.engine.window("openai/test-model").tokens is None  # nothing says it
-    local.server.n_ctx = local.server.prompt_tokens[-1] + 5  # the next request overflows
+    local.server.n_ctx = local.server.prompt_tokens[0] + 5  # the next request overflows
+    asked = len(local.server.requests)
     events = await run(local.engine.send(local.sid, "a second, longer question " * 3))
-    kinds = [r.get("stream") for r in local.server.requests[1:]]
+    kinds = [r.get("stream") for r in local.server.requests[asked:]]
     assert kinds[:2] == [True, None]  # the empty 200, then asked whole
     window = WINDOWS.known("openai/test-model", local.config.options_for("openai/test-model"))
     assert window.tokens == local.server.n_ctx and window.source == "error"
@@ -187,6 +248,32 @@ async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake
     assert local.engine.window("openai/test-model").source == "error"
 
 
+async def test_an_overflow_a_compaction_cannot_cure_says_why_not_compact_now(
+    store, llm_server, fake_key
+):
+    """Compacted and sent again, the request still overflows (the latest messages are
+    kept whole and fill the window): the hint says compacting was not enough, with the
+    figures, and does not offer *Compact now*, which would do the same again (it once
+    did: a loop of the same failure)."""
+    llm_server.llama_cpp_python(n_ctx=100_000, function_calling=False)
+    local = make_chat(store, llm_server)
+    for i in range(4):
+        llm_server.script(script.text(f"Answer {i}."))
+        await run(local.engine.send(local.sid, f"question {i}"))
+    await local.engine._window_asked()
+    llm_server.default = None  # from here on, only what is scripted
+    llm_server.n_ctx = llm_server.prompt_tokens[-1] + 50  # what was short fits, no more
+    big = " ".join(f"w{i}" for i in range(300))
+    llm_server.script(script.text("A summary of the early talk."))
+    events = await run(local.engine.send(local.sid, big))
+    assert of(events, Compacted)
+    failed = of(events, TurnFailed)
+    assert failed and failed[-1].kind == "context_length", failed
+    hint = failed[-1].hint
+    assert "Compacting was not enough" in hint and "Compact now" not in hint, hint
+    assert "ctrl+n" in hint and "context_window" in hint
+
+
 # -- continue ------------------------------------------------------------------------------
 
 
@@ -194,6 +281,7 @@ async def test_continue_appends_to_the_same_reply_and_marks_where(local):
     local.server.script(script.text("The answer is forty", finish_reason="length"))
     events = await run(local.engine.send(local.sid, "what is it?"))
     cut = of(events, ReplyFinished)[-1].message
+    await local.engine._window_asked()  # the server's counts, asked in the background
     local.server.script(script.text("-two, of course."))
     events = await run(local.engine.continue_reply(local.sid, cut.id))
     finished = of(events, ReplyFinished)[-1]

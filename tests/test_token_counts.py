@@ -29,7 +29,8 @@ def _fresh_books():
 
 @pytest.fixture
 def local(store, llm_server, fake_key):
-    llm_server.llama_cpp_python(n_ctx=8192)
+    llm_server.llama_cpp_python(n_ctx=8192)  # streams without usage, as it does
+    llm_server.default = script.text("ok")  # what the background counts get back
     return make_chat(store, llm_server)
 
 
@@ -49,7 +50,9 @@ async def next_figure(chat, question: str):
 
 async def turn(chat, question: str, *replies) -> list:
     chat.server.script(*(replies or [script.text("A short answer to that.")]))
-    return await run(chat.engine.send(chat.sid, question))
+    events = await run(chat.engine.send(chat.sid, question))
+    await chat.engine._window_asked()  # the server's counts asked in the background
+    return events
 
 
 def server_count(chat) -> int:
@@ -85,7 +88,6 @@ async def test_a_server_streaming_without_usage_is_asked_once_for_its_counts(loc
     and in the background, for the prompt tokens of two small requests with the chat's
     tools (not streamed, one token each); from then on the figure is the server's count."""
     local.server.function_calling = False  # the default template: it streams
-    local.server.stream_usage = False
     local.server.default = script.text("ok")  # what the probes get back
     errors = []
     for question in ["Hello there.", "Tell me more, please.", "And then?"]:
@@ -110,23 +112,29 @@ async def test_a_new_chat_on_a_taught_server_starts_exact(local, store):
     assert usage.exact and usage.tokens == server_count(other)
 
 
-async def test_a_memory_write_between_requests_keeps_the_figure_exact(local):
-    """The model writes memory (a tool round): the prompt changes between the two calls
-    of the turn and after it; both prompts are counted, so the figure stays exact."""
+async def test_a_memory_write_is_estimated_until_the_server_counted_the_chat(local):
+    """The model writes memory (a tool round): the template renders the tool call its own
+    way (its name, its arguments as a string), which no count of its arguments says, so
+    the figure the turn ends with is an estimate (it once said exact and was 28 tokens
+    under). The server streams no usage: it is asked in the background for the chat's
+    count, and the figure is then exact again: the next request's count."""
     for question in ("One question.", "Another question here."):
         await turn(local, question)
-    await turn(
-        local,
-        "Remember that I like tea.",
+    local.server.script(
         script.tool_calls(
             ("c1", "set_context", {"label": "memory", "content": "Likes tea.", "action": "append"})
         ),
         script.text("Saved."),
     )
+    events = await run(local.engine.send(local.sid, "Remember that I like tea."))
     assert "tea" in local.session.get_context_block("memory").content
+    assert not of(events, ContextMeasured)[-1].measured.usage.exact
+    asked = len(local.server.requests)
+    await local.engine._window_asked()
+    assert [r.get("max_tokens") for r in local.server.requests[asked:]] == [1]  # the count
     usage = await next_figure(local, "What do I like?")
     await turn(local, "What do I like?")
-    assert usage.tokens == server_count(local)
+    assert usage.exact and usage.tokens == server_count(local)
 
 
 async def test_the_figure_shown_after_a_turn_is_the_one_the_next_request_confirms(local):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -467,6 +469,73 @@ async def test_texts_that_come_together_are_drawn_together():
             await pilot.pause(0.01)
         assert set(seen) <= {"First", "First second third"}, seen  # never half of them
         assert seen[-1] == "First second third"
+
+
+def test_a_stream_is_drawn_ten_times_a_second_at_most_and_its_first_words_at_once():
+    """Issue 22: each draw of a streaming reply is a frame (a new line, a layout of the
+    screen), CPU taken from a local model on the same cores. A model sending a fragment
+    every 10 ms for 3 s gets 31 draws at most, not one per fragment; its first words,
+    and the first after a quiet spell, are drawn at once (a fake clock: no time waited)."""
+    from widgets.message_view import FLUSH_SECONDS, DrawPace
+
+    now = [0.0]
+    pace = DrawPace(clock=lambda: now[0])
+    assert pace.wait() == 0  # the first words: at once
+    draws = 0
+    for tick in range(300):  # a fragment every 10 ms; drawn when its slot has come
+        now[0] = tick / 100
+        if pace.wait() == 0:
+            pace.drawn()
+            draws += 1
+    assert 25 <= draws <= 31, draws
+    now[0] += 0.01
+    assert pace.wait() > 0  # right after a draw: waits for its slot
+    now[0] += FLUSH_SECONDS
+    assert pace.wait() == 0  # after a quiet spell: at once
+    pace.drawn()
+    assert pace.wait(typed_at=now[0]) > FLUSH_SECONDS  # someone types: fewer still
+
+
+async def test_a_long_stream_is_drawn_in_few_updates_and_whole():
+    """The view's drawing task joins what a fast stream sends between its slots: its
+    first text is drawn without waiting, then at most one draw per `FLUSH_SECONDS`
+    (bounded by the time the stream took, so a slow machine only loosens it), and the
+    stored reply's text is all there at the end."""
+    from widgets.message_view import FLUSH_SECONDS
+
+    reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
+    view = ChatView()
+    app = Harness(view)
+    async with app.run_test() as pilot:
+        stream = ReplyStream()
+        streaming = await view.start_reply(reply, stream=stream)
+        waits: list[float] = []
+        pace_wait = streaming.pace.wait
+        streaming.pace.wait = lambda *a: waits.append(pace_wait(*a)) or waits[-1]  # type: ignore[method-assign]
+        draws = 0
+        draw = streaming._draw
+
+        async def counted(s: ReplyStream) -> None:
+            nonlocal draws
+            draws += bool(s.waiting)
+            await draw(s)
+
+        streaming._draw = counted  # type: ignore[method-assign]
+        started = time.monotonic()
+        stream.write("w0 ")
+        await wait_until(pilot, lambda: streaming.shown == "w0 ")
+        assert waits[0] == 0  # the first words: drawn at once
+        words = ["w0 "]
+        for i in range(1, 120):
+            words.append(f"w{i} ")
+            stream.write(words[-1])
+            await asyncio.sleep(0.004)  # a model's pace; the bound below is from the clock
+        elapsed = time.monotonic() - started
+        final = msg("r1", "assistant", "".join(words).strip(), metadata={"status": "complete"})
+        await view.finish_reply(final)
+        await pilot.pause()
+        assert draws <= 2 + elapsed / FLUSH_SECONDS, (draws, elapsed)
+        assert str(streaming.query_one(".message--body", Static).content) == final.text
 
 
 async def test_a_plain_reply_streams_into_a_static_and_markdown_takes_over_when_it_comes():

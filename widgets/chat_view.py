@@ -289,10 +289,13 @@ class ChatView(VerticalScroll, can_focus=False):
 
     @property
     def views(self) -> list[MessageView]:
-        return list(self.query(MessageView))
+        # Its children, not a query: the views are mounted here, and a query walks and
+        # matches every widget inside every view (a long chat's hundreds, on each event
+        # of a streamed reply: CPU taken from a local model on the same cores).
+        return [child for child in self.children if isinstance(child, MessageView)]
 
     def view_for(self, message_id: str) -> MessageView | None:
-        for view in self.query(MessageView):
+        for view in self.views:
             if view.message_id == message_id or any(t.id == message_id for t in view.tool_results):
                 return view
         return None
@@ -322,7 +325,7 @@ class ChatView(VerticalScroll, can_focus=False):
     # -- incremental updates ----------------------------------------------------
 
     async def _remove_empty_note(self) -> None:
-        for note in self.query("#empty-note"):
+        for note in [child for child in self.children if child.id == "empty-note"]:
             await note.remove()
 
     async def add_message(

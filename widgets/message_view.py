@@ -37,14 +37,27 @@ from .tree_layout import status_of
 if TYPE_CHECKING:  # Markdown (markdown-it) loads on first use, off the first frame
     from textual.widgets import Markdown
 
-__all__ = ["MessageView", "ReplyStream", "code_blocks", "looks_like_markdown", "status_of"]
+__all__ = [
+    "DrawPace",
+    "MessageView",
+    "ReplyStream",
+    "code_blocks",
+    "looks_like_markdown",
+    "status_of",
+]
 
-FLUSH_SECONDS = 0.05
-"""Most time streamed text waits before it is drawn."""
+FLUSH_SECONDS = 0.1
+"""Most time streamed text waits before it is drawn: ten draws a second at most (each
+is a frame, and a new line a layout of the screen: CPU taken from a local model on the
+same cores). The first words after a quiet spell are drawn at once."""
 TYPING_FLUSH_SECONDS = 0.25
 """The same while someone types (a key within `TYPING_SECONDS`): drawing a growing
 reply re-lays the screen, and a keystroke's frame should not wait for that."""
 TYPING_SECONDS = 0.5
+STATES = ("writing", "cancelled", "error", "interrupted", "truncated")
+"""A reply's states, each a class of its view (`-writing`…)."""
+UNSTYLED_CLASSES = frozenset({"-writing"})
+"""Classes of a view that no CSS styles (a test asserts it): marks for code and tests."""
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 # Anything Markdown would render differently from plain text.
@@ -130,6 +143,25 @@ class ReplyStream:
         self.closed = True
         self._waiting.clear()
         self._ready.set()
+
+
+class DrawPace:
+    """When a streaming reply's next draw may come: at once after a quiet spell of
+    `FLUSH_SECONDS` (a reply's first words), else `FLUSH_SECONDS` after the last draw
+    (`TYPING_FLUSH_SECONDS` while someone types: a key within `TYPING_SECONDS`)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.drawn_at = float("-inf")
+
+    def wait(self, typed_at: float = float("-inf")) -> float:
+        """Seconds until the text waiting now may be drawn (0: at once)."""
+        now = self.clock()
+        interval = TYPING_FLUSH_SECONDS if now - typed_at < TYPING_SECONDS else FLUSH_SECONDS
+        return max(self.drawn_at + interval - now, 0.0)
+
+    def drawn(self) -> None:
+        self.drawn_at = self.clock()
 
 
 class _Header(Static):
@@ -250,6 +282,8 @@ class MessageView(Vertical, can_focus=True):
         self._streaming = streaming
         self.stream: ReplyStream | None = (stream or ReplyStream()) if streaming else None
         """Where the reply's text comes from while it is written (None once it ended)."""
+        self.pace = DrawPace()
+        """When the stream's text is next drawn (`_drain`)."""
         self.waiting_note = ""
         """Said in the header while a reply has no text yet (the model is loading)."""
         self.type_into: Callable[[str], None] | None = None
@@ -304,11 +338,20 @@ class MessageView(Vertical, can_focus=True):
         return None
 
     def _update_classes(self, *, update: bool = True) -> None:
+        """Set the view's role and state classes; restyled once (the view and all that
+        is in it), and only when a class that some CSS styles changed: a reply's end
+        only drops `-writing`, and that restyle was milliseconds for nothing."""
         status = status_of(self.message, live=self._streaming)
-        self.set_class(self.message.role == "user", "-user", update=update)
-        self.set_class(self.message.is_compaction, "-compaction", update=update)
-        for name in ("writing", "cancelled", "error", "interrupted", "truncated"):
-            self.set_class(status == name, f"-{name}", update=update)
+        wanted = {
+            "-user": self.message.role == "user",
+            "-compaction": self.message.is_compaction,
+            **{f"-{name}": status == name for name in STATES},
+        }
+        changed = {name for name, on in wanted.items() if self.has_class(name) != on}
+        for name in changed:
+            self.set_class(wanted[name], name, update=False)
+        if update and changed - UNSTYLED_CLASSES:
+            self.update_node_styles()
 
     def header_parts(self) -> list[tuple[str, str, int]]:
         """The header's pieces as (text, style, drop order): 0 is always shown; a narrow
@@ -522,31 +565,39 @@ class MessageView(Vertical, can_focus=True):
             async with self._appending:
                 await self._draw(self.stream)
 
+    def hand_over(self) -> bool:
+        """Hand the plain body's pending repaint (or layout) to the screen now, not when
+        the body next idles: a caller can then wait for the frame that shows what was
+        just drawn ("after refresh") without laying the screen out. False (nothing
+        done) when the body is not a plain text on screen."""
+        body = self._body_widget()
+        if not isinstance(body, Static) or not body.is_mounted:
+            return False
+        body._check_refresh()  # what Textual runs when the widget idles
+        return True
+
     async def _drain(self, stream: ReplyStream) -> None:
         """The view's one drawing task: what the stream holds, joined, drawn at most
         every `FLUSH_SECONDS`; the first text after a quiet spell at once.
 
-        A fast model sends hundreds of fragments a second; the screen needs a few
-        dozen updates, and each one re-lays the growing block. While someone types
+        A fast model sends hundreds of fragments a second; the screen needs ten
+        updates, and each one repaints (a new line: re-lays) the growing block. While someone types
         (a key within `TYPING_SECONDS`) the slot is `TYPING_FLUSH_SECONDS`: a
         keystroke's frame should not wait for a reply's layout.
         """
-        drawn_at = float("-inf")
+        pace = self.pace
         while True:
             await stream.ready()
             if stream.closed:
                 return
-            now = time.monotonic()
-            typed_at = getattr(self.screen.focused, "last_key_at", float("-inf"))
-            interval = TYPING_FLUSH_SECONDS if now - typed_at < TYPING_SECONDS else FLUSH_SECONDS
-            wait = drawn_at + interval - now
+            wait = pace.wait(getattr(self.screen.focused, "last_key_at", float("-inf")))
             if wait > 0:
                 await asyncio.sleep(wait)
             if stream.closed:
                 return
             async with self._appending:
                 await self._draw(stream)
-            drawn_at = time.monotonic()
+            pace.drawn()
 
     async def _draw(self, stream: ReplyStream) -> None:
         """Draw what waits in `stream` (under `_appending`)."""

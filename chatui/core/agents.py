@@ -115,6 +115,9 @@ class AgentRuntime:
         self.streamer: Streamer | None = None
         """How engines stream model calls (None: in this process; the app sets its
         model process's)."""
+        self.counted: Callable[[str], None] | None = None
+        """Told a model's name when a server's count, asked in the background, taught
+        its figures (`ChatEngine.counted`; the workspace's `ModelFactsChanged`)."""
 
     # -- agents -------------------------------------------------------------------
 
@@ -194,9 +197,14 @@ class AgentRuntime:
                 streamer=self.streamer,
                 agent=agent,
                 tool_filter=self.enabled_tools.get,
+                counted=self._counted,
             )
             self._engines[agent_id] = engine
         return engine
+
+    def _counted(self, model: str) -> None:
+        if self.counted is not None:
+            self.counted(model)
 
     def engine_for(self, session_id: str) -> ChatEngine:
         info = self.manager.get(session_id, include_deleted=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from store import ContextBlock, Message, Tool, estimate_string_tokens, render_system_prompt
 from store.tokens import PER_MESSAGE_OVERHEAD, part_text
@@ -135,6 +136,14 @@ def _tokens(text: str, count: Counter | None) -> tuple[int, bool]:
     return estimate_string_tokens(text), not text
 
 
+def _part_tokens(part: dict[str, Any], count: Counter | None) -> tuple[int, bool]:
+    """A message part's tokens and whether they are the server's. A tool call never is:
+    the template renders it its own way (its name, its arguments as a string), which
+    the tokenizer's count of its arguments alone leaves out."""
+    tokens, counted = _tokens(part_text(part), count)
+    return tokens, counted and part.get("type") != "tool-call"
+
+
 def _sent(tool: Tool) -> str:
     return json.dumps(tool.to_openai(), ensure_ascii=False)
 
@@ -174,7 +183,12 @@ def request_pieces(
 ) -> list[Piece]:
     """The request's pieces (`request_texts`), each with its tokens and whether counted:
     what the server's count of a request is set against (`TemplateCosts.learn`)."""
-    return [Piece.of(text, *_tokens(text, count)) for text in request_texts(prompt, tools, history)]
+    pieces = [Piece.of(text, *_tokens(text, count)) for text in request_texts(prompt, tools, [])]
+    for message in history:
+        for part in message.parts:
+            if text := part_text(part):
+                pieces.append(Piece.of(text, *_part_tokens(part, count)))
+    return pieces
 
 
 def measure(
@@ -196,7 +210,7 @@ def measure(
     for message in history:
         messages += PER_MESSAGE_OVERHEAD
         for part in message.parts:
-            tokens, counted = _tokens(part_text(part), count)
+            tokens, counted = _part_tokens(part, count)
             messages += tokens
             exact = exact and counted
     template = 0

@@ -112,6 +112,12 @@ TRUNCATED_NOTE = (
     "ctrl+g on it continues from where it stopped."
 )
 
+CUT_CALL_NOTE = (
+    "The reply stopped at the model's output limit while writing its call to {name}, "
+    "so the call was not run (the reply is kept, marked truncated). Raise max_tokens "
+    "for this chat (f2, then p) and press ctrl+r on the reply to ask again."
+)
+
 DEFAULT_TAIL_BUDGET = 20_000
 """Tokens of recent conversation a compaction keeps verbatim (less for small windows)."""
 
@@ -136,6 +142,7 @@ class ChatEngine:
         streamer: Streamer | None = None,
         agent: AgentInfo | None = None,
         tool_filter: Callable[[str], Collection[str] | None] | None = None,
+        counted: Callable[[str], None] | None = None,
     ) -> None:
         self.manager = manager
         self.config = config
@@ -146,6 +153,9 @@ class ChatEngine:
         self._asking: set[asyncio.Task[Any]] = set()
         """Servers being asked for a model's window (`_ask_window`)."""
         self.tool_filter = tool_filter
+        self.counted = counted
+        """Called with the model's name when a count asked in the background (a server
+        streaming without usage) taught its figures: the app measures again."""
         """The tools a chat is limited to, by session id (a persona's), or None: all."""
         self.streamer: Streamer = streamer or llm.stream_completion
         """How a model call is streamed: in this process (the default), or the app's
@@ -183,20 +193,63 @@ class ChatEngine:
         task.add_done_callback(self._asking.discard)
 
     def _teach_template(
-        self, model: str, api_base: str | None, tools: Mapping[str, Tool], chat: str
+        self,
+        model: str,
+        api_base: str | None,
+        tools: Mapping[str, Tool],
+        chat: str,
+        measured: Measured,
+        history: list[Message],
     ) -> None:
         """Where a server counts pieces but reports no usage when streaming
         (llama-cpp-python), its template's share is learned once per server and tools,
         in the background: the prompt tokens of two small requests carrying the tools,
-        asked without streaming (`_probe`). The next figure takes them."""
+        asked without streaming (`_probe`). Once that is known, a chat whose next
+        figure is still estimated (a tool call, which the template renders its own
+        way) has the server count its path (`_count_chat`). The next figure takes
+        them; `counted` tells the app."""
         if not api_base or TOKENS.counts(api_base) is not True:
             return
         key = server_key(api_base, model, list(tools))
-        if not TEMPLATES.should_probe(key):
+        if TEMPLATES.should_probe(key):
+            work = self._probe(model, api_base, tools, key)
+        elif not measured.usage.exact:
+            work = self._count_chat(model, api_base, (chat, measured, tools, history))
+        else:
             return
-        task = asyncio.get_running_loop().create_task(self._probe(model, api_base, tools, key))
+        task = asyncio.get_running_loop().create_task(work)
         self._asking.add(task)
         task.add_done_callback(self._asking.discard)
+
+    def _told(self, model: str) -> None:
+        if self.counted is not None:
+            try:
+                self.counted(model)
+            except Exception:
+                log.exception("the counted listener failed")
+
+    async def _count_chat(
+        self,
+        model: str,
+        api_base: str,
+        path: tuple[str, Measured, Mapping[str, Tool], list[Message]],
+    ) -> None:
+        """The server's count of the chat's path as the next request sends it (less the
+        next question): one token asked without streaming, learned as the chat's anchor."""
+        chat, measured, tools, history = path
+        system_prompt = measured.request.system_prompt
+        schemas = [tool.to_openai() for tool in tools.values()] or None
+        counted = await llm.prompt_tokens(
+            model,
+            to_openai_messages(system_prompt, history),
+            schemas,
+            api_base=api_base,
+            timeout=self.config.request_timeout,
+        )
+        if counted is None:
+            return
+        if await _learn_cost(api_base, model, chat, (system_prompt, tools, history), counted):
+            self._told(model)
 
     async def _probe(self, model: str, api_base: str, tools: Mapping[str, Tool], key: str) -> None:
         schemas = [tool.to_openai() for tool in tools.values()] or None
@@ -233,6 +286,7 @@ class ChatEngine:
                 dropped = await _tools_dropped(api_base, PROBE_PROMPT, schemas, history, counted)
                 if dropped:
                     QUIRKS.hold_notice(api_base, dropped)
+        self._told(model)
 
     async def _window_asked(self) -> None:
         """Until the servers asked for their window have answered (their timeout bounds it)."""
@@ -317,11 +371,13 @@ class ChatEngine:
         window = self.window(model).tokens
         # Keep at most a quarter of the window, and at most a third of what the path's
         # messages hold now, so compacting frees a real share (min_tail_messages holds).
-        tokens = estimate_message_tokens(session.get_history(leaf_id))
-        tail = min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else []))
+        history = session.get_history(leaf_id)
+        tokens = estimate_message_tokens(history)
+        tail = max(1, min(DEFAULT_TAIL_BUDGET, tokens // 3, *([window // 4] if window else [])))
         compact_fn = create_compact_function(
             make_summarizer(writer, self.options_for(writer), timeout=self.config.request_timeout),
-            tail_token_budget=max(tail, 1),
+            protect_head=_head_to_protect(history, tail),
+            tail_token_budget=tail,
         )
         try:
             return await compact_fn(session, leaf_id)
@@ -723,7 +779,8 @@ class ChatEngine:
         schemas = [tool.to_openai() for tool in tools.values()] or None
         parent = parent_id
         compacted = False
-        compactable = True  # False once compacting found nothing to summarise
+        compactable = True  # False once compacting was done this turn (or found nothing)
+        kept: tuple[int, int] | None = None  # what a compaction this turn left, if made
         rounds = 0
         while True:
             rounds += 1
@@ -734,16 +791,17 @@ class ChatEngine:
                 # Sent as it is, it would fail as the last one did: compact first.
                 compacted = True
                 done = await self._compact_quietly(session_id, parent)
-                compactable = done is not None
+                compactable = isinstance(done, Notice)  # it failed: trying again may do
                 if done is not None:
                     yield done
                 if isinstance(done, Compacted):
                     history = session.get_history(parent)
+                    kept = _sizes(system_prompt, schemas, history)
                     too_long = self._refused_before(
                         model, options, parent, system_prompt, schemas, history
                     )
             if too_long is not None:
-                yield self._too_long(session_id, model, options, too_long, compactable)
+                yield self._too_long(session_id, model, options, too_long, compactable, kept)
                 return
             # The request leaves first: it carries only what is stored (the question,
             # the frozen prompt), and the reply's empty row, the events and the frames
@@ -790,10 +848,11 @@ class ChatEngine:
                             "warning",
                         )
                         done = await self._compact_quietly(session_id, parent)
-                        compactable = done is not None
+                        compactable = isinstance(done, Notice)  # failed: may do next time
                         if done is not None:
                             yield done
                         if isinstance(done, Compacted):
+                            kept = _sizes(system_prompt, schemas, session.get_history(parent))
                             writer.reset()
                             continue
                     async for note in self._finish(
@@ -803,7 +862,7 @@ class ChatEngine:
                     yield ReplyFinished(session_id, writer.stored_final, "error")
                     hint = error.hint
                     if error.kind == "context_length":
-                        hint = self._overflow_hint(model, options, compactable)
+                        hint = self._overflow_hint(model, options, compactable, kept)
                     yield TurnFailed(session_id, error.title, error.detail, hint, error.kind)
                     return
                 if not writer.has_content:  # a 200 with nothing in it is a failure
@@ -823,8 +882,11 @@ class ChatEngine:
                     return
                 reported = False  # usage the server itself counted
                 status: ReplyStatus = "tool_calls" if writer.calls else "complete"
-                if not writer.calls and writer.finish_reason == "length":
-                    status = "truncated"  # cut off by the output limit: kept, continuable
+                # Cut off by the output limit: kept, continuable; a tool call cut in its
+                # arguments (not JSON) is not run.
+                cut = [c for c in writer.calls if isinstance(c.get("input"), str)]
+                if writer.finish_reason == "length" and (cut or not writer.calls):
+                    status = "truncated"
                 async for note in self._finish(session_id, writer, status):
                     yield note
                 finished = writer.stored_final
@@ -869,7 +931,8 @@ class ChatEngine:
                         yield Notice(session_id, dropped, "warning")
                 yield ReplyFinished(session_id, finished, status)
                 if status == "truncated":
-                    yield Notice(session_id, TRUNCATED_NOTE, "warning")
+                    said = CUT_CALL_NOTE.format(name=cut[0].get("tool_name")) if cut else ""
+                    yield Notice(session_id, said or TRUNCATED_NOTE, "warning")
             except (asyncio.CancelledError, GeneratorExit):
                 writer.cancel()  # keeps what streamed, marked cancelled (no-op once finished)
                 raise
@@ -890,11 +953,22 @@ class ChatEngine:
                     measured = await self.measure(session, finished.id, model, **measure_args)
                 yield ContextMeasured(session_id, finished.id, measured)
                 if writer.usage is None or not reported:  # no usage of the server's own
-                    self._teach_template(model, options.api_base, tools, session_id)
+                    self._teach_template(
+                        model,
+                        options.api_base,
+                        tools,
+                        session_id,
+                        measured,
+                        measure_args["history"],
+                    )
                 if measured.usage.over(self.config.compact_at):
                     compaction = await self._compact_quietly(session_id, finished.id)
                     if compaction is not None:
                         yield compaction
+                    if isinstance(compaction, Compacted):
+                        left = await self._still_over(session, session_id, finished.id, model)
+                        if left is not None:
+                            yield left
                 return
             session.set_branch(finished.id)  # the tool calls' writes belong to this reply
             run = await run_tools(session, tools, writer.calls, finished.id)
@@ -936,6 +1010,7 @@ class ChatEngine:
         options: ModelOptions,
         estimate: int,
         compactable: bool = True,
+        kept: tuple[int, int] | None = None,
     ) -> TurnFailed:
         window = self.window(model)
         detail = f"This request is about {estimate:,} tokens"
@@ -945,17 +1020,31 @@ class ChatEngine:
             session_id,
             f"The conversation is too long for {model}",
             detail + ". The server refused one as long already, so it was not sent again.",
-            self._overflow_hint(model, options, compactable),
+            self._overflow_hint(model, options, compactable, kept),
             "context_length",
         )
 
     @staticmethod
-    def _overflow_hint(model: str, options: ModelOptions, compactable: bool = True) -> str:
+    def _overflow_hint(
+        model: str,
+        options: ModelOptions,
+        compactable: bool = True,
+        kept: tuple[int, int] | None = None,
+    ) -> str:
         """Exactly what to do when a request is longer than the model's window
-        (`compactable` False: compacting was tried and found nothing to summarise, so
-        *Compact now* would only say so)."""
+        (`compactable` False: this turn compacted already, so *Compact now* would do
+        nothing more; `kept`: what that compaction left, the system prompt and tools'
+        tokens and the messages', or None when it found nothing to summarise)."""
         if compactable:
             hint = "Compact the chat (ctrl+p, Compact now), or start a new chat (ctrl+n)"
+        elif kept is not None:
+            fixed, messages = kept
+            hint = (
+                "Compacting was not enough: the system prompt and tools are about "
+                f"{fixed:,} tokens, and the messages it keeps whole (the latest ones) about "
+                f"{messages:,}. Start a new chat (ctrl+n), or edit your question (e) to "
+                "need less"
+            )
         else:
             hint = (
                 "Nothing before this turn can be compacted: start a new chat (ctrl+n), or "
@@ -1081,6 +1170,24 @@ class ChatEngine:
             assert writer.outage is not None
             await writer.outage.wait()
 
+    async def _still_over(
+        self, session: Session, session_id: str, leaf_id: str, model: str
+    ) -> Notice | None:
+        """Why a compaction left the next request over `compact_at` (it compacts again
+        on the next turn, and would free as little), or None when it freed enough."""
+        usage = (await self.measure(session, leaf_id, model)).usage
+        if not usage.over(self.config.compact_at) or not usage.window:
+            return None
+        return Notice(
+            session_id,
+            f"Compacting left the next request at about {usage.tokens:,} of "
+            f"{usage.window:,} tokens (compact_at = {self.config.compact_at}): the system "
+            f"prompt and tools are about {usage.prompt + usage.tools:,}, and the latest "
+            f"messages, kept whole, about {usage.messages:,}. A new chat (ctrl+n) starts "
+            "with none of them.",
+            "warning",
+        )
+
     async def _compact_quietly(self, session_id: str, leaf_id: str) -> Compacted | Notice | None:
         """Compact the path to `leaf_id`; a failure is a Notice, nothing is lost."""
         try:
@@ -1099,6 +1206,30 @@ def _estimate(
     """The request's size by the estimate (its prompt, tools and messages)."""
     tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
     return estimate_string_tokens(system_prompt) + tools + estimate_message_tokens(history)
+
+
+PROTECT_HEAD = 3
+"""The first messages a compaction keeps whole (`store.create_compact_function`'s
+default), fewer when they hold more than the tail may (`_head_to_protect`)."""
+
+
+def _head_to_protect(history: list[Message], budget: int) -> int:
+    """How many first messages a compaction keeps: `PROTECT_HEAD`, fewer when they hold
+    more than `budget` tokens (the tail's). A long first question in a small window
+    was kept whole, and compacting freed too little to fit (1.5k tokens, a 400-token
+    question): it is summarised with the rest instead."""
+    head = min(PROTECT_HEAD, len(history))
+    while head and estimate_message_tokens(history[:head]) > budget:
+        head -= 1
+    return head
+
+
+def _sizes(
+    system_prompt: str, schemas: list[dict[str, Any]] | None, history: list[Message]
+) -> tuple[int, int]:
+    """The request's estimate in two: its system prompt and tools, its messages."""
+    tools = estimate_string_tokens(json.dumps(schemas)) if schemas else 0
+    return estimate_string_tokens(system_prompt) + tools, estimate_message_tokens(history)
 
 
 async def _servers_usage(
@@ -1136,11 +1267,11 @@ async def _learn_cost(
     chat: str,
     request: tuple[str, Mapping[str, Tool], list[Message]],
     prompt_tokens: int,
-    reply: tuple[Message, int],
-) -> None:
+    reply: tuple[Message, int] | None = None,
+) -> bool:
     """Set the server's count of the request just answered against its pieces, and a
     plain reply's text against its `completion_tokens` (`TEMPLATES`): the next figures
-    take the template's cost from them."""
+    take the template's cost from them. False when the count taught nothing."""
     system_prompt, tools, history = request
     counter = counting_key(api_base, model)
     if counter and TOKENS.counts(counter) is not False:
@@ -1151,12 +1282,15 @@ async def _learn_cost(
     optional = sum(piece.tokens for piece in pieces if piece.digest in schemas)
     key = server_key(api_base, model, list(tools))
     if not TEMPLATES.learn(key, chat, pieces, len(history), prompt_tokens, optional):
-        return  # not this request's count (a stand-in figure): nothing learned from it
+        return False  # not this request's count (a stand-in figure): nothing learned from it
+    if reply is None:
+        return True
     message, completion_tokens = reply
     # Only a reply sent back as it was written: reasoning is not sent, tool calls are
     # rendered otherwise, and a continued reply's tokens are only the continuation's.
     if [p.get("type") for p in message.parts] == ["text"] and not message.metadata.get("continued"):
         TEMPLATES.learn_reply(server_key(api_base, model, ()), message.text, completion_tokens)
+    return True
 
 
 async def _tools_dropped(

@@ -124,7 +124,8 @@ TEMPLATE_ID = "__new_chat__"
 
 @dataclass(frozen=True)
 class ModelFactsChanged:
-    """Something new is known about a model (its window, once a server answered)."""
+    """Something new is known about a model (its window, once a server answered; its
+    server's count of a request, asked in the background)."""
 
     model: str
 
@@ -180,6 +181,7 @@ class Workspace:
         self._watcher: ChangeWatcher | None = None
         self._desk: AttachmentDesk | None = None
         self._jobs.subscribe(self._emit)
+        self._runtime.counted = lambda model: self._emit(ModelFactsChanged(model))
         self.worker: StreamWorker | None = None
         """The model process replies stream from (`model_process=True`), else None:
         calls run in this process."""

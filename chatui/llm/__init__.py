@@ -63,6 +63,7 @@ __all__ = [
     "TextChunk",
     "ToolCallChunk",
     "UsageChunk",
+    "WHOLE_CALL_MAX_TOKENS",
     "complete",
     "completion_cost",
     "context_window",
@@ -87,6 +88,12 @@ log = logging.getLogger(__name__)
 
 MAX_RETRY_WAIT = 60.0
 """A Retry-After longer than this is not waited for (the turn fails with the hint)."""
+
+WHOLE_CALL_MAX_TOKENS = 1024
+"""The output cap of a call made without streaming when the chat sets none: nothing of
+it shows until it ends and it cannot be watched, so it must not run to the window's end
+(SmolLM2 once wrote tool arguments for 93 s of a 120 s timeout). Cut there, it ends
+with `finish_reason: "length"`, shown as a truncated reply."""
 
 # -- model facts ------------------------------------------------------------------
 
@@ -301,6 +308,7 @@ async def _streamed_call(
         response = await litellm.acompletion(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
+        _skip_success_logging(litellm, response)
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage: Any = None
@@ -346,6 +354,26 @@ async def _streamed_call(
                 pass
 
 
+_SUCCESS_CALLBACKS = ("success_callback", "_async_success_callback", "callbacks")
+
+
+async def _no_success_logging(*args: Any, **kwargs: Any) -> None:
+    """What a stream's success logging does when nobody listens."""
+
+
+def _skip_success_logging(litellm: Any, stream: Any) -> None:
+    """Skip the success logging LiteLLM runs when a stream ends, when no callback of
+    LiteLLM's is set (chatui sets none): it prices the reply for its callbacks and
+    builds their payload, a few ms of CPU a call (for a model its table does not know,
+    several failed look-ups), for nobody. chatui prices the reply itself (`_ending`);
+    the usage at the stream's end is built before, and stays."""
+    if any(getattr(litellm, name, None) for name in _SUCCESS_CALLBACKS):
+        return
+    logging_obj = getattr(stream, "logging_obj", None)
+    if logging_obj is not None and hasattr(logging_obj, "dispatch_success_handlers"):
+        logging_obj.dispatch_success_handlers = _no_success_logging
+
+
 async def _whole_call_after_empty_stream(
     litellm: Any, kwargs: dict[str, Any], model: str
 ) -> AsyncGenerator[Chunk, None]:
@@ -375,7 +403,10 @@ async def _whole_call_after_empty_stream(
 async def _whole_call(
     litellm: Any, kwargs: dict[str, Any], model: str
 ) -> AsyncGenerator[Chunk, None]:
-    """The call made without streaming, its answer yielded as the same chunks."""
+    """The call made without streaming, its answer yielded as the same chunks; capped
+    by the chat's max_tokens, else `WHOLE_CALL_MAX_TOKENS`."""
+    if not kwargs.get("max_tokens") and not kwargs.get("max_completion_tokens"):
+        kwargs = {**kwargs, "max_tokens": WHOLE_CALL_MAX_TOKENS}
     response = await litellm.acompletion(**kwargs)
     choices = getattr(response, "choices", None) or []
     if not choices:
@@ -401,7 +432,11 @@ async def _whole_call(
             "arguments": str(getattr(function, "arguments", "") or ""),
         }
     finish = getattr(choice, "finish_reason", None)
-    for chunk in _ending(calls, finish, getattr(response, "usage", None), kwargs["model"]):
+    usage = getattr(response, "usage", None)
+    cap = kwargs.get("max_tokens") or kwargs.get("max_completion_tokens")
+    if cap and int(getattr(usage, "completion_tokens", 0) or 0) >= int(cap):
+        finish = "length"  # llama-cpp-python says "tool_calls" of a call its cap cut off
+    for chunk in _ending(calls, finish, usage, kwargs["model"]):
         yield chunk
 
 

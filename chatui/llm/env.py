@@ -101,6 +101,12 @@ def warm_up() -> None:
         install()
     except Exception:
         logging.getLogger(__name__).warning("the lean request body is not used", exc_info=True)
+    try:  # its Python walk of every streamed chunk's types, when its validator agrees
+        from .lean_chunks import install as install_chunks
+
+        install_chunks()
+    except Exception:
+        logging.getLogger(__name__).warning("the lean chunk builder is not used", exc_info=True)
     for model in ("gpt-4o", "gpt-3.5-turbo"):  # o200k and cl100k encodings
         try:
             litellm.token_counter(model=model, text="warm up")

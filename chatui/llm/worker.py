@@ -6,8 +6,9 @@ tokens/s each would keep the app's event loop busy nearly all the time,
 and a burst (a fast local server) would delay the first token's frame by
 the whole burst. `StreamWorker` runs `stream_completion` in a child
 process (`python -m chatui.llm.worker_main`) that imports LiteLLM there,
-on the other core; the app receives finished chunks, one JSON line each
-(`wire`), and does only its own work: storing and drawing.
+on the other core; the app receives finished chunks as JSON lines (`wire`;
+a call's text joined per `worker_main.BATCH_SECONDS`, the first at once), and
+does only its own work: storing and drawing.
 
 Design notes:
 - One worker per app process, started early (`start()`) so LiteLLM is
@@ -18,7 +19,8 @@ Design notes:
   `LLMError` ("connection"): the engine keeps what arrived, as for any
   provider failure.
 - The reading thread hands lines to the loop that asked
-  (`call_soon_threadsafe`), so one worker serves any event loop.
+  (`call_soon_threadsafe`, once per call and read), so one worker serves any
+  event loop; text queued together is read as one chunk.
 - The environment is sent with a call when it changed since the last one:
   keys come from the environment, and a key exported after launch (or a
   test's variable) must reach the call. It travels over the pipe only,
@@ -41,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .chunks import Chunk, ChunkStream
+from .chunks import Chunk, ChunkStream, ReasoningChunk, TextChunk
 from .env import DEFAULT_TIMEOUT
 from .errors import LLMError, redact
 from .wire import decode
@@ -65,17 +67,22 @@ class _Call:
     ended: bool = False
     streamed: bool = False
 
-    def push(self, item: Chunk | LLMError | None) -> None:
-        """On the call's loop: queue `item` (None: the call ended)."""
-        self.items.append(item)
+    def push(self, *items: Chunk | LLMError | None) -> None:
+        """On the call's loop: queue `items` (None: the call ended)."""
+        self.items.extend(items)
         self.ready.set()
 
 
 class StreamWorker:
     """The model process and the calls running in it."""
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, batch_seconds: float | None = None) -> None:
         self.python = python or sys.executable
+        self.batch_seconds = batch_seconds
+        """The least time between two lines of a call's text (None: the model process's
+        `BATCH_SECONDS`)."""
+        self.lines = 0
+        """Lines read from the model process (its messages)."""
         self._process: subprocess.Popen[bytes] | None = None
         self._calls: dict[int, _Call] = {}
         self._next = 0
@@ -162,34 +169,23 @@ class StreamWorker:
             process.stdin.flush()
 
     def _read(self, process: subprocess.Popen[bytes], out: IO[bytes]) -> None:
-        """The reading thread: every line to the loop of its call, until the pipe ends."""
-        for line in out:
-            try:
-                data = json.loads(line)
-            except ValueError:
-                data = None
-            if not isinstance(data, dict):
-                log.warning("the model process sent a line chatui cannot read")
-                continue
-            if data.get("t") == "ready":
-                self.ready.set()
-                continue
-            if data.get("t") == "log":
-                log.log(int(data.get("level", logging.WARNING)), "model process: %s", data["msg"])
-                continue
-            call = self._calls.get(data.get("id", -1))
-            if call is None:
-                continue  # cancelled meanwhile: its remaining lines are dropped
-            try:
-                item = None if data.get("t") == "end" else decode(data)
-            except (KeyError, ValueError, TypeError):
-                item = LLMError(
-                    "bad_response",
-                    "The model process sent a reply chatui could not read",
-                    hint="What arrived is kept. Press ctrl+r to regenerate.",
-                    partial=call.streamed,
-                )
-            self._hand_over(call, item)
+        """The reading thread: the lines of each read to the loop of their call (one
+        hand-over per call and read), until the pipe ends."""
+        rest = b""
+        while True:
+            data = out.read1(1 << 16)  # type: ignore[attr-defined]  # what the pipe holds
+            lines = (rest + data).split(b"\n")
+            rest = lines.pop() if data else b""
+            batches: dict[int, list[Chunk | LLMError | None]] = {}
+            for line in lines:
+                if line.strip():
+                    self._line(line, batches)
+            for number, items in batches.items():
+                call = self._calls.get(number)
+                if call is not None:
+                    self._hand_over(call, *items)
+            if not data:
+                break
         code = process.wait()
         with self._lock:
             if self._process is process:
@@ -199,6 +195,37 @@ class StreamWorker:
         for call in list(self._calls.values()):
             if call.process is process and not call.ended:
                 self._hand_over(call, self._died(code, call.streamed))
+
+    def _line(self, line: bytes, batches: dict[int, list[Chunk | LLMError | None]]) -> None:
+        """One line from the model process: a call's item goes to its batch."""
+        self.lines += 1
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            log.warning("the model process sent a line chatui cannot read")
+            return
+        if data.get("t") == "ready":
+            self.ready.set()
+            return
+        if data.get("t") == "log":
+            log.log(int(data.get("level", logging.WARNING)), "model process: %s", data["msg"])
+            return
+        number = data.get("id", -1)
+        call = self._calls.get(number)
+        if call is None:
+            return  # cancelled meanwhile: its remaining lines are dropped
+        try:
+            item = None if data.get("t") == "end" else decode(data)
+        except (KeyError, ValueError, TypeError):
+            item = LLMError(
+                "bad_response",
+                "The model process sent a reply chatui could not read",
+                hint="What arrived is kept. Press ctrl+r to regenerate.",
+                partial=call.streamed,
+            )
+        batches.setdefault(number, []).append(item)
 
     def _start_failed(self) -> None:
         self.failed_starts += 1
@@ -210,9 +237,9 @@ class StreamWorker:
             )
 
     @staticmethod
-    def _hand_over(call: _Call, item: Chunk | LLMError | None) -> None:
+    def _hand_over(call: _Call, *items: Chunk | LLMError | None) -> None:
         with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
-            call.loop.call_soon_threadsafe(call.push, item)
+            call.loop.call_soon_threadsafe(call.push, *items)
 
     @staticmethod
     def _died(code: int | None, partial: bool) -> LLMError:
@@ -269,6 +296,8 @@ class StreamWorker:
             "max_retries": max_retries,
             "params": params,
         }
+        if self.batch_seconds is not None:
+            args["batch"] = self.batch_seconds
         return _Stream(self, self._begin("stream", args))
 
     def _begin(self, op: str, args: dict[str, Any]) -> _Call:
@@ -331,7 +360,7 @@ class _Stream:
         except BaseException:  # cancelled while waiting: the caller closes, or we do
             self._worker._end(call)
             raise
-        item = call.items.popleft()
+        item = _joined(call.items)
         if not call.items:
             call.ready.clear()
         if item is None:
@@ -347,6 +376,23 @@ class _Stream:
 
     async def aclose(self) -> None:
         self._worker._end(self._call)
+
+
+def _joined(items: deque[Chunk | LLMError | None]) -> Chunk | LLMError | None:
+    """The first item, with the text (or reasoning) chunks right behind it joined to it:
+    what waited together is handled as one chunk."""
+    item = items.popleft()
+    if isinstance(item, TextChunk):
+        parts = [item.text]
+        while items and isinstance(items[0], TextChunk):
+            parts.append(items.popleft().text)  # type: ignore[union-attr]
+        return TextChunk("".join(parts)) if len(parts) > 1 else item
+    if isinstance(item, ReasoningChunk):
+        parts = [item.text]
+        while items and isinstance(items[0], ReasoningChunk):
+            parts.append(items.popleft().text)  # type: ignore[union-attr]
+        return ReasoningChunk("".join(parts)) if len(parts) > 1 else item
+    return item
 
 
 _shared: StreamWorker | None = None

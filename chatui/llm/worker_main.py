@@ -1,10 +1,18 @@
 """The model process (`python -m chatui.llm.worker_main`): see `worker.StreamWorker`.
 
 Reads one JSON request a line on stdin (`stream`, `cancel`), runs each
-`stream` as a task of its own event loop, and writes each chunk as a line
+`stream` as a task of its own event loop, and writes its chunks as lines
 (`wire`) on the stdout it was started with. Anything else that would print
 to stdout (a library's banner) goes to stderr, which the app discards;
 warnings travel as `log` lines. It exits when stdin closes.
+
+A call's text goes out at most every `BATCH_SECONDS` (`_Outbox`): a local
+model streams a token every few milliseconds, and every line costs the app a
+wake-up, a decoded chunk and an event, where its reply's view draws at most
+every 50 ms anyway. The first text, and text after a quiet spell, goes at
+once; what comes sooner waits for the slot and goes as one chunk. Anything
+else (a tool call, why the model stopped, usage, an error, the end) goes at
+once, with the text before it, in one write.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import threading
 from typing import Any
 
 from . import stream_completion, warm_up
+from .chunks import Chunk, ReasoningChunk, TextChunk
 from .errors import LLMError, map_error, redact
 from .warm_call import warm_call
 from .wire import END, encode
@@ -37,6 +46,69 @@ class _Lines(logging.Handler):
             os.write(self.out, line.encode())
         except Exception:  # logging must never end the process
             pass
+
+
+BATCH_SECONDS = 0.05
+"""The least time between two lines of a call's text (the reply's view draws at most
+every `widgets.message_view.FLUSH_SECONDS`, 50 ms, too). A request may set its own
+(`batch`, seconds)."""
+
+
+class _Outbox:
+    """One call's lines: text and reasoning joined per `every` seconds, the first at once."""
+
+    def __init__(self, worker: Worker, number: int, every: float) -> None:
+        self.worker = worker
+        self.number = number
+        self.every = every
+        self.waiting: list[Chunk] = []
+        self.sent_at = float("-inf")
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, chunk: Chunk) -> None:
+        if not isinstance(chunk, TextChunk | ReasoningChunk):
+            self.send(encode(chunk, self.number))
+            return
+        loop = self.worker.loop
+        if not self.waiting and loop.time() - self.sent_at >= self.every:
+            self.send(encode(chunk, self.number))
+            return
+        self.waiting.append(chunk)
+        if self.timer is None:
+            self.timer = loop.call_at(self.sent_at + self.every, self.send)
+
+    def send(self, *lines: bytes) -> None:
+        """What waits, joined, then `lines`: one write."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        out = [encode(chunk, self.number) for chunk in _joined(self.waiting)]
+        self.waiting.clear()
+        out.extend(lines)
+        if out:
+            self.worker.write(b"".join(out))
+            self.sent_at = self.worker.loop.time()
+
+    def drop(self) -> None:
+        """The app stopped listening: nothing more goes out."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.waiting.clear()
+
+
+def _joined(chunks: list[Chunk]) -> list[Chunk]:
+    """Neighbouring text chunks as one, and reasoning chunks as one (order kept)."""
+    out: list[Chunk] = []
+    for chunk in chunks:
+        last = out[-1] if out else None
+        if isinstance(chunk, TextChunk) and isinstance(last, TextChunk):
+            out[-1] = TextChunk(last.text + chunk.text)
+        elif isinstance(chunk, ReasoningChunk) and isinstance(last, ReasoningChunk):
+            out[-1] = ReasoningChunk(last.text + chunk.text)
+        else:
+            out.append(chunk)
+    return out
 
 
 class Worker:
@@ -70,6 +142,8 @@ class Worker:
 
     async def run(self, number: int, args: dict[str, Any]) -> None:
         model = str(args.get("model", ""))
+        batch = args.get("batch")
+        outbox = _Outbox(self, number, float(batch) if batch is not None else BATCH_SECONDS)
         try:
             async for chunk in stream_completion(
                 model,
@@ -80,16 +154,17 @@ class Worker:
                 max_retries=int(args.get("max_retries") or 0),
                 params=args.get("params") if isinstance(args.get("params"), dict) else None,
             ):
-                self.write(encode(chunk, number))
+                outbox.add(chunk)
         except asyncio.CancelledError:
+            outbox.drop()
             return  # the app stopped listening: nothing to say
         except LLMError as error:
-            self.write(encode(error, number))
+            outbox.send(encode(error, number))  # the text before it first
             return
         except Exception as exc:  # a bug here must not end the other calls
-            self.write(encode(map_error(exc, model, api_base=args.get("api_base")), number))
+            outbox.send(encode(map_error(exc, model, api_base=args.get("api_base")), number))
             return
-        self.write(encode(END, number))
+        outbox.send(encode(END, number))
 
     def read(self) -> None:
         """The stdin thread: requests to the loop; the end of stdin stops the process."""

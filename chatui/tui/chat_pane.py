@@ -135,11 +135,7 @@ class ChatPane(SurvivesOutage, Vertical):
             self.model = model
 
     class _Draw(TextualMessage):
-        """Events the first-frame policy released, drawn as one batch."""
-
-        def __init__(self, release: Release) -> None:
-            super().__init__()
-            self.release = release
+        """Releases of the first-frame policy wait to be drawn (`_releases`)."""
 
     chat_view = getters.query_one("#chat", ChatView)
     chat_input = getters.query_one("#input", ChatInput)
@@ -149,7 +145,7 @@ class ChatPane(SurvivesOutage, Vertical):
         workspace: Workspace,
         *,
         recent_models: list[str],
-        on_shown: Callable[[], Awaitable[None]],
+        on_shown: Callable[..., Awaitable[None]],
         ui_state: UiState | None = None,
         id: str | None = None,
     ) -> None:
@@ -200,8 +196,11 @@ class ChatPane(SurvivesOutage, Vertical):
         self._blink_paused = False
         """The input's cursor blink is off while the chat on screen replies (on after)."""
         """Brings the busy title and the tree after enter (`BUSY_AFTER`), until it fires."""
-        self._panes_due: bool | None = None
-        """While `_draw` draws a batch: whether the tree and the sidebar follow in it."""
+        self._panes_due: set[str] | None = None
+        """While `_draw` draws a batch: which of "tree" and "facts" (the sidebar) follow
+        in it."""
+        self._releases: list[Release] = []
+        """Released events not drawn yet: the next `_draw` draws all of them, one batch."""
         self._draft_timer: Timer | None = None
         """Pending: the draft typed since the last write goes to the state file."""
         self.attached: list[Attached] = []
@@ -565,7 +564,12 @@ class ChatPane(SurvivesOutage, Vertical):
         self.stream.heard(event)
 
     def _post_draw(self, release: Release) -> None:
-        self.post_message(self._Draw(release))  # drawn in order, each under the lock
+        # Drawn in order; what is released before the pane gets to draw joins the same
+        # batch (a turn's end is its usage, its measure and its end, a few ms apart: each
+        # was a frame of its own, with the tree and the sidebar drawn again in each).
+        self._releases.append(release)
+        if len(self._releases) == 1:
+            self.post_message(self._Draw())
 
     def _first_words_drawn(self) -> None:
         self.stream.frame_drawn()
@@ -578,34 +582,53 @@ class ChatPane(SurvivesOutage, Vertical):
         frames: the reply's, then the tree's and the sidebar's); otherwise posted."""
         labels = getattr(message, "labels", ())
         if self._panes_due is not None and not labels:
-            self._panes_due = True
+            self._panes_due.add("tree" if isinstance(message, ChatPane.TreeChanged) else "facts")
         else:
             self.post_message(message)
 
     @on(_Draw)
     async def _draw(self, message: _Draw) -> None:
         message.stop()
-        release = message.release
+        releases, self._releases = self._releases, []
+        if not releases:
+            return
         async with self._draw_lock:
-            self._panes_due = False
+            self._panes_due = set()
             try:
                 with self.app.batch_update():  # one frame for the batch, closed by this block
-                    for event in release.events:
+                    for event in (e for release in releases for e in release.events):
                         if isinstance(event, JobEnded):
                             await self._turn_ended(event)
                         elif event.session_id == self.session_id and self.chat is not None:
                             await self._show(event)
-                    if self._panes_due:
-                        await self.on_shown()  # the tree and the sidebar, in this frame
+                    if self._panes_due:  # what follows, in this frame
+                        due = self._panes_due
+                        await self.on_shown(tree="tree" in due, facts="facts" in due)
             finally:
                 self._panes_due = None
-        if release.first_words:
-            # Marked for layout now: the words' widget asks for its own only when it
-            # next idles, and a screen with nothing to lay out runs "after refresh"
-            # callbacks at once, before the frame. Not repainted whole: the layout
-            # repaints what moved (a repaint of the screen was a full frame).
-            self.screen.refresh(repaint=False, layout=True)
+        worded = [release for release in releases if release.first_words]
+        if worded:
+            # The words' frame must be drawn before the policy is told: the words'
+            # widget hands its repaint to the screen only when it next idles, and a
+            # screen with nothing to draw runs "after refresh" callbacks at once,
+            # before the frame. Words drawn into a reply's plain body (mounted with its
+            # question, one line high already) are handed over now: a repaint of their
+            # lines. Otherwise (views mounted, a Markdown body) the screen is marked
+            # for layout, which repaints what moved (a repaint of the screen was a full
+            # frame); laying it out for the words alone was a reflow and a repaint of
+            # the whole chat area in most sends.
+            if not all(self._hand_over(release) for release in worded):
+                self.screen.refresh(repaint=False, layout=True)
             self.call_after_refresh(self._first_words_drawn)
+
+    def _hand_over(self, release: Release) -> bool:
+        """The release's words were drawn into views on screen that handed their repaint
+        to the screen (`MessageView.hand_over`); False if anything else is in it."""
+        deltas = [event for event in release.events if isinstance(event, ReplyDelta)]
+        if len(deltas) != len(release.events):
+            return False
+        views = [self.chat_view.view_for(delta.message_id) for delta in deltas]
+        return all(view is not None and view.hand_over() for view in views)
 
     async def _show(self, event: TurnEvent) -> None:
         """Draw one event of the chat on screen (under the lock)."""

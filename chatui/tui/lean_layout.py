@@ -43,8 +43,14 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
 
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
         compositor = self._compositor
+        # What a scrolling widget's layout depends on is read for those alone (each
+        # read of a size walks the widget's styles: most widgets cannot scroll).
         before = {
-            widget: (widget._layout_required, widget._repaint_required, _box(widget))
+            widget: (
+                widget._layout_required,
+                widget._repaint_required,
+                _box(widget) if may_scroll(widget) else None,
+            )
             for widget in compositor.widgets
         }
         super()._refresh_layout(size, scroll)

@@ -287,10 +287,13 @@ class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
 
     # -- the tree and the sidebar follow the pane --------------------------------------
 
-    async def _pane_shown(self) -> None:
-        """The pane drew a chat: the tree and the sidebar, from the same reading."""
-        self.show_tree()
-        await self.sidebar.show_facts(self.pane.facts, self.pane.snapshot)
+    async def _pane_shown(self, *, tree: bool = True, facts: bool = True) -> None:
+        """The pane drew a chat: the tree and the sidebar, from the same reading (after
+        a batch of a turn's events: those of them that changed)."""
+        if tree:
+            self.show_tree()
+        if facts:
+            await self.sidebar.show_facts(self.pane.facts, self.pane.snapshot)
 
     @on(ChatPane.TreeChanged)
     def _tree_changed(self, message: ChatPane.TreeChanged) -> None:
