@@ -37,6 +37,8 @@ async def _start(store, cache_file: Path, theme: str | None = None) -> tuple[lis
     assert isinstance(app.stylesheet, css_cache.CachedStylesheet)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
+        app.main.chat_input.cursor_blink = False  # the same screen at any moment
+        await pilot.pause()
         await pilot.pause()
         runs = screen_runs(app)
     cache = css_cache._state
