@@ -23,6 +23,7 @@ __all__ = [
     "config_dir",
     "config_file",
     "create_private_file",
+    "css_cache_file",
     "data_dir",
     "default_db",
     "ensure_private_dir",
@@ -63,6 +64,11 @@ def cache_dir() -> Path:
 def compile_cache_file() -> Path:
     """Code compiled at start-up, kept for the next one (`chatui.compile_cache`)."""
     return cache_dir() / f"compiled-{sys.implementation.cache_tag}.marshal"
+
+
+def css_cache_file() -> Path:
+    """Textual's parsed stylesheets, kept for the next start (`chatui.tui.css_cache`)."""
+    return cache_dir() / f"css-{sys.implementation.cache_tag}.pickle"
 
 
 def config_file() -> Path:

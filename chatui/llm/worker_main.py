@@ -9,8 +9,9 @@ warnings travel as `log` lines. It exits when stdin closes.
 A call's text goes out at most every `BATCH_SECONDS` (`_Outbox`): a local
 model streams a token every few milliseconds, and every line costs the app a
 wake-up, a decoded chunk and an event, where its reply's view draws at most
-every 50 ms anyway. The first text, and text after a quiet spell, goes at
-once; what comes sooner waits for the slot and goes as one chunk. Anything
+every `widgets.message_view.FLUSH_SECONDS` (100 ms) anyway. The first text,
+and text after a quiet spell, goes at once; what comes sooner waits for the
+slot and goes as one chunk. Anything
 else (a tool call, why the model stopped, usage, an error, the end) goes at
 once, with the text before it, in one write.
 """
@@ -49,9 +50,9 @@ class _Lines(logging.Handler):
 
 
 BATCH_SECONDS = 0.05
-"""The least time between two lines of a call's text (the reply's view draws at most
-every `widgets.message_view.FLUSH_SECONDS`, 50 ms, too). A request may set its own
-(`batch`, seconds)."""
+"""The least time between two lines of a call's text (no more than the reply's view
+waits between two draws, `widgets.message_view.FLUSH_SECONDS`, so the view's slots
+are never missed). A request may set its own (`batch`, seconds)."""
 
 
 class _Outbox:

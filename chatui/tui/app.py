@@ -32,6 +32,7 @@ from ..core.config import Config, ConfigError, load_config
 from ..core.logs import setup_logging
 from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
+from . import css_cache
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
 from .outage import OutageNotices, SurvivesOutage
@@ -374,6 +375,7 @@ def _run_app(store: Store, config: Config, model: str | None, theme: str | None)
     compile_cache.save()  # the imports' code, kept even if the terminal closes at once
     try:
         app = ChatApp(store, config, model=model, theme=theme)
+        css_cache.install(app, paths.css_cache_file())  # written once the screen is drawn
         app.run()
         return app.return_code or 0
     finally:

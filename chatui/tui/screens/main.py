@@ -45,6 +45,7 @@ from ...core.workspace import (
     Workspace,
     WorkspaceEvent,
 )
+from .. import css_cache
 from ..chat_pane import NEW_CHAT_NAME, ChatPane
 from ..chat_panes import ChatSidebar, ChatTree
 from ..lean_compositor import LeanCompositor
@@ -168,10 +169,15 @@ class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
         # widget's default CSS is added before it is styled): Textual restyled all of
         # them again (half of the start's ~200 stylesheet applies, ~60 M instructions).
         # Classes changed since then restyled their nodes themselves.
-        if not self._resumed:
+        first = not self._resumed
+        if first:
             self._resumed = True
             event.refresh_styles = False
         super()._on_screen_resume(event)
+        if first:
+            # The first screen is laid out and drawn (its frame is with the driver):
+            # the stylesheets it parsed are kept for the next start, nothing waits.
+            css_cache.save()
 
     def on_key(self, event: events.Key) -> None:
         """A printable key that reached the screen itself is typing. Keys pressed while
