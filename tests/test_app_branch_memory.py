@@ -150,6 +150,16 @@ def test_branch_memory_screenshot(store, chats, snap_compare):
                 and pilot.app.main.sidebar.gauge("scratchpad") is not None
             ),
         )
+        # The input under the inspector shows its last frame, in the blink phase it had
+        # when the inspector opened (its cursor missing in one run of eight under load):
+        # opened once a frame was drawn in the phase that shows it (a blink is 0.5 s),
+        # with no await between the last look and the push.
+        box = pilot.app.main.chat_input
+        while True:
+            await wait_until(pilot, lambda: box._cursor_visible)
+            await pilot.pause(0.05)
+            if box._cursor_visible:
+                break
         pilot.app.main.sidebar.gauge("scratchpad").action_open()
         # Under load the inspector opens later than any fixed pause: wait for its writes.
         await wait_until(

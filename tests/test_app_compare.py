@@ -170,9 +170,21 @@ def test_compare_screen(store, chat, snap_compare):
     background; the hint line at the bottom."""
 
     async def open_compare(pilot) -> None:
-        await wait_until(pilot, lambda: pilot.app.main.chat is not None)
-        await pilot.press("up", "v")
-        await pilot.pause(0.3)
+        # Under load the chat's views are drawn after `chat` is set: "up" before them
+        # leaves the input focused, and "v" is typed into it.
+        app = pilot.app
+        await wait_until(pilot, lambda: app.main.chat is not None and app.main.chat_view.views)
+        await pilot.press("up")
+        await wait_until(pilot, lambda: isinstance(app.focused, MessageView))
+        await pilot.press("v")
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, CompareScreen)
+                and app.screen.query_one("#compare-right-text", DiffView).changed_words
+            ),
+        )
+        await pilot.pause()
 
     assert snap_compare(
         make_app(store, warm_llm=False), terminal_size=SIZE, run_before=open_compare

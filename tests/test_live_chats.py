@@ -633,11 +633,16 @@ async def test_a_slow_reply_draws_its_question_after_the_hold_before_its_words(
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        sent = time.monotonic()
         await send(pilot, "Anyone there?")
         main = app.main
         assert not main.chat_input.text  # cleared at once
-        assert len(main.chat_view.views) == 0  # held: not drawn yet
+        # Judged only while the hold can still be running (a loaded machine may take
+        # longer than the hold to press the key): the question is not drawn yet.
+        if time.monotonic() - sent < 0.2:
+            assert len(main.chat_view.views) == 0
         await wait_until(pilot, lambda: len(main.chat_view.views) == 2, 0.7)
+        assert time.monotonic() - sent >= 0.2  # drawn once the hold ran out, not before
         assert main.chat_view.views[-1].text == ""  # the hold ran out before the words
         await wait_until(pilot, lambda: main.chat_view.views[-1].shown == "late words arrive")
         await wait_until(pilot, lambda: not main.generating)
