@@ -214,6 +214,9 @@ class LLMServer:
         """Ollama's `POST /api/show` answer (None: 404)."""
         self.info_delay = 0.0
         """Seconds every model-info route waits before answering (a slow server)."""
+        self.info_gate: threading.Event | None = None
+        """When set to an event, every model-info route waits until the test sets it (a
+        server slower than anything the app does meanwhile, however loaded the machine)."""
         self.info_requests: list[str] = []
         """Paths of model-info requests, in arrival order."""
         self.function_calling = True
@@ -432,6 +435,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner.info_requests.append(self.path)
         if owner.info_delay:
             owner.wait(owner.info_delay)
+        gate = owner.info_gate
+        while gate is not None and not gate.wait(0.05) and not owner._stopping.is_set():
+            pass
         if payload is None:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
         elif isinstance(payload, bytes):

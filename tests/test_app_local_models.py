@@ -4,6 +4,9 @@ its strict llama-cpp-python mode, LiteLLM's real client)."""
 
 from __future__ import annotations
 
+import threading
+from functools import partial
+
 import pytest
 
 from chatui.core.config import Config
@@ -136,7 +139,7 @@ async def test_ctrl_g_on_a_complete_reply_says_why_not_and_sends_nothing(store, 
 
 
 async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
-    store, config, llm_server
+    store, config, llm_server, monkeypatch
 ):
     """ctrl+l opens at once while the server is asked (slowly) for its models in the
     background; the next ctrl+l lists them, marked as served there."""
@@ -147,7 +150,11 @@ async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
 
     SERVED.clear()
     llm_server.model_ids = ("test-model", "qwen2.5-7b-instruct")
-    llm_server.info_delay = 1.0  # a slow server: the picker must not wait for it
+    answer = threading.Event()
+    llm_server.info_gate = answer  # a slow server: the picker must not wait for it
+    # It answers when the test says, however long a loaded machine takes to get there:
+    # the background ask must not give up first.
+    monkeypatch.setattr(SERVED, "refresh", partial(type(SERVED).refresh, SERVED, timeout=60))
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -156,6 +163,7 @@ async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
         ids = [o.id for o in app.screen.query_one("#models-list", OptionList).options]
         assert "qwen2.5-7b-instruct" not in ids  # not known yet, and nothing waited
         await pilot.press("escape")
+        answer.set()
         await wait_until(pilot, lambda: "qwen2.5-7b-instruct" in SERVED.known(llm_server.base_url))
         await pilot.press("ctrl+l")
         await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
