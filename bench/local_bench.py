@@ -101,14 +101,17 @@ def start_server(
     raise SystemExit("the llama.cpp server did not start")
 
 
-def start_scripted() -> tuple[subprocess.Popen[str], str]:
-    """The scripted test server in a process of its own; every reply is the same stream."""
+def start_scripted(
+    words: int = SCRIPTED_WORDS, delay: float = SCRIPTED_DELAY, reply: str | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """The scripted test server in a process of its own; every reply is the same stream
+    (`reply`, a Python expression for its text: `words` times "word" by default)."""
+    reply = reply or f"' '.join(['word'] * {words})"
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "from tests.llm_server import LLMServer, text;"
         "s = LLMServer(('smollm2',)).start();"
-        f"s.default = text(' '.join(['word'] * {SCRIPTED_WORDS}), delay={SCRIPTED_DELAY},"
-        f" usage=(40, {SCRIPTED_WORDS}));"
+        f"s.default = text({reply}, delay={delay}, usage=(40, {words}));"
         "print(s.base_url, flush=True); sys.stdin.read()"
     )
     server = subprocess.Popen(

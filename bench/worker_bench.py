@@ -37,6 +37,9 @@ sys.path.insert(0, str(ROOT))
 from chatui import llm  # noqa: E402
 from chatui.llm.worker import StreamWorker  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+import local_bench  # noqa: E402
+
 PROFILED = """\
 import cProfile, os, sys
 sys.argv = ["chatui.llm.worker_main"]
@@ -65,20 +68,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def start_scripted(words: int, delay: float) -> tuple[subprocess.Popen[str], str]:
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from tests.llm_server import LLMServer, text;"
-        "s = LLMServer(('smollm2',)).start();"
-        f"s.default = text(' '.join(f'w{{i}}' for i in range({words})), delay={delay},"
-        f" usage=(40, {words}));"
-        "print(s.base_url, flush=True); sys.stdin.read()"
-    )
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert server.stdout is not None
-    return server, server.stdout.readline().strip()
+    """local_bench's scripted server, each reply's words told apart (w0 w1 …)."""
+    return local_bench.start_scripted(words, delay, f"' '.join(f'w{{i}}' for i in range({words}))")
 
 
 async def run(args: argparse.Namespace, base: str, python: str | None) -> None:
