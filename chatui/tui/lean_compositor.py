@@ -15,15 +15,24 @@ above or below the box are never written either. So it skips the first and
 renders the second only over the box's lines; a full update renders all, as
 before. Lines of a widget left unrendered stay dirty in its styles cache until
 a frame shows them.
+
+It also keeps what its last update drew (`drawn`, `updates`): a layout's own
+frame draws whole every widget its changed geometry covers, and the screen
+(`EchoFreeLayout`) drops the repaints those widgets asked for meanwhile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from textual.screen import Screen
 
 __all__ = ["LeanCompositor"]
 
@@ -31,6 +40,18 @@ __all__ = ["LeanCompositor"]
 class LeanCompositor(Compositor):
     _updating: Collection[Region] = ()
     """The regions of the partial update being rendered (empty: none)."""
+    drawn: tuple[Region, ...] = ()
+    """The regions the last update drew (the screen's, for a full one)."""
+    updates = 0
+    """How many updates were rendered (a layout's own frame is one more)."""
+
+    def render_update(
+        self, full: bool = False, screen_stack: list[Screen] | None = None, simplify: bool = False
+    ) -> RenderableType | None:
+        whole = full or self.size.region in self._dirty_regions
+        self.drawn = (self.size.region,) if whole else tuple(self._dirty_regions)
+        self.updates += 1
+        return super().render_update(full, screen_stack, simplify)
 
     def render_partial_update(self) -> ChopsUpdate | None:
         # Textual's own, but its regions are kept for `_get_renders`: their bounding box
