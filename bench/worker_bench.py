@@ -17,6 +17,10 @@ averages over enough ticks to mean something:
 wrapper starts it under the profiler and dumps when the app closes its stdin).
 `--words`, `--delay`: the scripted reply (default: 24 words 30 ms apart, as
 local_bench's `--scripted`); `--delay 0` sends the whole reply in one burst.
+`--app-request`: each send carries what the app's first send of a new chat does
+(its system prompt and tools, from the engine) after `--history` exchanges, not a
+bare question. `--no-usage`: the server streams no usage, as llama-cpp-python's
+does (LiteLLM then counts the tokens itself, in the model process).
 """
 
 from __future__ import annotations
@@ -30,15 +34,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from chatui import llm  # noqa: E402
 from chatui.llm.worker import StreamWorker  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "bench"))
-import local_bench  # noqa: E402
 
 PROFILED = """\
 import cProfile, os, sys
@@ -67,12 +69,66 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_scripted(words: int, delay: float) -> tuple[subprocess.Popen[str], str]:
-    """local_bench's scripted server, each reply's words told apart (w0 w1 …)."""
-    return local_bench.start_scripted(words, delay, f"' '.join(f'w{{i}}' for i in range({words}))")
+def start_scripted(
+    words: int, delay: float, usage: bool = True
+) -> tuple[subprocess.Popen[str], str]:
+    """local_bench's scripted server, each reply's words told apart (w0 w1 …); without
+    usage in its streams when `usage` is False (llama-cpp-python's server)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from tests.llm_server import LLMServer, text;"
+        "s = LLMServer(('smollm2',)).start();"
+        f"s.stream_usage = {usage};"
+        f"s.default = text(' '.join(f'w{{i}}' for i in range({words})), delay={delay},"
+        f" usage=(40, {words}));"
+        "print(s.base_url, flush=True); sys.stdin.read()"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
 
 
-async def run(args: argparse.Namespace, base: str, python: str | None) -> None:
+def app_request(history: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages and tools of the app's send in a new chat after `history` exchanges:
+    its system prompt and tools as the engine builds them."""
+    from chatui.core.config import Config
+    from chatui.core.convert import to_openai_messages
+    from chatui.core.engine import ChatEngine
+    from chatui.core.wiring import build_manager
+    from store import Message, Store
+
+    async def build() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        with tempfile.TemporaryDirectory() as home:
+            store = Store(Path(home) / "bench.db")
+            config = Config(model="openai/smollm2", api_base="http://127.0.0.1:9/v1")
+            manager = build_manager(store, config)
+            engine = ChatEngine(manager, config)
+            session = manager.get_session(manager.create("bench").id)
+            tools = await engine.tools_for(session)
+            measured = await engine.measure(session, None, "openai/smollm2")
+            store.close()
+        reply = " ".join(["earlier"] * 24)
+        past = [
+            Message(id=f"h{i}{role[0]}", role=role, parts=[{"type": "text", "text": text}])
+            for i in range(history)
+            for role, text in (("user", f"Question {i}?"), ("assistant", reply))
+        ]
+        question = Message(id="q", role="user", parts=[{"type": "text", "text": "Say hello."}])
+        messages = to_openai_messages(measured.request.system_prompt, [*past, question])
+        return messages, [tool.to_openai() for tool in tools.values()]
+
+    return asyncio.run(build())
+
+
+async def run(
+    args: argparse.Namespace,
+    base: str,
+    python: str | None,
+    request: tuple[list[dict[str, Any]], list[dict[str, Any]] | None],
+) -> None:
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     worker = StreamWorker(python, batch_seconds=args.batch)
     worker.start()
@@ -80,9 +136,10 @@ async def run(args: argparse.Namespace, base: str, python: str | None) -> None:
         await asyncio.sleep(0.05)
     process = worker._process
     assert process is not None
-    messages = [{"role": "user", "content": "Say hello."}]
+    messages, tools = request
+    call = {"tools": tools, "api_base": base, "max_retries": 0}
     # One send first: what the first call sets up is not the steady state.
-    async for _ in worker.stream("openai/smollm2", messages, api_base=base, max_retries=0):
+    async for _ in worker.stream("openai/smollm2", messages, **call):
         pass
     chunks: list[int] = []
     model_cpu0 = cpu_seconds(process.pid)
@@ -92,7 +149,7 @@ async def run(args: argparse.Namespace, base: str, python: str | None) -> None:
     for _ in range(args.sends):
         n = 0
         text = ""
-        async for chunk in worker.stream("openai/smollm2", messages, api_base=base, max_retries=0):
+        async for chunk in worker.stream("openai/smollm2", messages, **call):
             n += 1
             if isinstance(chunk, llm.TextChunk):
                 text += chunk.text
@@ -105,6 +162,12 @@ async def run(args: argparse.Namespace, base: str, python: str | None) -> None:
     worker.close()
     print(
         f"sends: {args.sends}, scripted reply: {args.words} words {args.delay * 1000:.0f} ms apart"
+        f"{'' if args.usage else ', no usage streamed'}; request: "
+        + (
+            f"the app's ({len(messages)} messages, {len(tools or [])} tools)"
+            if args.app_request
+            else "one question"
+        )
     )
     print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     print(f"model process CPU per send: {model_cpu / args.sends * 1000:.1f} ms")
@@ -124,8 +187,20 @@ def main() -> None:
         "--batch", type=float, help="seconds between a call's text lines (default: the worker's)"
     )
     parser.add_argument("--profile", help="write a cProfile of the model process to this file")
+    parser.add_argument(
+        "--app-request", action="store_true", help="the app's system prompt and tools"
+    )
+    parser.add_argument("--history", type=int, default=0, help="exchanges before the question")
+    parser.add_argument(
+        "--no-usage", dest="usage", action="store_false", help="streams without usage"
+    )
     args = parser.parse_args()
-    server, base = start_scripted(args.words, args.delay)
+    request: tuple[list[dict[str, Any]], list[dict[str, Any]] | None] = (
+        app_request(args.history)
+        if args.app_request
+        else ([{"role": "user", "content": "Say hello."}], None)
+    )
+    server, base = start_scripted(args.words, args.delay, args.usage)
     python = None
     folder = tempfile.mkdtemp()
     if args.profile:
@@ -136,7 +211,7 @@ def main() -> None:
         wrapper.chmod(0o755)
         python = str(wrapper)
     try:
-        asyncio.run(run(args, base, python))
+        asyncio.run(run(args, base, python, request))
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -18,7 +18,7 @@ from store import SessionManager, StoreContextProvider
 from tests import llm_server as script
 from widgets import ChatInput, ChatNotice, ChatView, ContextSidebar, MessageView
 
-from .app_helpers import make_app, wait_until
+from .app_helpers import make_app, notices, wait_until
 
 SIZE = (140, 40)
 
@@ -113,6 +113,42 @@ async def test_ctrl_r_regenerates_beside_the_old_reply(store, config, llm_server
         await pilot.press("left")
         await pilot.pause()
         assert [m.text for m in chat_path(app)] == ["Question", "First answer."]
+
+
+async def test_ctrl_r_from_the_input_retries_a_failed_reply_as_its_notice_says(
+    store, config, llm_server
+):
+    llm_server.error(500, "upstream exploded")
+    llm_server.text("It works now.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        # Nothing to act on yet: said, nothing sent.
+        await pilot.press("ctrl+r", "ctrl+g")
+        await wait_until(pilot, lambda: "Nothing to regenerate yet" in notices(app))
+        assert llm_server.requests == []
+        await type_and_send(pilot, "Question")
+        await idle(pilot)
+        failed = chat_path(app)[-1]
+        assert (
+            failed.role == "assistant"
+            and "error" in app.main.chat_view.view_for(failed.id).header().plain
+        )
+        assert "ctrl+r" in " ".join(n.plain for n in app.main.chat_view.query(ChatNotice))
+        # The focus is still in the input, where the notice's ctrl+r is pressed.
+        assert isinstance(app.focused, ChatInput)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: chat_path(app)[-1].text == "It works now.")
+        await idle(pilot)
+        history = chat_path(app)
+        replies = app.main.chat.session.get_branches(history[0].id)
+        assert [m.id for m in replies] == [failed.id, history[1].id]  # the failure kept
+        assert isinstance(app.focused, ChatInput)
+        # ctrl+g on a complete reply: refused with the reason, nothing sent.
+        sent = len(llm_server.requests)
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: "Only a truncated or stopped reply" in notices(app))
+        assert len(llm_server.requests) == sent
 
 
 async def test_e_edits_into_a_new_branch_and_replies(store, config, llm_server):

@@ -13,6 +13,18 @@ MODEL = "openai/test-model"
 HI = [{"role": "user", "content": "hi"}]
 
 
+@pytest.fixture(autouse=True)
+def callbacks_restored(monkeypatch):
+    """LiteLLM's callback lists as they were after each test: a call moves a callback
+    set in `litellm.callbacks` into its other lists, where it would go on listening."""
+    from chatui.llm.env import load_litellm
+
+    litellm = load_litellm()
+    for name in ("success_callback", "_async_success_callback", "failure_callback"):
+        monkeypatch.setattr(litellm, name, list(getattr(litellm, name)))
+    monkeypatch.setattr(litellm, "_async_failure_callback", list(litellm._async_failure_callback))
+
+
 @pytest.fixture
 def dispatched(monkeypatch):
     """The streams whose success logging LiteLLM dispatched."""
@@ -72,3 +84,66 @@ async def test_success_logging_runs_only_for_a_listening_callback(
     async with asyncio.timeout(20):
         await heard.wait()
     assert len(dispatched) == 1
+
+
+@pytest.fixture
+def priced(monkeypatch):
+    """The calls of LiteLLM's own pricing of a call (the price it keeps for itself)."""
+    from chatui.llm.env import load_litellm, warm_up
+
+    litellm = load_litellm()
+    warm_up()  # what the model process runs before its first call
+    calls: list[object] = []
+    original = litellm.response_cost_calculator
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("model"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "response_cost_calculator", counting)
+    return calls
+
+
+async def test_litellm_prices_a_call_only_for_a_listening_callback(
+    priced, llm_server, fake_key, monkeypatch
+):
+    """Issue 22: LiteLLM priced every call twice for itself (when it arrived, when its
+    stream ended), read by nothing of chatui's: for a model its table does not know (a
+    local one) a row of failed look-ups, ~3 ms of CPU a send in the model process. A
+    program that sets a LiteLLM callback or budget still gets it priced."""
+    from chatui.llm.env import load_litellm
+
+    llm_server.script(script.text("first reply", usage=(5, 2)), script.text("second", usage=(5, 1)))
+    chunks = await stream(llm_server)
+    assert chunks[-2:] == [llm.FinishChunk("stop"), llm.UsageChunk(5, 2, 0.0)]
+    async with asyncio.timeout(20):  # a guard; the condition is the tasks' end
+        await settled()
+    assert priced == []  # was two a call
+
+    monkeypatch.setattr(load_litellm(), "max_budget", 100.0)
+    chunks = await stream(llm_server)
+    assert chunks[-1] == llm.UsageChunk(5, 1, 0.0)
+    async with asyncio.timeout(20):
+        await settled()
+    assert priced  # a budget reads the price: priced again
+
+
+def test_a_model_without_a_price_is_looked_up_once(monkeypatch):
+    """chatui's own price of a reply: a model LiteLLM's table has no price for (any local
+    model) was looked up, and refused, after every reply; a priced one still is priced."""
+    from chatui.llm.env import load_litellm
+
+    litellm = load_litellm()
+    asked: list[str] = []
+    original = litellm.cost_per_token
+
+    def counting(*args, **kwargs):
+        asked.append(kwargs["model"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "cost_per_token", counting)
+    for _ in range(3):
+        assert llm.completion_cost("openai/no-such-model-here", 100, 10) == 0.0
+        assert llm.completion_cost("gpt-4o-mini", 100, 10) > 0
+    assert asked.count("openai/no-such-model-here") == 1  # was 3
+    assert asked.count("gpt-4o-mini") == 3

@@ -43,6 +43,7 @@ from .env import (
     warm_up,
 )
 from .errors import ErrorKind, LLMError, connection_dropped, map_error, redact, redact_known
+from .lean_costs import listening
 from .quirks import QUIRKS, refuses_streamed_tools
 from .windows import table_window
 
@@ -145,9 +146,16 @@ def in_model_table(model: str) -> bool:
     return True
 
 
+_UNPRICED: set[str] = set()
+"""Models LiteLLM's price table has no price for (it does not change while we run)."""
+
+
 def completion_cost(model: str, input_tokens: int, output_tokens: int) -> float:
-    """USD for a call from LiteLLM's price table; 0.0 when the model has no price."""
-    if is_demo(model) or (input_tokens <= 0 and output_tokens <= 0):
+    """USD for a call from LiteLLM's price table; 0.0 when the model has no price.
+
+    A model without a price is asked about once: the table's refusal is a row of
+    failed look-ups through its fallbacks (~1 ms of CPU, every reply of a local model)."""
+    if is_demo(model) or (input_tokens <= 0 and output_tokens <= 0) or model in _UNPRICED:
         return 0.0
     try:
         prompt, completion = load_litellm().cost_per_token(
@@ -155,6 +163,8 @@ def completion_cost(model: str, input_tokens: int, output_tokens: int) -> float:
         )
         total = float(prompt) + float(completion)
     except Exception:
+        if len(_UNPRICED) < 1000:
+            _UNPRICED.add(model)
         return 0.0
     return total if total >= 0 and total == total else 0.0
 
@@ -354,9 +364,6 @@ async def _streamed_call(
                 pass
 
 
-_SUCCESS_CALLBACKS = ("success_callback", "_async_success_callback", "callbacks")
-
-
 async def _no_success_logging(*args: Any, **kwargs: Any) -> None:
     """What a stream's success logging does when nobody listens."""
 
@@ -367,7 +374,7 @@ def _skip_success_logging(litellm: Any, stream: Any) -> None:
     builds their payload, a few ms of CPU a call (for a model its table does not know,
     several failed look-ups), for nobody. chatui prices the reply itself (`_ending`);
     the usage at the stream's end is built before, and stays."""
-    if any(getattr(litellm, name, None) for name in _SUCCESS_CALLBACKS):
+    if listening(litellm):
         return
     logging_obj = getattr(stream, "logging_obj", None)
     if logging_obj is not None and hasattr(logging_obj, "dispatch_success_handlers"):

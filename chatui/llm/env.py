@@ -107,6 +107,12 @@ def warm_up() -> None:
         install_chunks()
     except Exception:
         logging.getLogger(__name__).warning("the lean chunk builder is not used", exc_info=True)
+    try:  # its own pricing of every call, which nothing of chatui's reads
+        from .lean_costs import install as install_costs
+
+        install_costs()
+    except Exception:
+        logging.getLogger(__name__).warning("LiteLLM's pricing is kept", exc_info=True)
     for model in ("gpt-4o", "gpt-3.5-turbo"):  # o200k and cl100k encodings
         try:
             litellm.token_counter(model=model, text="warm up")

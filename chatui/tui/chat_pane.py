@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 
 from textual import getters, on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message as TextualMessage
 from textual.timer import Timer
@@ -106,6 +107,14 @@ WELCOME = (
 class ChatPane(SurvivesOutage, Vertical):
     """The title, the chat view and the input of the chat on screen."""
 
+    # From the input, the keys of a focused message act on the branch's last reply:
+    # a failure says "press ctrl+r" while the input has the focus. A focused message
+    # or the tree binds the same keys for itself; the input's ctrl+w deletes a word.
+    BINDINGS = [
+        Binding("ctrl+r", "last('regenerate')", "Regenerate", id="chat.regenerate", show=False),
+        Binding("ctrl+g", "last('continue')", "Continue", id="chat.continue", show=False),
+    ]
+
     class TreeChanged(TextualMessage):
         """The chat's messages changed during a turn: the tree follows."""
 
@@ -167,6 +176,7 @@ class ChatPane(SurvivesOutage, Vertical):
         """The chat's agent, model, window and next request (`Workspace.facts`)."""
         self.marks = PeerMarks()
         """Messages of the open chat that crossed to other chats (for `g`)."""
+        self._focus_sibling = True
         self.draft_model: str | None = None
         """The model picked for a new chat before its first send (ctrl+l)."""
         self.draft_agent: str | None = None
@@ -490,6 +500,9 @@ class ChatPane(SurvivesOutage, Vertical):
                 self._sending = attached
             self._asked_at = time.monotonic()
             self._measured = False
+            # A sibling started from a message or the tree takes the focus; one
+            # started from the input (ctrl+r there) leaves it where typing goes on.
+            self._focus_sibling = self.screen.focused is not self.chat_input
             workspace.start_reply(
                 chat.session_id,
                 kind,
@@ -660,7 +673,7 @@ class ChatPane(SurvivesOutage, Vertical):
                 if isinstance(event, ReplyStarted) and view is not None:
                     if self.workspace.model_loading:
                         view.note_waiting(LOADING_NOTE)
-                    if not follows:
+                    if not follows and self._focus_sibling:
                         view.focus(scroll_visible=False)
             case ReplyDelta(message_id=mid):  # its first words: in this frame
                 view = self.chat_view.view_for(mid)
@@ -758,6 +771,24 @@ class ChatPane(SurvivesOutage, Vertical):
         return True
 
     # -- messages and focus -------------------------------------------------------------
+
+    async def action_last(self, action: str) -> None:
+        """Run a message's `action` on the last reply of the branch on screen (or, when
+        the branch ends in a question no reply answered yet, on that question)."""
+        snap = self.snapshot
+        history = snap.history if snap is not None else []
+        last = next(
+            (
+                m
+                for m in reversed(history)
+                if not m.is_compaction and m.role in ("user", "assistant")
+            ),
+            None,
+        )
+        if last is None:
+            self.notify("Nothing to regenerate yet: type a message and press enter.")
+            return
+        await self.actions.act(last.id, action)
 
     @on(MessageView.ActionRequested)
     async def _message_action(self, event: MessageView.ActionRequested) -> None:

@@ -75,9 +75,9 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("ctrl+q", "quit", "anywhere", ids=("app.quit",)),
     KeyHelp(
         "ctrl+r",
-        "regenerate: a new reply beside the old one (kept)",
-        "message or tree",
-        ids=("message.regenerate",),
+        "regenerate: a new reply beside the old one (kept); from the input: the last reply",
+        "message, tree or input",
+        ids=("message.regenerate", "chat.regenerate"),
     ),
     KeyHelp(
         "ctrl+w",
@@ -88,8 +88,8 @@ KEYS: tuple[KeyHelp, ...] = (
     KeyHelp(
         "ctrl+g",
         "continue a truncated or stopped reply where it ended (appended to it, marked)",
-        "message or tree",
-        ids=("message.continue",),
+        "message, tree or input",
+        ids=("message.continue", "chat.continue"),
     ),
     KeyHelp(
         "other keys",

@@ -20,6 +20,10 @@ Every update, full ones too, also skips the lines of a widget that widgets in
 front of it cover wholly (`_render_chops`): on the first frame the screen and
 the panes' container lie under the panes, ~20 M instructions of strips that
 were rendered, cut up and thrown away.
+
+It also keeps what its last update drew (`drawn`, `updates`): a layout's own
+frame draws whole every widget its changed geometry covers, and the screen
+(`EchoFreeLayout`) drops the repaints those widgets asked for meanwhile.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from textual.screen import Screen
     from textual.widget import Widget
 
 __all__ = ["LeanCompositor"]
@@ -40,6 +46,18 @@ __all__ = ["LeanCompositor"]
 class LeanCompositor(Compositor):
     _updating: Collection[Region] = ()
     """The regions of the partial update being rendered (empty: none)."""
+    drawn: tuple[Region, ...] = ()
+    """The regions the last update drew (the screen's, for a full one)."""
+    updates = 0
+    """How many updates were rendered (a layout's own frame is one more)."""
+
+    def render_update(
+        self, full: bool = False, screen_stack: list[Screen] | None = None, simplify: bool = False
+    ) -> RenderableType | None:
+        whole = full or self.size.region in self._dirty_regions
+        self.drawn = (self.size.region,) if whole else tuple(self._dirty_regions)
+        self.updates += 1
+        return super().render_update(full, screen_stack, simplify)
 
     def render_partial_update(self) -> ChopsUpdate | None:
         # Textual's own, but its regions are kept for `_placements`: their bounding box
