@@ -218,3 +218,55 @@ async def test_a_scrolled_chat_grows_in_one_layout_and_stays_at_its_end(store, i
         assert layouts[0] == 1
         assert chat.scroll_y == chat.max_scroll_y
         assert "The newest words." in "\n".join(screen_lines(app))
+
+
+async def test_a_layout_s_frame_is_not_followed_by_a_frame_of_what_it_drew(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        screen = app.screen
+        chat = screen.chat_view
+        for n in range(12):  # longer than the screen: its scrollbar follows its length
+            await chat.add_message(
+                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
+            )
+        await settle(pilot)
+        assert chat.show_vertical_scrollbar
+        screen.chat_input.cursor_blink = False  # each blink is a frame
+        await settle(pilot)
+        bar = chat.vertical_scrollbar
+        frames: list[object] = []
+        bar_renders: list[object] = []
+        render_update, render_lines = screen._compositor.render_update, bar.render_lines
+
+        def frame(*args, **kwargs):
+            update = render_update(*args, **kwargs)
+            if update is not None:
+                frames.append(update)
+            return update
+
+        def bar_render(crop):
+            bar_renders.append(crop)
+            return render_lines(crop)
+
+        monkeypatch.setattr(screen._compositor, "render_update", frame)
+        monkeypatch.setattr(bar, "render_lines", bar_render)
+        layouts = count_layouts(monkeypatch, screen)
+        before = bar.window_virtual_size
+        with app.batch_update():  # as the pane draws a send
+            await chat.add_message(
+                Message(id="new", role="user", parts=[{"type": "text", "text": "The newest."}])
+            )
+        await settle(pilot)
+        assert layouts[0] == 1
+        assert bar.window_virtual_size > before  # the scrollbar took the chat's new length
+        # The layout's frame drew the scrolled chat whole, its scrollbar with it; the
+        # scrollbar's own repaint (asked while the layout sized it) was a second frame.
+        assert len(frames) == 1
+        assert len(bar_renders) == 1
+        shown = screen_lines(app)
+        assert any("The newest." in line for line in shown)
+        chat.refresh()  # drawn whole, afresh: the same screen
+        bar.refresh()
+        await settle(pilot)
+        assert screen_lines(app) == shown

@@ -19,11 +19,23 @@ bottom was computed from its size before the layout. Every request made before
 the layout began stands (its arrangement cache was not cleared yet: the layout
 may not have seen it; an earlier attempt that dropped those left a reply's body
 hidden).
+
+Nor is a layout's frame followed by a frame of repaints it already drew. A
+layout sizes widgets, and the ones that react ask to be repainted (a chat's
+scrollbar for its new length, twice a layout of a scrolled chat); each ask
+marks the widget's lines stale at once, and the layout's own frame draws whole
+every widget whose geometry changed (a scrolled chat: its whole area, the
+scrollbar in it). The ask's only effect left was a second frame drawing the
+same lines again. So after a layout drawn at once (`LeanCompositor`), a widget
+on screen lying whole inside what that frame drew has its pending repaint
+dropped; one only partly in it keeps it.
 """
 
 from __future__ import annotations
 
-from textual.geometry import Size
+from collections.abc import Mapping, Sequence
+
+from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -53,7 +65,10 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
             )
             for widget in compositor.widgets
         }
+        updates = getattr(compositor, "updates", None)
         super()._refresh_layout(size, scroll)
+        if updates is not None and getattr(compositor, "updates", None) == updates + 1:
+            _drop_drawn_repaints(compositor.visible_widgets, compositor.drawn)  # type: ignore[attr-defined]
         for widget in compositor.widgets:
             if not widget._layout_required:
                 continue
@@ -68,6 +83,23 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
                 # layout's own frame drew it whole: the repaint that came with the ask
                 # would draw it again in a frame of its own.
                 widget._repaint_required = False
+
+
+def _drop_drawn_repaints(
+    visible: Mapping[Widget, tuple[Region, Region]], drawn: Sequence[Region]
+) -> None:
+    """Pending repaints of widgets the frame just drawn showed whole (`drawn`: its
+    regions): their lines were marked stale when they asked, so that frame drew them
+    afresh; the repaint would draw them again in a frame of its own."""
+    if not drawn:
+        return
+    for widget, (region, clip) in visible.items():
+        if not widget._repaint_required:
+            continue
+        shown = region.intersection(clip)
+        if shown and any(box.contains_region(shown) for box in drawn):
+            widget._repaint_required = False
+            widget._exchange_repaint_regions()  # what it would have handed the next frame
 
 
 def _box(widget: Widget) -> tuple[object, ...]:
