@@ -209,6 +209,12 @@ class TemplateCosts:
             self._probed.add(key)
             return True
 
+    def probe_given_up(self, key: str) -> None:
+        """The probe `should_probe` allowed was not asked to its end (it gave way to a
+        user's turn): the next caller may ask again."""
+        with self._lock:
+            self._probed.discard(key)
+
     def clear(self) -> None:
         with self._lock:
             self._probed.clear()

@@ -16,6 +16,11 @@ renders the second only over the box's lines; a full update renders all, as
 before. Lines of a widget left unrendered stay dirty in its styles cache until
 a frame shows them.
 
+Every update, full ones too, also skips the lines of a widget that widgets in
+front of it cover wholly (`_render_chops`): on the first frame the screen and
+the panes' container lie under the panes, ~20 M instructions of strips that
+were rendered, cut up and thrown away.
+
 It also keeps what its last update drew (`drawn`, `updates`): a layout's own
 frame draws whole every widget its changed geometry covers, and the screen
 (`EchoFreeLayout`) drops the repaints those widgets asked for meanwhile.
@@ -23,8 +28,8 @@ frame draws whole every widget its changed geometry covers, and the screen
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
@@ -33,6 +38,7 @@ from textual.strip import Strip
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from textual.screen import Screen
+    from textual.widget import Widget
 
 __all__ = ["LeanCompositor"]
 
@@ -54,7 +60,7 @@ class LeanCompositor(Compositor):
         return super().render_update(full, screen_stack, simplify)
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        # Textual's own, but its regions are kept for `_get_renders`: their bounding box
+        # Textual's own, but its regions are kept for `_placements`: their bounding box
         # (all Textual passes on) is most of the screen when the update is the tree's
         # column and a line of the chat, and every widget in it would be rendered.
         update_regions = self._dirty_regions.copy()
@@ -70,12 +76,62 @@ class LeanCompositor(Compositor):
             self._updating = ()
         return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
 
-    def _get_renders(
-        self, crop: Region | None = None
-    ) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        if crop is None:
-            yield from super()._get_renders(crop)
-            return
+    def _render_chops(
+        self, crop: Region, is_rendered_line: Callable[[int], bool]
+    ) -> Sequence[Mapping[int, Strip]]:
+        # Textual's own (8.2), but a widget renders only the lines where something of it
+        # shows. Widgets are painted front to back, and on each line a cut (the span
+        # between two widget edges) keeps the first strip painted into it: a line whose
+        # every cut is filled already would be rendered for nothing. On the first frame
+        # the screen and the panes' container lie wholly under the panes, and every
+        # line costs a styled strip (~0.2-0.3 M instructions).
+        cuts = self.cuts
+        fromkeys = cast("Callable[[list[int]], dict[int, Strip | None]]", dict.fromkeys)
+        chops = [fromkeys(cut_set[:-1]) for cut_set in cuts]
+
+        def open_at(y: int, left: int, right: int) -> bool:
+            """Whether a strip over columns [left, right) of line `y` would fill a cut."""
+            if not is_rendered_line(y):
+                return False
+            line = chops[y]
+            return any(left <= cut < right and line.get(cut, 0) is None for cut in cuts[y])
+
+        for widget, region, clip, shown in self._placements(crop):
+            left, right = shown.x, shown.right
+            top, bottom = shown.y, shown.bottom
+            while top < bottom and not open_at(top, left, right):
+                top += 1
+            while bottom > top and not open_at(bottom - 1, left, right):
+                bottom -= 1
+            if top == bottom:
+                continue
+            if (top, bottom) != (shown.y, shown.bottom):
+                # `render_region` below is region ∩ clip: the clip is narrowed to the lines.
+                clip = Region(clip.x, top, clip.width, bottom - top)
+                shown = Region(left, top, shown.width, bottom - top)
+            strips = widget.render_lines(
+                Region(left - region.x, top - region.y, shown.width, shown.height)
+            )
+            render_region = region.intersection(clip)
+            render_x = render_region.x
+            first_cut, last_cut = render_region.column_span
+            for y, strip in zip(render_region.line_range, strips, strict=False):
+                if not is_rendered_line(y):
+                    continue
+                chops_line = chops[y]
+                final_cuts = [cut for cut in cuts[y] if (last_cut >= cut >= first_cut)]
+                cut_strips = strip.divide([cut - render_x for cut in final_cuts[1:]])
+                # Since we are painting front to back, the first segments for a cut "wins"
+                get_chops_line = chops_line.get
+                for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
+                    if get_chops_line(cut) is None:
+                        chops_line[cut] = cut_strip
+        return cast("Sequence[Mapping[int, Strip]]", chops)
+
+    def _placements(self, crop: Region) -> Iterator[tuple[Widget, Region, Region, Region]]:
+        """Each visible widget meeting `crop`, front to back: its region, its clip and the
+        part of it to render (region ∩ clip; in a partial update, only the lines where
+        it meets the update)."""
         boxes = self._updating if len(self._updating) > 1 else ()
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
@@ -90,15 +146,7 @@ class LeanCompositor(Compositor):
             height = min(shown.bottom, bottom) - y
             if height <= 0:
                 continue
-            # `_render_chops` draws `strips` from the top of region ∩ clip, so the clip
-            # is narrowed to those lines.
             if height != shown.height:
                 clip = Region(clip.x, y, clip.width, height)
                 shown = Region(shown.x, y, shown.width, height)
-            yield (
-                region,
-                clip,
-                widget.render_lines(
-                    Region(shown.x - region.x, shown.y - region.y, shown.width, shown.height)
-                ),
-            )
+            yield widget, region, clip, shown
