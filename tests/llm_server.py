@@ -30,6 +30,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import select
 import socket
 import struct
 import threading
@@ -231,6 +232,14 @@ class LLMServer:
         llama-cpp-python 0.3.36 sends when the window fills as the call is written
         (measured, a 1,484-token prompt in a 1,536 window): a 500 saying "could not
         broadcast input array from shape (49152,) into shape (0,)"."""
+        self.count_gate: threading.Event | None = None
+        """When set to an event, every whole call of one token (a count asked in the
+        background) waits for it before it is answered: a count the server has not
+        begun, queued behind its lock as llama-cpp-python answers one request at a
+        time. One whose client left meanwhile is dropped unanswered, as llama-cpp-python
+        drops a whole call whose client left before its model was invoked."""
+        self.counts: list[str] = []
+        """What came of each count that waited at `count_gate`: "answered" or "dropped"."""
         self.dropped = 0
         """Requests that arrived on a connection the server had let go (and were reset)."""
         self.n_ctx: int | None = None
@@ -506,6 +515,14 @@ class _Handler(BaseHTTPRequestHandler):
             owner.requests.append(body)
             owner.request_times.append(time.monotonic())
             owner.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+        if owner.count_gate is not None and not body.get("stream") and body.get("max_tokens") == 1:
+            owner.count_gate.wait()
+            left = self._client_left()
+            with owner._lock:
+                owner.counts.append("dropped" if left else "answered")
+            if left:
+                self.close_connection = True
+                return
         problem = strict_problem(body) if owner.strict else None
         if problem is not None:
             self._send_json(500, {"error": {"message": problem, "type": "server_error"}})
@@ -529,6 +546,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         self._answer(body, reply)
+
+    def _client_left(self) -> bool:
+        """The client closed its side of the connection (its request is read whole)."""
+        try:
+            ready, _, _ = select.select([self.connection], [], [], 0)
+            return bool(ready) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
 
     def _tokenize(self, raw: bytes) -> None:
         """llama.cpp's `/tokenize` ({"content"}) and llama-cpp-python's

@@ -58,7 +58,28 @@ async def test_a_partial_update_writes_what_textual_s_compositor_writes(store, i
             assert ours  # something was drawn
 
 
-async def test_widgets_behind_what_is_drawn_are_not_rendered(store, ids, monkeypatch):
+async def test_a_full_update_renders_no_widget_that_others_cover(store, ids):
+    """The screen and the panes' container lie wholly under the panes: their lines would
+    be rendered and thrown away (the first frame's, ~20 M instructions)."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        await pilot.pause()
+        screen = app.screen
+        rendered: list[str] = []
+        for widget in (screen, screen.query_one("#panes"), screen.query_one("#tree")):
+            render_lines = widget.render_lines
+
+            def counted(crop, widget=widget, render_lines=render_lines):
+                rendered.append(type(widget).__name__)
+                return render_lines(crop)
+
+            widget.render_lines = counted  # type: ignore[method-assign]
+        screen._compositor.render_full_update()
+        assert rendered == ["ChatTree"]  # what shows is rendered
+
+
+async def test_a_partial_update_renders_no_widget_covered_where_it_writes(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)

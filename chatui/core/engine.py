@@ -29,7 +29,7 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, TypeAlias
@@ -86,6 +86,7 @@ from .facts import choose_model, window_of
 from .params import params_of
 from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
+from .traffic import TRAFFIC
 
 __all__ = ["ChatEngine", "ContextUsage", "Streamer"]  # ContextUsage lives in context_usage
 
@@ -152,6 +153,9 @@ class ChatEngine:
         """More tools for a session (the app's `message_agent`), by session id."""
         self._asking: set[asyncio.Task[Any]] = set()
         """Servers being asked for a model's window (`_ask_window`)."""
+        self._counting: set[asyncio.Task[Any]] = set()
+        """Servers being asked for counts in the background (`_teach_template`): they wait
+        for the server's turns and give way to a new one (`traffic`)."""
         self.tool_filter = tool_filter
         self.counted = counted
         """Called with the model's name when a count asked in the background (a server
@@ -207,19 +211,41 @@ class ChatEngine:
         asked without streaming (`_probe`). Once that is known, a chat whose next
         figure is still estimated (a tool call, which the template renders its own
         way) has the server count its path (`_count_chat`). The next figure takes
-        them; `counted` tells the app."""
+        them; `counted` tells the app.
+
+        Such a server answers one request at a time: the counts wait until no turn is
+        in flight there, and a turn that starts cancels them (`traffic`): the user's
+        reply is never queued behind a count. One given up is asked after a later reply."""
         if not api_base or TOKENS.counts(api_base) is not True:
             return
         key = server_key(api_base, model, list(tools))
+        given_up: Callable[[], None] | None = None
         if TEMPLATES.should_probe(key):
             work = self._probe(model, api_base, tools, key)
+            given_up = functools.partial(TEMPLATES.probe_given_up, key)
         elif not measured.usage.exact:
             work = self._count_chat(model, api_base, (chat, measured, tools, history))
         else:
             return
-        task = asyncio.get_running_loop().create_task(work)
-        self._asking.add(task)
-        task.add_done_callback(self._asking.discard)
+        task = asyncio.get_running_loop().create_task(self._when_quiet(api_base, work, given_up))
+        TRAFFIC.add_count(api_base, task)
+        self._counting.add(task)
+        task.add_done_callback(self._counting.discard)
+
+    @staticmethod
+    async def _when_quiet(
+        api_base: str, work: Coroutine[Any, Any, None], given_up: Callable[[], None] | None
+    ) -> None:
+        """`work` once no turn is in flight on the server; `given_up` when a turn
+        cancelled it before its end (it is asked again after a later reply)."""
+        try:
+            await TRAFFIC.quiet(api_base)
+            await work
+        except asyncio.CancelledError:
+            work.close()  # never started: closed unrun (a no-op when it ran)
+            if given_up is not None:
+                given_up()
+            raise
 
     def _told(self, model: str) -> None:
         if self.counted is not None:
@@ -288,10 +314,13 @@ class ChatEngine:
                     QUIRKS.hold_notice(api_base, dropped)
         self._told(model)
 
-    async def _window_asked(self) -> None:
-        """Until the servers asked for their window have answered (their timeout bounds it)."""
-        if self._asking:
-            await asyncio.wait(set(self._asking))
+    async def _window_asked(self, counts: bool = True) -> None:
+        """Until the servers asked for their window (and with `counts`, for the counts
+        asked in the background) have answered (their timeouts bound it). A turn waits
+        for the windows only: a count waits for the turns on its server."""
+        asking = self._asking | self._counting if counts else self._asking
+        if asking:
+            await asyncio.wait(set(asking))
 
     async def tools_for(self, session: Session) -> dict[str, Tool]:
         """Every tool a request of `session` offers: its memory tools, the manager's
@@ -751,11 +780,14 @@ class ChatEngine:
                 yield failed
                 return
         self.manager.set_status(session_id, "active")
+        server = self.options_for(model).api_base
+        TRAFFIC.turn_started(server)  # the server's background counts give way
         try:
             async with aclosing(self._reply_loop(session_id, parent_id, model, params)) as events:
                 async for event in events:
                     yield event
         finally:
+            TRAFFIC.turn_ended(server)
             try:
                 self.manager.set_status(session_id, "idle")
             except Exception:  # the session may have been purged meanwhile
@@ -940,7 +972,7 @@ class ChatEngine:
                 if stream is not None:  # opened, never read: the reply's row was refused
                     await stream.aclose()
             if status in ("complete", "truncated"):
-                await self._window_asked()  # asked while the reply streamed
+                await self._window_asked(counts=False)  # asked while the reply streamed
                 # The next request, measured once by the rule every figure uses: the
                 # blocks as this branch holds them (no write since the prompt's refresh,
                 # or `MemoryChanged` moved the session's branch here), the tools, the path.

@@ -16,14 +16,23 @@ renders the second only over the box's lines; a full update renders all, as
 before. Lines of a widget left unrendered stay dirty in its styles cache until
 a frame shows them.
 
-It also keeps what its last update drew (`drawn`, `updates`): a layout's own
-frame draws whole every widget its changed geometry covers, and the screen
-(`EchoFreeLayout`) drops the repaints those widgets asked for meanwhile.
+Every update, full ones too, also skips the lines of a widget that widgets in
+front of it cover wholly (`_render_chops`): on the first frame the screen and
+the panes' container lie under the panes, ~20 M instructions of strips that
+were rendered, cut up and thrown away.
+
+A partial update skips them also where only the columns it does not send are
+left uncovered: a reply's line left the tree's and the sidebar's cuts of that
+line empty, and the screen, the panes' row and the pane were rendered for them.
+
+It also keeps what its last update drew (`drawn`, `updates`), and for a
+layout's own partial frame (`settle_repaints`, set by `EchoFreeLayout`) drops
+the repaints asked before it by widgets it drew whole: the scrolled chat's
+scrollbar, sized by the layout, drew itself again in a frame of its own.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -42,8 +51,6 @@ __all__ = ["LeanCompositor"]
 class LeanCompositor(Compositor):
     _updating: Collection[Region] = ()
     """The regions of the partial update being rendered (empty: none)."""
-    _spans: dict[int, list[tuple[int, int]]] | None = None
-    """The partial update's spans by line (None: every line whole)."""
     drawn: tuple[Region, ...] = ()
     """The regions the last update drew (the screen's, for a full one)."""
     updates = 0
@@ -51,6 +58,8 @@ class LeanCompositor(Compositor):
     settle_repaints = False
     """Set (by the screen, for a layout's own frame): the pending repaints of widgets
     the update draws whole are dropped (`_drop_drawn_repaints`)."""
+    _spans: dict[int, list[tuple[int, int]]] | None = None
+    """The partial update's spans by line (None: every line whole)."""
 
     def render_update(
         self, full: bool = False, screen_stack: list[Screen] | None = None, simplify: bool = False
@@ -73,7 +82,7 @@ class LeanCompositor(Compositor):
         return update
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        # Textual's own, but its regions are kept for `_get_renders`: their bounding box
+        # Textual's own, but its regions are kept for `_placements`: their bounding box
         # (all Textual passes on) is most of the screen when the update is the tree's
         # column and a line of the chat, and every widget in it would be rendered.
         update_regions = self._dirty_regions.copy()
@@ -92,18 +101,76 @@ class LeanCompositor(Compositor):
             self._updating, self._spans = (), None
         return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
 
-    def _get_renders(
-        self, crop: Region | None = None
-    ) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        if crop is None:
-            yield from super()._get_renders(crop)
-            return
-        for widget, region, clip, shown in self._shown(crop):
-            yield (region, clip, _render(widget, region, shown))
+    def _render_chops(
+        self, crop: Region, is_rendered_line: Callable[[int], bool]
+    ) -> Sequence[Mapping[int, Strip]]:
+        # Textual's own (8.2), but a widget renders only the lines where something of it
+        # shows. Widgets are painted front to back, and on each line a cut (the span
+        # between two widget edges) keeps the first strip painted into it: a line whose
+        # every cut is filled already would be rendered for nothing. On the first frame
+        # the screen and the panes' container lie wholly under the panes, and every
+        # line costs a styled strip (~0.2-0.3 M instructions).
+        cuts = self.cuts
+        spans = self._spans
+        fromkeys = cast("Callable[[list[int]], dict[int, Strip | None]]", dict.fromkeys)
+        chops = [fromkeys(cut_set[:-1]) for cut_set in cuts]
 
-    def _shown(self, crop: Region) -> Iterator[tuple[Widget, Region, Region, Region]]:
-        """Each widget meeting the update, front to back: its region, its clip and what
-        of it the update shows (narrowed to the lines where it meets the update)."""
+        def open_at(y: int, left: int, right: int) -> bool:
+            """Whether a strip over columns [left, right) of line `y` would fill a cut that
+            the update sends (in a partial update, one meeting its spans on the line: a
+            reply's line leaves the cuts of the tree and the sidebar beside it empty, and
+            the screen's background was rendered for them)."""
+            if not is_rendered_line(y):
+                return False
+            line, line_cuts = chops[y], cuts[y]
+            line_spans = None if spans is None else spans.get(y, ())
+            for index, cut in enumerate(line_cuts):
+                if not (left <= cut < right and line.get(cut, 0) is None):
+                    continue
+                if line_spans is None:
+                    return True
+                end = line_cuts[index + 1]
+                # `ChopsUpdate` sends a chop unless it starts past the span or ends before it.
+                if any(cut <= x2 and end > x1 for x1, x2 in line_spans):
+                    return True
+            return False
+
+        for widget, region, clip, shown in self._placements(crop):
+            left, right = shown.x, shown.right
+            top, bottom = shown.y, shown.bottom
+            while top < bottom and not open_at(top, left, right):
+                top += 1
+            while bottom > top and not open_at(bottom - 1, left, right):
+                bottom -= 1
+            if top == bottom:
+                continue
+            if (top, bottom) != (shown.y, shown.bottom):
+                # `render_region` below is region ∩ clip: the clip is narrowed to the lines.
+                clip = Region(clip.x, top, clip.width, bottom - top)
+                shown = Region(left, top, shown.width, bottom - top)
+            strips = widget.render_lines(
+                Region(left - region.x, top - region.y, shown.width, shown.height)
+            )
+            render_region = region.intersection(clip)
+            render_x = render_region.x
+            first_cut, last_cut = render_region.column_span
+            for y, strip in zip(render_region.line_range, strips, strict=False):
+                if not is_rendered_line(y):
+                    continue
+                chops_line = chops[y]
+                final_cuts = [cut for cut in cuts[y] if (last_cut >= cut >= first_cut)]
+                cut_strips = strip.divide([cut - render_x for cut in final_cuts[1:]])
+                # Since we are painting front to back, the first segments for a cut "wins"
+                get_chops_line = chops_line.get
+                for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
+                    if get_chops_line(cut) is None:
+                        chops_line[cut] = cut_strip
+        return cast("Sequence[Mapping[int, Strip]]", chops)
+
+    def _placements(self, crop: Region) -> Iterator[tuple[Widget, Region, Region, Region]]:
+        """Each visible widget meeting `crop`, front to back: its region, its clip and the
+        part of it to render (region ∩ clip; in a partial update, only the lines where
+        it meets the update)."""
         boxes = self._updating if len(self._updating) > 1 else ()
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
@@ -118,50 +185,10 @@ class LeanCompositor(Compositor):
             height = min(shown.bottom, bottom) - y
             if height <= 0:
                 continue
-            # `_render_chops` draws `strips` from the top of region ∩ clip, so the clip
-            # is narrowed to those lines.
             if height != shown.height:
                 clip = Region(clip.x, y, clip.width, height)
                 shown = Region(shown.x, y, shown.width, height)
             yield widget, region, clip, shown
-
-    def _render_chops(
-        self, crop: Region, is_rendered_line: Callable[[int], bool]
-    ) -> Sequence[Mapping[int, Strip]]:
-        # Textual's own, but a widget is rendered only over the lines where some of its
-        # columns are not covered yet by the widgets in front of it (drawn first): the
-        # chat's, the pane's and the screen's backgrounds under the messages.
-        cuts = self.cuts
-        spans = self._spans
-        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
-        for widget, region, clip, shown in self._shown(crop):
-            x, right = shown.column_span
-            open_lines = [
-                y
-                for y in shown.line_range
-                if is_rendered_line(y)
-                and _uncovered(
-                    chops[y], cuts[y], x, right, None if spans is None else spans.get(y, [])
-                )
-            ]
-            if not open_lines:
-                continue  # wholly behind what is drawn: its strips would all be dropped
-            top, bottom = open_lines[0], open_lines[-1] + 1
-            if (top, bottom) != (shown.y, shown.bottom):
-                clip = Region(clip.x, top, clip.width, bottom - top)
-                shown = Region(shown.x, top, shown.width, bottom - top)
-            strips = _render(widget, region, shown)
-            for y, strip in zip(shown.line_range, strips, strict=False):
-                if not is_rendered_line(y):
-                    continue
-                chops_line = chops[y]
-                final_cuts = [cut for cut in cuts[y] if right >= cut >= x]
-                cut_strips = strip.divide([cut - x for cut in final_cuts[1:]])
-                # Front to back: the first strip for a cut wins.
-                for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
-                    if chops_line.get(cut) is None:
-                        chops_line[cut] = cut_strip
-        return cast("Sequence[Mapping[int, Strip]]", chops)
 
 
 def _drop_drawn_repaints(
@@ -181,34 +208,3 @@ def _drop_drawn_repaints(
         if shown and any(box.contains_region(shown) for box in drawn):
             widget._repaint_required = False
             widget._exchange_repaint_regions()  # what it would have handed the next frame
-
-
-def _render(widget: Widget, region: Region, shown: Region) -> list[Strip]:
-    """`widget`'s lines over `shown` (screen coordinates, inside its region)."""
-    return widget.render_lines(
-        Region(shown.x - region.x, shown.y - region.y, shown.width, shown.height)
-    )
-
-
-def _uncovered(
-    chops_line: dict[int, Strip | None],
-    line_cuts: list[int],
-    x: int,
-    right: int,
-    spans: list[tuple[int, int]] | None,
-) -> bool:
-    """Whether a cut of this line between `x` and `right` has no strip yet where the
-    update writes (`spans` of the line; None: all of it)."""
-    start = bisect_left(line_cuts, x)
-    end = bisect_left(line_cuts, right, start)
-    for index in range(start, end):
-        cut = line_cuts[index]
-        if chops_line[cut] is not None:
-            continue
-        if spans is None:
-            return True
-        cut_end = line_cuts[index + 1]
-        # `ChopsUpdate` sends a chop unless it starts past the span or ends before it.
-        if any(cut <= x2 and cut_end > x1 for x1, x2 in spans):
-            return True
-    return False
