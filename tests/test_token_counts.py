@@ -403,3 +403,31 @@ async def test_a_background_count_waits_for_the_turns_on_its_server(local, store
         if r.get("max_tokens") == 1
     ]
     assert len(counts) == 2 and min(counts) > ended
+
+
+async def test_a_probe_its_server_could_not_count_claims_no_exact_figure(local, monkeypatch):
+    """A one-request-at-a-time server busy with a reply may not answer a tokenize
+    request in time: the probe's second request then teaches no per-message cost. The
+    figures after it were marked exact with the default guess and drifted from the
+    server's count by a few tokens a turn (-3.8 % after 8 turns on SmolLM2). A figure
+    is exact only where the template's cost of each added message was learned."""
+    ask = TOKENS._ask
+    refused: list[str] = []
+
+    def busy(api_base: str, text: str, timeout: float):
+        if text == "Hello." and not refused:  # the probe's second request's reply
+            refused.append(text)
+            return None
+        return ask(api_base, text, timeout)
+
+    monkeypatch.setattr(TOKENS, "_ask", busy)
+    local.server.function_calling = False
+    questions = ["Hello there.", "Tell me more, please.", "And then?", "Ok.", "Why so?"]
+    shown = []
+    for question in questions:
+        usage = await next_figure(local, question)
+        await turn(local, question)
+        shown.append((usage.tokens - server_count(local), usage.exact))
+    assert refused
+    assert all(error == 0 for error, exact in shown if exact), shown
+    assert shown[-2:] == [(0, True), (0, True)], shown

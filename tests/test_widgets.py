@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 from textual.widgets import Static
 
 from store import ContextBlock, Message
@@ -292,6 +293,31 @@ async def test_tree_of_thousands_draws_only_what_is_on_screen():
         await pilot.pause()
         assert tree.cursor_message_id == "m10"
         assert tree.rows[0].lanes == "├─"  # the other root forks off first
+
+
+async def test_tree_reads_its_style_once_a_render_not_once_a_line():
+    """Every line of one render has the same width and base style; reading the style
+    walks the ancestors' styles (an empty tree's first frame: 39 blank lines)."""
+    reads = 0
+
+    class Counted(MessageTree):
+        @property
+        def rich_style(self):  # type: ignore[override]
+            nonlocal reads
+            reads += 1
+            return super().rich_style
+
+    tree = Counted()
+    app = Harness(tree)
+    async with app.run_test(size=(60, 20)) as pilot:
+        tree.show(branching_chat(), "a3")
+        await pilot.pause()
+        reads = 0
+        tree._styles_cache.clear()
+        lines = tree.render_lines(Region(0, 0, tree.size.width, tree.size.height))
+        assert len(lines) == tree.size.height > 10
+        assert reads == 1
+        assert "final" in "".join(segment.text for segment in lines[5])
 
 
 # -- TokenGauge / ContextSidebar ---------------------------------------------------
