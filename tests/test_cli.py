@@ -318,6 +318,50 @@ def test_no_command_launches_the_app(capsys, monkeypatch, tmp_path):
     assert calls == [{"db_path": None, "model": None, "theme": None}]
 
 
+def test_the_app_with_its_own_options_reads_them_as_the_parser_does(capsys, monkeypatch):
+    """`chatui` with only --db/--model/--theme starts the app without building the full
+    parser (every command's options and help: ~12 M instructions of the start-up); any
+    other arguments are the parser's, and what both read is the same."""
+    from chatui.cli import commands
+    from chatui.cli.argv import app_options
+
+    parser = commands.build_parser()
+    for argv in (
+        [],
+        ["--model", "demo"],
+        ["--model=demo", "--db", "x.db", "--theme", "light"],
+        ["--db=", "--model", "a b"],
+        ["--theme", "x", "--model", "demo/y"],
+    ):
+        options = app_options(argv)
+        assert options is not None, argv
+        assert vars(parser.parse_args(argv)) == {**options, "command": None}
+    for argv in (
+        ["--help"],
+        ["--version"],
+        ["--mod", "demo"],  # an abbreviation: argparse's to accept
+        ["--model"],
+        ["--model", "-x"],
+        ["--model", "a", "--model", "b"],
+        ["list"],
+        ["--model", "demo", "search", "x"],
+        ["a question in one argument"],
+        ["--", "x"],
+    ):
+        assert app_options(argv) is None, argv
+    calls = []
+    app = types.ModuleType("chatui.tui.app")
+    app.run = lambda **kwargs: calls.append(kwargs) or 0
+    monkeypatch.setitem(sys.modules, "chatui.tui.app", app)
+
+    def no_parser():
+        raise AssertionError("the full parser was built")
+
+    monkeypatch.setattr(commands, "build_parser", no_parser)
+    assert run(capsys, "--model", "demo")[0] == 0
+    assert calls == [{"db_path": None, "model": "demo", "theme": None}]
+
+
 async def test_show_names_every_reply_state(capsys):
     """`chatui show` uses the app's words for each reply state (issue 10)."""
     from tests.test_export_markdown import replies_in_every_state

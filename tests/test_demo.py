@@ -210,3 +210,16 @@ async def test_demo_writes_compaction_summaries(demo_chat):
 
 def of_type(events, kind):
     return [e for e in events if isinstance(e, kind)]
+
+
+async def test_the_demos_count_holds_the_tools_as_the_sidebars_estimate_does(demo_chat):
+    """The demo counts the tools it was sent, as a server that renders them does: its
+    count of a first request once fell to half the sidebar's estimate of it (the tools
+    left out), and the context gauge went down when the first message was sent."""
+    engine, manager, sid = demo_chat
+    session = manager.get_session(sid)
+    before = (await engine.measure(session, None, "demo")).usage
+    assert before.tools > 100
+    events = [e async for e in engine.send(sid, "hello")]
+    counted = of_type(events, UsageRecorded)[0].input_tokens
+    assert counted >= before.prompt + before.tools

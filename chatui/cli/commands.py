@@ -31,7 +31,7 @@ from store.search import query_problem
 
 from .. import launch
 from ..transfer.text import one_line
-from .argv import find_command, reads_as_prompt
+from .argv import app_options, find_command, reads_as_prompt
 from .ask import add_ask_command
 from .base import (
     DATABASE,
@@ -355,15 +355,18 @@ def _command_names(parser: argparse.ArgumentParser) -> set[str]:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run `chatui` with `argv` (default: the process's); return the exit code."""
-    parser = build_parser()
     if argv is None:
         argv = sys.argv[1:]
-    commands = _command_names(parser)
-    argv = prompt_shortcut(argv, commands)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, usage errors
-        return exc.code if isinstance(exc.code, int) else USAGE
+    app = app_options(list(argv))  # the app and its own options: no parser built
+    if app is not None:
+        args = argparse.Namespace(**app, command=None)
+    else:
+        parser = build_parser()
+        argv = prompt_shortcut(argv, _command_names(parser))
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, --version, usage errors
+            return exc.code if isinstance(exc.code, int) else USAGE
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

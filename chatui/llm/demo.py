@@ -315,8 +315,13 @@ def _pieces(text: str) -> list[str]:
     return re.findall(r"\s*\S+|\s+$", text)
 
 
-def _usage(messages: list[dict[str, Any]], reply: DemoReply) -> dict[str, int]:
+def _usage(
+    messages: list[dict[str, Any]], reply: DemoReply, tools: list[dict[str, Any]] | None
+) -> dict[str, int]:
+    # A server that renders the tools counts them: without them, the sidebar's figure
+    # fell from the estimate's ~560 to ~290 once the demo's first reply was counted.
     prompt = sum(4 + estimate_string_tokens(_text(m.get("content"))) for m in messages)
+    prompt += sum(estimate_string_tokens(json.dumps(t, ensure_ascii=False)) for t in tools or [])
     out = estimate_string_tokens(reply.text) + (
         estimate_string_tokens(json.dumps(reply.arguments)) if reply.arguments else 0
     )
@@ -367,7 +372,7 @@ async def stream_reply(
         "text": "",
         "is_finished": True,
         "finish_reason": "tool_calls" if reply.tool_name else "stop",
-        "usage": _usage(messages, reply),
+        "usage": _usage(messages, reply, tools),
         "index": 0,
         "tool_use": None,
     }
@@ -393,7 +398,7 @@ def make_provider(litellm: Any, delay: float | None = None) -> Any:
             response = kwargs.get("model_response") or litellm.ModelResponse()
             response.choices[0].message.content = reply.text
             response.model = f"{DEMO_PROVIDER}/{DEMO_MODEL}"
-            response.usage = litellm.Usage(**_usage(messages, reply))
+            response.usage = litellm.Usage(**_usage(messages, reply, tools))
             return response
 
     return DemoLLM()
