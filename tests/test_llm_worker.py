@@ -347,6 +347,28 @@ def test_every_chunk_round_trips_through_the_wire():
             assert back == item
 
 
+async def test_the_model_process_runs_the_apps_code_whatever_folder_it_starts_in(
+    tmp_path, monkeypatch, llm_server, fake_key
+):
+    """Started in a folder holding another `chatui` (another checkout), the model process
+    ran that one's code: `python -m` puts the working folder first on the path, before
+    the app's own checkout. (A bench run from one checkout measured another's.)"""
+    other = tmp_path / "chatui" / "llm"
+    other.mkdir(parents=True)
+    (tmp_path / "chatui" / "__init__.py").write_text("")
+    (other / "__init__.py").write_text("")
+    (other / "worker_main.py").write_text("raise SystemExit(3)  # not the app's\n")
+    monkeypatch.chdir(tmp_path)
+    worker = StreamWorker()
+    try:
+        llm_server.script(script.text("from the app's own code"))
+        chunks = await run(worker, llm_server)
+        assert text_of(chunks) == "from the app's own code"
+        assert not worker.broken and worker.lines  # answered by the model process
+    finally:
+        worker.close()
+
+
 def test_the_worker_exits_at_once_when_the_app_goes_during_the_warm_up():
     """Killed right after it started (a terminal closed during start-up), the app's model
     process stops instead of finishing LiteLLM's import first (seconds of CPU taken

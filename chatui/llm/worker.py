@@ -112,7 +112,9 @@ class StreamWorker:
                 return
             try:
                 process = subprocess.Popen(
-                    [self.python, "-m", "chatui.llm.worker_main"],
+                    # -P: `-m` would put the working folder first on the path, and a
+                    # folder holding another `chatui` (a checkout) would run its code.
+                    [self.python, "-P", "-m", "chatui.llm.worker_main"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     # Its stderr would scribble over the terminal UI; it sends its
