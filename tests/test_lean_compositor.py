@@ -7,6 +7,7 @@ from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 
 from chatui.tui.lean_compositor import LeanCompositor
+from store import Message
 from widgets import MessageView
 
 from .app_helpers import make_app, populate, wait_until
@@ -76,3 +77,63 @@ async def test_a_full_update_renders_no_widget_that_others_cover(store, ids):
             widget.render_lines = counted  # type: ignore[method-assign]
         screen._compositor.render_full_update()
         assert rendered == ["ChatTree"]  # what shows is rendered
+
+
+async def test_a_partial_update_renders_no_widget_covered_where_it_writes(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        screen = app.screen
+        chat = screen.chat_view
+        for n in range(12):  # longer than the screen: the layout's frame is the chat area
+            await chat.add_message(
+                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
+            )
+        await pilot.pause(0.2)
+        compositor = screen._compositor
+        assert isinstance(compositor, LeanCompositor)
+        rendered: list[str] = []
+        for widget in [screen, *screen.query("*")]:
+            original = widget.render_lines
+
+            def counting(crop, widget=widget, original=original):
+                rendered.append(type(widget).__name__)
+                return original(crop)
+
+            monkeypatch.setattr(widget, "render_lines", counting)
+        view = list(screen.query(MessageView))[-1]
+        body = view.region
+        chat_line = Region(body.x, body.y + 1, body.width, 1)
+        # A reply's delta: its line is the message's (its body, its padding) and the
+        # chat's margins beside it; the pane and the screen under them are not rendered.
+        _partial(compositor, [chat_line], app.console)
+        assert "MessageView" in rendered
+        assert not {"MainScreen", "Horizontal", "ChatPane"} & set(rendered)
+        # The scrolled chat's area whole (a layout's frame) and the screen whole: the
+        # same text as Textual's, with the screen's background rendered for no line.
+        updates = [[chat_line], [chat.region], [screen.size.region]]
+        for regions in updates:
+            rendered.clear()
+            ours = _partial(compositor, regions, app.console)
+            compositor.__class__ = Compositor
+            try:
+                theirs = _partial(compositor, regions, app.console)
+            finally:
+                compositor.__class__ = LeanCompositor
+            assert ours == theirs, regions
+        rendered.clear()
+        whole = compositor.render_strips()
+        assert "MainScreen" not in rendered
+        compositor.__class__ = Compositor
+        try:
+            assert compositor.render_strips() == whole
+        finally:
+            compositor.__class__ = LeanCompositor
+
+
+def _partial(compositor: Compositor, regions: list[Region], console) -> str:
+    """What a partial update of `regions` sends the terminal (as the screen renders it)."""
+    compositor._dirty_regions.update(regions)
+    update = compositor.render_partial_update()
+    assert update is not None
+    return update.render_segments(console)

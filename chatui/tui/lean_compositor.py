@@ -21,14 +21,19 @@ front of it cover wholly (`_render_chops`): on the first frame the screen and
 the panes' container lie under the panes, ~20 M instructions of strips that
 were rendered, cut up and thrown away.
 
-It also keeps what its last update drew (`drawn`, `updates`): a layout's own
-frame draws whole every widget its changed geometry covers, and the screen
-(`EchoFreeLayout`) drops the repaints those widgets asked for meanwhile.
+A partial update skips them also where only the columns it does not send are
+left uncovered: a reply's line left the tree's and the sidebar's cuts of that
+line empty, and the screen, the panes' row and the pane were rendered for them.
+
+It also keeps what its last update drew (`drawn`, `updates`), and for a
+layout's own partial frame (`settle_repaints`, set by `EchoFreeLayout`) drops
+the repaints asked before it by widgets it drew whole: the scrolled chat's
+scrollbar, sized by the layout, drew itself again in a frame of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from textual._compositor import ChopsUpdate, Compositor
@@ -50,14 +55,31 @@ class LeanCompositor(Compositor):
     """The regions the last update drew (the screen's, for a full one)."""
     updates = 0
     """How many updates were rendered (a layout's own frame is one more)."""
+    settle_repaints = False
+    """Set (by the screen, for a layout's own frame): the pending repaints of widgets
+    the update draws whole are dropped (`_drop_drawn_repaints`)."""
+    _spans: dict[int, list[tuple[int, int]]] | None = None
+    """The partial update's spans by line (None: every line whole)."""
 
     def render_update(
         self, full: bool = False, screen_stack: list[Screen] | None = None, simplify: bool = False
     ) -> RenderableType | None:
         whole = full or self.size.region in self._dirty_regions
-        self.drawn = (self.size.region,) if whole else tuple(self._dirty_regions)
+        self.drawn = drawn = (self.size.region,) if whole else tuple(self._dirty_regions)
         self.updates += 1
-        return super().render_update(full, screen_stack, simplify)
+        # Asked before the render: their lines were marked stale then, and it draws them.
+        # Not after a full frame (start-up, a resize, another screen): the frames that
+        # follow one are when what was composed meanwhile shows, and with fewer repaints
+        # queued the start-up's chat was drawn a frame after its memory gauges.
+        waiting = (
+            [w for w in self.visible_widgets if w._repaint_required]
+            if self.settle_repaints and not whole
+            else []
+        )
+        update = super().render_update(full, screen_stack, simplify)
+        if waiting:
+            _drop_drawn_repaints(waiting, self.visible_widgets, drawn)
+        return update
 
     def render_partial_update(self) -> ChopsUpdate | None:
         # Textual's own, but its regions are kept for `_placements`: their bounding box
@@ -70,10 +92,13 @@ class LeanCompositor(Compositor):
         crop = Region.from_union(update_regions).intersection(self.size.region)
         spans = list(self._regions_to_spans(update_regions))
         self._updating = update_regions
+        self._spans = {}
+        for y, x1, x2 in spans:
+            self._spans.setdefault(y, []).append((x1, x2))
         try:
             chops = self._render_chops(crop, {y for y, _, _ in spans}.__contains__)
         finally:
-            self._updating = ()
+            self._updating, self._spans = (), None
         return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
 
     def _render_chops(
@@ -86,15 +111,29 @@ class LeanCompositor(Compositor):
         # the screen and the panes' container lie wholly under the panes, and every
         # line costs a styled strip (~0.2-0.3 M instructions).
         cuts = self.cuts
+        spans = self._spans
         fromkeys = cast("Callable[[list[int]], dict[int, Strip | None]]", dict.fromkeys)
         chops = [fromkeys(cut_set[:-1]) for cut_set in cuts]
 
         def open_at(y: int, left: int, right: int) -> bool:
-            """Whether a strip over columns [left, right) of line `y` would fill a cut."""
+            """Whether a strip over columns [left, right) of line `y` would fill a cut that
+            the update sends (in a partial update, one meeting its spans on the line: a
+            reply's line leaves the cuts of the tree and the sidebar beside it empty, and
+            the screen's background was rendered for them)."""
             if not is_rendered_line(y):
                 return False
-            line = chops[y]
-            return any(left <= cut < right and line.get(cut, 0) is None for cut in cuts[y])
+            line, line_cuts = chops[y], cuts[y]
+            line_spans = None if spans is None else spans.get(y, ())
+            for index, cut in enumerate(line_cuts):
+                if not (left <= cut < right and line.get(cut, 0) is None):
+                    continue
+                if line_spans is None:
+                    return True
+                end = line_cuts[index + 1]
+                # `ChopsUpdate` sends a chop unless it starts past the span or ends before it.
+                if any(cut <= x2 and end > x1 for x1, x2 in line_spans):
+                    return True
+            return False
 
         for widget, region, clip, shown in self._placements(crop):
             left, right = shown.x, shown.right
@@ -150,3 +189,22 @@ class LeanCompositor(Compositor):
                 clip = Region(clip.x, y, clip.width, height)
                 shown = Region(shown.x, y, shown.width, height)
             yield widget, region, clip, shown
+
+
+def _drop_drawn_repaints(
+    waiting: Iterable[Widget],
+    visible: Mapping[Widget, tuple[Region, Region]],
+    drawn: Sequence[Region],
+) -> None:
+    """The pending repaints (asked before the frame: `waiting`) of widgets the frame
+    showed whole: their lines were marked stale when they asked, so the frame drew them
+    afresh; the repaint would draw them again in a frame of its own. One asked after
+    the frame (during its render, or by what reacts to the layout) stands."""
+    for widget in waiting:
+        if not widget._repaint_required or widget not in visible:
+            continue
+        region, clip = visible[widget]
+        shown = region.intersection(clip)
+        if shown and any(box.contains_region(shown) for box in drawn):
+            widget._repaint_required = False
+            widget._exchange_repaint_regions()  # what it would have handed the next frame

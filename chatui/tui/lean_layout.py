@@ -26,16 +26,14 @@ scrollbar for its new length, twice a layout of a scrolled chat); each ask
 marks the widget's lines stale at once, and the layout's own frame draws whole
 every widget whose geometry changed (a scrolled chat: its whole area, the
 scrollbar in it). The ask's only effect left was a second frame drawing the
-same lines again. So after a layout drawn at once (`LeanCompositor`), a widget
-on screen lying whole inside what that frame drew has its pending repaint
-dropped; one only partly in it keeps it.
+same lines again. So the layout's frame, drawn at once (`LeanCompositor`),
+drops the repaints asked before it of widgets on screen it drew whole; one only
+partly in it keeps its, and so does one asked after the frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -65,10 +63,14 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
             )
             for widget in compositor.widgets
         }
-        updates = getattr(compositor, "updates", None)
-        super()._refresh_layout(size, scroll)
-        if updates is not None and getattr(compositor, "updates", None) == updates + 1:
-            _drop_drawn_repaints(compositor.visible_widgets, compositor.drawn)  # type: ignore[attr-defined]
+        settles = hasattr(compositor, "settle_repaints")
+        if settles:
+            compositor.settle_repaints = True  # type: ignore[attr-defined]
+        try:
+            super()._refresh_layout(size, scroll)
+        finally:
+            if settles:
+                compositor.settle_repaints = False  # type: ignore[attr-defined]
         for widget in compositor.widgets:
             if not widget._layout_required:
                 continue
@@ -83,23 +85,6 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
                 # layout's own frame drew it whole: the repaint that came with the ask
                 # would draw it again in a frame of its own.
                 widget._repaint_required = False
-
-
-def _drop_drawn_repaints(
-    visible: Mapping[Widget, tuple[Region, Region]], drawn: Sequence[Region]
-) -> None:
-    """Pending repaints of widgets the frame just drawn showed whole (`drawn`: its
-    regions): their lines were marked stale when they asked, so that frame drew them
-    afresh; the repaint would draw them again in a frame of its own."""
-    if not drawn:
-        return
-    for widget, (region, clip) in visible.items():
-        if not widget._repaint_required:
-            continue
-        shown = region.intersection(clip)
-        if shown and any(box.contains_region(shown) for box in drawn):
-            widget._repaint_required = False
-            widget._exchange_repaint_regions()  # what it would have handed the next frame
 
 
 def _box(widget: Widget) -> tuple[object, ...]:
