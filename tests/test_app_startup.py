@@ -165,7 +165,7 @@ from store import Store, text_prep
 from tests.app_helpers import make_app
 
 async def main():
-    build_parser().parse_args([])  # as `chatui` does before it launches the app
+    build_parser().parse_args([])  # as `chatui` did before it launched the app (its commands do)
     app = make_app(Store(":memory:"), warm_llm=False, model_process=False)
     async with app.run_test() as pilot:
         await pilot.pause()
@@ -199,8 +199,9 @@ def test_start_up_compiles_no_search_pattern(started):
 
 
 def test_start_up_loads_no_exporter_importer_backup_module_or_postgresql_driver(started):
-    """`chatui` builds its whole parser on every start, the app's too: the commands'
-    modules, the memory inspector's and the demo model's replies load when used."""
+    """Even with `chatui`'s whole parser built (its commands build it; the app's start
+    no longer does), the commands' modules, the memory inspector's and the demo model's
+    replies load when used."""
     later = (
         "chatui.transfer.common",
         "chatui.transfer.exports",
@@ -216,6 +217,21 @@ def test_start_up_loads_no_exporter_importer_backup_module_or_postgresql_driver(
     loaded = set(started["modules"])
     assert {"chatui.cli.commands", "chatui.tui.app"} <= loaded
     assert [m for m in later if m in loaded] == []
+
+
+def test_the_app_s_start_loads_no_command_group_module():
+    """`chatui` with only the app's options builds no parser (`argv.app_options`), and the
+    ask, db and transfer commands' modules load with the parser."""
+    groups = ("chatui.cli.ask", "chatui.cli.db", "chatui.cli.transfer")
+    code = f"import sys\nimport chatui.cli.commands\nprint([m for m in {groups!r} if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    assert out.strip() == "[]"
 
 
 class _GaugeApp(App[None]):

@@ -397,7 +397,8 @@ def chatui(*argv: str, daemon: bool = True, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if not daemon:
         env["CHATUI_ASK_DAEMON"] = "0"
-    return subprocess.Popen([str(CHATUI), *argv], env=env, cwd=ROOT, **kwargs)
+    kwargs.setdefault("cwd", ROOT)
+    return subprocess.Popen([str(CHATUI), *argv], env=env, **kwargs)
 
 
 def test_a_pipe_in_and_the_prompt_shortcut(server):
@@ -565,3 +566,25 @@ def test_no_private_folder_for_the_socket_means_in_process(monkeypatch, tmp_path
     assert socket_path() is None
     shared.chmod(0o700)
     assert socket_path() is not None
+
+
+def test_the_ask_process_runs_chatuis_own_code_whatever_folder_it_starts_in(server, tmp_path):
+    """`chatui ask` run in a folder holding another `chatui` (a checkout of it) started
+    that one's ask process: `python -m` puts the working folder first on the path. (That
+    one exited here, and the ask fell back to running in process after a wait.)"""
+    other = tmp_path / "elsewhere" / "chatui" / "cli"
+    other.mkdir(parents=True)
+    for package in (other.parent, other):
+        (package / "__init__.py").write_text("")
+    (other / "ask_daemon.py").write_text("raise SystemExit(3)  # not chatui's\n")
+    server.script(text("From chatui's own code."))
+    done = chatui(
+        "ask", "hello", cwd=other.parent.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 0, err
+    assert out.decode() == "From chatui's own code.\n"
+    # Answered by chatui's ask process, which stays for the next ask (the other one
+    # exited, and the ask ran in process after waiting for it).
+    path = socket_path()
+    assert path is not None and os.path.exists(path)

@@ -137,7 +137,9 @@ def _start(path: str) -> None:
     root = _root()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     subprocess.Popen(
-        [sys.executable, "-m", "chatui.cli.ask_daemon", path],
+        # -P: `-m` would put the working folder first on the path, and a folder holding
+        # another chatui (a checkout) would run its ask process instead of this one.
+        [sys.executable, "-P", "-m", "chatui.cli.ask_daemon", path],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

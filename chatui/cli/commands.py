@@ -32,7 +32,6 @@ from store.search import query_problem
 from .. import launch
 from ..transfer.text import one_line
 from .argv import app_options, find_command, reads_as_prompt
-from .ask import add_ask_command
 from .base import (
     DATABASE,
     EPILOG,
@@ -48,8 +47,6 @@ from .base import (
     _resolve,
     _resolve_message,
 )
-from .db import add_db_commands
-from .transfer import add_transfer_commands
 
 if TYPE_CHECKING:
     from ..core.config import Config
@@ -332,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tree", action="store_true", help="print the whole tree as an outline")
     p.add_argument("--json", action="store_true", help="print JSON")
+    # The command groups' modules load with the parser: the app's start builds none.
+    from .ask import add_ask_command
+    from .db import add_db_commands
+    from .transfer import add_transfer_commands
+
     add_ask_command(command)
     add_db_commands(command, _open)
     add_transfer_commands(command)

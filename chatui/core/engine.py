@@ -264,18 +264,29 @@ class ChatEngine:
         next question): one token asked without streaming, learned as the chat's anchor."""
         chat, measured, tools, history = path
         system_prompt = measured.request.system_prompt
-        schemas = [tool.to_openai() for tool in tools.values()] or None
-        counted = await llm.prompt_tokens(
-            model,
-            to_openai_messages(system_prompt, history),
-            schemas,
-            api_base=api_base,
-            timeout=self.config.request_timeout,
-        )
+        counted = await self._server_count(model, api_base, system_prompt, tools, history)
         if counted is None:
             return
         if await _learn_cost(api_base, model, chat, (system_prompt, tools, history), counted):
             self._told(model)
+
+    async def _server_count(
+        self,
+        model: str,
+        api_base: str,
+        system_prompt: str,
+        tools: Mapping[str, Tool],
+        history: list[Message],
+    ) -> int | None:
+        """The server's prompt tokens for a request of `history` under `system_prompt`
+        with `tools` (one token asked, not streamed); None when it did not say."""
+        return await llm.prompt_tokens(
+            model,
+            to_openai_messages(system_prompt, history),
+            [tool.to_openai() for tool in tools.values()] or None,
+            api_base=api_base,
+            timeout=self.config.request_timeout,
+        )
 
     async def _probe(self, model: str, api_base: str, tools: Mapping[str, Tool], key: str) -> None:
         schemas = [tool.to_openai() for tool in tools.values()] or None
@@ -291,13 +302,7 @@ class ChatEngine:
                 )
                 for i in range(count)
             ]
-            counted = await llm.prompt_tokens(
-                model,
-                to_openai_messages(PROBE_PROMPT, history),
-                schemas,
-                api_base=api_base,
-                timeout=self.config.request_timeout,
-            )
+            counted = await self._server_count(model, api_base, PROBE_PROMPT, tools, history)
             if counted is None:
                 return
             pieces_texts = request_texts(PROBE_PROMPT, tools, history)
