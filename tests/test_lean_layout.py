@@ -270,3 +270,48 @@ async def test_a_layout_s_frame_is_not_followed_by_a_frame_of_what_it_drew(store
         bar.refresh()
         await settle(pilot)
         assert screen_lines(app) == shown
+
+
+async def test_the_tree_reads_its_looks_once_a_redraw_not_once_a_line(store, ids, monkeypatch):
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await chat_open(pilot)
+        tree = screen.tree
+        snap = screen.snapshot
+        assert snap is not None
+        rows = [f"row {n}" for n in range(12)]
+        leaf, more = snap.active_leaf, []
+        for n, text in enumerate(rows):
+            role = "user" if n % 2 == 0 else "assistant"
+            more.append(
+                Message(
+                    id=f"w{n}", role=role, parts=[{"type": "text", "text": text}], parent_id=leaf
+                )
+            )
+            leaf = f"w{n}"
+        tree.show([*snap.tree, *more], leaf)
+        await settle(pilot)
+        reads: list[int] = []
+        pseudo = tree.get_pseudo_classes
+
+        def counting():
+            reads.append(1)
+            return pseudo()
+
+        monkeypatch.setattr(tree, "get_pseudo_classes", counting)
+        drawn: list[int] = []
+        render_line = tree.render_line
+
+        def drawing(y: int):
+            drawn.append(y)
+            return render_line(y)
+
+        monkeypatch.setattr(tree, "render_line", drawing)
+        shown = screen_lines(app)
+        tree.show([*snap.tree, *more], leaf)  # the same rows: nothing to repaint
+        await settle(pilot)
+        # What each line on screen shows is compared before and after: the tree's
+        # pseudo-classes (each read walks them all) are read once for all its lines.
+        assert len(tree.rows) >= 8
+        assert len(reads) <= 2 + len(drawn)
+        assert screen_lines(app) == shown

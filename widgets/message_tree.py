@@ -545,9 +545,10 @@ class MessageTree(ScrollView, can_focus=True):
         return strip
 
     def _line_key(
-        self, index: int, width: int, base: Style
+        self, index: int, width: int, base: Style, looks: tuple[object, ...] | None = None
     ) -> tuple[Message | None, tuple[object, ...]]:
-        """The message row `index` shows, and everything its drawn line depends on."""
+        """The message row `index` shows, and everything its drawn line depends on
+        (`looks`: the tree's own part of that, `_looks()`, when read for many lines)."""
         row = self.layout_.rows[index]
         message = self._messages.get(row.message_id)
         entry = self.layout_.entries.get(row.message_id) if row.kind == "message" else None
@@ -560,9 +561,14 @@ class MessageTree(ScrollView, can_focus=True):
             index == self.cursor,
             width,
             base,
-            frozenset(self.get_pseudo_classes()),
-            self.app.theme,
+            looks if looks is not None else self._looks(),
         )
+
+    def _looks(self) -> tuple[object, ...]:
+        """What every line's look depends on besides its row: the tree's pseudo-classes
+        (focus, hover…: each read walks them all, ~0.2 ms for a screenful of lines) and
+        the theme."""
+        return (frozenset(self.get_pseudo_classes()), self.app.theme)
 
     def _drawn_lines(self) -> list[tuple[Message | None, tuple[object, ...]] | None] | None:
         """What each line on screen shows now (None past the rows); None when the tree
@@ -573,8 +579,9 @@ class MessageTree(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.rich_style
         rows = len(self.layout_.rows)
+        looks = self._looks()
         return [
-            self._line_key(top + y, width, base) if top + y < rows else None
+            self._line_key(top + y, width, base, looks) if top + y < rows else None
             for y in range(self.scrollable_content_region.height)
         ]
 
