@@ -147,3 +147,56 @@ def test_a_model_without_a_price_is_looked_up_once(monkeypatch):
         assert llm.completion_cost("gpt-4o-mini", 100, 10) > 0
     assert asked.count("openai/no-such-model-here") == 1  # was 3
     assert asked.count("gpt-4o-mini") == 3
+
+
+@pytest.fixture
+def assembled(monkeypatch):
+    """The replies LiteLLM assembled again from a stream's chunks (`stream_chunk_builder`)."""
+    from chatui.llm.env import load_litellm
+
+    litellm = load_litellm()
+    calls: list[object] = []
+    original = litellm.stream_chunk_builder
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("messages"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "stream_chunk_builder", counting)
+    return calls
+
+
+@pytest.mark.parametrize("server_usage", [True, False])
+async def test_a_stream_is_left_after_its_usage_while_nothing_reads_the_rest(
+    assembled, llm_server, fake_key, monkeypatch, server_usage
+):
+    """Issue 22: after a stream's usage chunk LiteLLM assembled the whole reply a second
+    time (for a server without usage, its messages tokenised again), deep-copied it and
+    assembled it once more for a cache that is not set: about a third of a short reply's
+    CPU in the model process. The chunks are the same; with a budget or a cache set,
+    LiteLLM's step after the usage runs as before."""
+    from chatui.llm.env import load_litellm
+
+    litellm = load_litellm()
+    llm_server.stream_usage = server_usage
+    llm_server.script(*(script.text("two words", usage=(5, 2)) for _ in range(3)))
+    chunks = await stream(llm_server)
+    stand_in = llm.litellm_count(MODEL, HI)
+    prompt = 5 if server_usage else stand_in
+    assert chunks == [
+        llm.TextChunk("two"),
+        llm.TextChunk(" words"),
+        llm.FinishChunk("stop"),
+        llm.UsageChunk(prompt, chunks[-1].output_tokens, 0.0),
+    ]
+    assert chunks[-1].output_tokens == 2 or not server_usage
+    assert len(assembled) == 1  # was 2: once for the usage, once again for nobody
+
+    monkeypatch.setattr(litellm, "max_budget", 100.0)
+    assert await stream(llm_server) == chunks
+    assert len(assembled) == 3  # a budget reads the rest: assembled twice, as before
+    monkeypatch.setattr(litellm, "max_budget", 0.0)
+
+    monkeypatch.setattr(litellm, "cache", litellm.Cache(type="local"))
+    assert await stream(llm_server) == chunks
+    assert len(assembled) == 5  # a cache stores the reply: as before

@@ -260,7 +260,7 @@ async def test_an_overflow_a_compaction_cannot_cure_says_why_not_compact_now(
     for i in range(4):
         llm_server.script(script.text(f"Answer {i}."))
         await run(local.engine.send(local.sid, f"question {i}"))
-    await local.engine._window_asked()
+        await local.engine._window_asked()  # the background counts, as a reader waits
     llm_server.default = None  # from here on, only what is scripted
     llm_server.n_ctx = llm_server.prompt_tokens[-1] + 50  # what was short fits, no more
     big = " ".join(f"w{i}" for i in range(300))

@@ -431,3 +431,32 @@ async def test_a_probe_its_server_could_not_count_claims_no_exact_figure(local, 
     assert refused
     assert all(error == 0 for error, exact in shown if exact), shown
     assert shown[-2:] == [(0, True), (0, True)], shown
+
+
+async def test_a_probe_cancelled_before_it_began_is_asked_again(local, recwarn):
+    """A turn starting right after a reply (before the background probe's task took its
+    first step) cancelled it unrun: it was never marked given up, so the server's
+    template was never probed again, and its coroutine was left unawaited."""
+    import asyncio
+    import gc
+
+    from chatui.core.traffic import TRAFFIC
+    from chatui.llm.template_cost import server_key
+
+    local.server.function_calling = False
+    await run(local.engine.send(local.sid, "Hello there."))
+    await local.engine._window_asked()
+    TEMPLATES.clear()  # as on a new server: the next reply's end probes it
+    engine, api_base = local.engine, local.config.api_base
+    session = local.session
+    model = engine.model_for(local.sid)
+    tools = await engine.tools_for(session)
+    measured = await engine.measure(session, None, model)
+    engine._teach_template(model, api_base, tools, local.sid, measured, [])
+    TRAFFIC.turn_started(api_base)  # the user sends at once: nothing ran yet
+    TRAFFIC.turn_ended(api_base)
+    await asyncio.gather(*engine._counting, return_exceptions=True)
+    key = server_key(api_base, model, list(tools))
+    assert TEMPLATES.should_probe(key)  # given up: the next reply's end asks again
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]

@@ -220,32 +220,31 @@ class ChatEngine:
             return
         key = server_key(api_base, model, list(tools))
         given_up: Callable[[], None] | None = None
+        work: Callable[[], Coroutine[Any, Any, None]]
         if TEMPLATES.should_probe(key):
-            work = self._probe(model, api_base, tools, key)
+            work = functools.partial(self._probe, model, api_base, tools, key)
             given_up = functools.partial(TEMPLATES.probe_given_up, key)
         elif not measured.usage.exact:
-            work = self._count_chat(model, api_base, (chat, measured, tools, history))
+            work = functools.partial(
+                self._count_chat, model, api_base, (chat, measured, tools, history)
+            )
         else:
             return
-        task = asyncio.get_running_loop().create_task(self._when_quiet(api_base, work, given_up))
+        task = asyncio.get_running_loop().create_task(self._when_quiet(api_base, work))
         TRAFFIC.add_count(api_base, task)
         self._counting.add(task)
         task.add_done_callback(self._counting.discard)
+        if given_up is not None:
+            # Cancelled by a turn, even one that began before the task's first step (its
+            # body never ran then): it is asked again after a later reply.
+            task.add_done_callback(lambda done: given_up() if done.cancelled() else None)
 
     @staticmethod
-    async def _when_quiet(
-        api_base: str, work: Coroutine[Any, Any, None], given_up: Callable[[], None] | None
-    ) -> None:
-        """`work` once no turn is in flight on the server; `given_up` when a turn
-        cancelled it before its end (it is asked again after a later reply)."""
-        try:
-            await TRAFFIC.quiet(api_base)
-            await work
-        except asyncio.CancelledError:
-            work.close()  # never started: closed unrun (a no-op when it ran)
-            if given_up is not None:
-                given_up()
-            raise
+    async def _when_quiet(api_base: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """`work()` once no turn is in flight on the server (made only then: a count a
+        turn cancelled first leaves no coroutine unawaited behind)."""
+        await TRAFFIC.quiet(api_base)
+        await work()
 
     def _told(self, model: str) -> None:
         if self.counted is not None:

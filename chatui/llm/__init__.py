@@ -319,6 +319,7 @@ async def _streamed_call(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
         _skip_success_logging(litellm, response)
+        ends_at_usage = not _bookkeeping_read(litellm, response)
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage: Any = None
@@ -341,6 +342,8 @@ async def _streamed_call(
                         _merge_call(calls, call)
                 if getattr(choice, "finish_reason", None):
                     finish = choice.finish_reason
+            if ends_at_usage and getattr(response, "sent_stream_usage", False) is True:
+                break  # its last chunk: what follows is LiteLLM's bookkeeping, for nobody
         progress.anything = progress.streamed or usage is not None
         if not progress.anything:
             return  # the caller asks again without streaming
@@ -362,6 +365,21 @@ async def _streamed_call(
                 await response.aclose()
             except Exception:
                 pass
+
+
+def _bookkeeping_read(litellm: Any, stream: Any) -> bool:
+    """Whether anything reads what LiteLLM's stream does after its usage chunk: a
+    callback or budget (its success logging), a cache (the reply stored), a proxy's
+    deferred hook. That step assembles the whole reply again (`stream_chunk_builder`,
+    in a thread; for a server that streams no usage, with the messages tokenised
+    again), deep-copies it and schedules a task that assembles it once more for a
+    cache (`litellm.cache`: none is set, nothing is stored). With nothing reading
+    it, the stream is left after its usage chunk (and closed, as any stream is):
+    the chunks chatui gets are the same."""
+    if listening(litellm) or getattr(litellm, "cache", None) is not None:
+        return True
+    logging_obj = getattr(stream, "logging_obj", None)
+    return getattr(logging_obj, "_on_deferred_stream_complete", None) is not None
 
 
 async def _no_success_logging(*args: Any, **kwargs: Any) -> None:
