@@ -715,3 +715,31 @@ async def test_switching_chat_during_the_hold_draws_nothing_into_the_new_one(
         assert [v.text for v in main.chat_view.views] == [f"beta message {i}" for i in range(4)]
         await main.pane.open_chat(first)
         assert [v.text for v in main.chat_view.views] == ["Held question", "Hello back"]
+
+
+async def test_a_send_shows_the_input_busy_and_back_without_restyling_it(store, config, llm_server):
+    """The busy border comes and goes with a reply (twice a send) without a restyle
+    of the input: each applied the whole stylesheet to it and threw its drawn lines
+    away, milliseconds of a send's CPU taken from a local model."""
+    from textual.dom import DOMNode
+
+    llm_server.text(WORDS, delay=0.01)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        box = app.main.chat_input
+        restyled: list[DOMNode] = []
+        update_styles = app.update_styles
+
+        def counting(node: DOMNode, animate: bool = True) -> None:
+            restyled.append(node)
+            update_styles(node, animate)
+
+        app.update_styles = counting  # type: ignore[method-assign]
+        await send(pilot, "Count for me")
+        await wait_until(pilot, lambda: box.has_class("-busy"))
+        assert box.styles.border_top[1] != box.styles.base.border_top[1]  # set on the box
+        await wait_until(pilot, lambda: not app.main.generating)
+        await wait_until(pilot, lambda: not box.has_class("-busy"))
+        assert box not in restyled
+        assert not box.styles.inline.has_rule("border_top")  # the stylesheet's border again

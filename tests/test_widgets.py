@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.dom import DOMNode
 from textual.geometry import Region
 from textual.widgets import Static
 
@@ -413,6 +414,67 @@ async def test_input_enter_sends_and_ctrl_j_adds_a_line():
         await pilot.press("enter", "space", "enter")
         await pilot.pause()
         assert app.posted == [("send", "hello\nworld\n!")]  # blank input sends nothing
+
+
+async def test_a_busy_input_looks_as_its_busy_rule_says_without_a_restyle():
+    """`show_busy` sets the `-busy` class and the border its rule gives without
+    restyling the box (the whole stylesheet applied, its drawn lines thrown away: a
+    few ms each way, twice a send); the box looks exactly as the rule makes it, with
+    and without the focus, and as before once it is not busy."""
+    box = ChatInput("some text")
+    app = Harness(box)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+
+        def drawn() -> list[str]:
+            region = Region(0, 0, box.size.width, box.size.height)
+            return [
+                "".join(f"{s.text}{s.style}" for s in strip) for strip in box.render_lines(region)
+            ]
+
+        looks: dict[bool, tuple[list[str], list[str]]] = {}
+        app.set_focus(None)
+        await pilot.pause()
+        for focused in (False, True):
+            if focused:
+                box.focus()
+                await pilot.pause()
+            plain = drawn()
+            box.add_class("-busy")  # as Textual restyles it: the rule's own look
+            await pilot.pause()
+            busy = drawn()
+            assert busy != plain
+            box.remove_class("-busy")
+            await pilot.pause()
+            assert drawn() == plain
+            looks[focused] = (plain, busy)
+            restyles: list[DOMNode] = []
+            update_styles = app.update_styles
+
+            def counting(node: DOMNode, animate: bool = True, *, restyles=restyles) -> None:
+                restyles.append(node)
+                update_styles(node, animate)  # noqa: B023 (called inside this iteration)
+
+            app.update_styles = counting  # type: ignore[method-assign]
+            try:
+                box.show_busy(True)
+                await pilot.pause()
+                assert box.has_class("-busy") and drawn() == busy
+                box.show_busy(False)
+                await pilot.pause()
+                assert not box.has_class("-busy") and drawn() == plain
+            finally:
+                app.update_styles = update_styles  # type: ignore[method-assign]
+            assert box not in restyles
+        # A restyle while busy (the focus leaves) applies the rule with the class; the
+        # box is restyled when it stops being busy: the plain look, not the rule's.
+        box.show_busy(True)
+        box.blur()
+        await pilot.pause()
+        assert drawn() == looks[False][1]
+        box.show_busy(False)
+        await pilot.pause()
+        assert drawn() == looks[False][0]
 
 
 # -- ChatView / MessageView --------------------------------------------------------

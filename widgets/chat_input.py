@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 from textual import events
 from textual.binding import Binding
+from textual.color import Color
+from textual.css.types import EdgeType
 from textual.message import Message as TextualMessage
 from textual.widgets import TextArea
 
@@ -35,6 +37,9 @@ class ChatInput(TextArea):
     ChatInput:focus { border: round $accent; }
     ChatInput.-busy { border: round $warning 60%; }
     """
+    BUSY_BORDER: tuple[EdgeType, str, float] = ("round", "warning", 0.6)
+    """The `-busy` rule's border (type, theme colour, alpha): `show_busy` sets it on the
+    box itself."""
 
     BINDINGS = [
         Binding("enter", "submit", "Send", id="input.send", show=False),
@@ -82,6 +87,11 @@ class ChatInput(TextArea):
         self.remove_before: Callable[[], bool] | None = None
         """Backspace in an empty box: True when it removed something (the last
         attachment)."""
+        self._busy_border: tuple[EdgeType, Color] | None = None
+        """The busy border set inline (`show_busy`), while the box is busy."""
+        self._restyles = 0
+        """Restyles of the box so far (`notify_style_update`)."""
+        self._restyles_at_busy = 0
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -96,6 +106,45 @@ class ChatInput(TextArea):
             id=id,
             classes=classes,
         )
+
+    def show_busy(self, busy: bool) -> None:
+        """Mark the box busy (a reply is being written: the `-busy` class and its
+        border) or not.
+
+        The class is set without a restyle: restyling applies the whole stylesheet to
+        the box and its component classes, and empties its cache of drawn lines (a few
+        ms each way, twice a send, taken from a local model on the same cores). The
+        `-busy` rule's border is set on the box itself instead: the same look, one
+        repaint. A restyle while busy (the focus moved, the theme changed) applies the
+        rule with the class; one is then done when the class goes, as before.
+        """
+        if busy == self.has_class("-busy"):
+            return
+        self.set_class(busy, "-busy", update=False)
+        if busy:
+            self._restyles_at_busy = self._restyles
+            self._set_busy_border()
+            return
+        self._busy_border = None
+        self.styles.border = None  # back to the stylesheet's border
+        if self._restyles != self._restyles_at_busy:
+            self.app.update_styles(self)  # its styles hold the `-busy` rule's border
+
+    def _set_busy_border(self) -> None:
+        kind, colour, alpha = self.BUSY_BORDER
+        border: tuple[EdgeType, Color] = (
+            kind,
+            Color.parse(self.app.theme_variables[colour]).multiply_alpha(alpha),
+        )
+        if border != self._busy_border:
+            self._busy_border = border
+            self.styles.border = border
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._restyles += 1
+        if self._busy_border is not None:
+            self._set_busy_border()  # the theme may have changed its colour
 
     def action_submit(self) -> None:
         if self.text.strip() or self.submit_empty:

@@ -447,7 +447,7 @@ class ChatPane(SurvivesOutage, Vertical):
     def sync_busy(self) -> None:
         """Input, title and the title's timer follow whether the chat on screen replies."""
         busy = self.generating
-        self.chat_input.set_class(busy, "-busy")
+        self.chat_input.show_busy(busy)
         # A steady cursor while a reply is written: each blink is a frame (a few ms of
         # the app's CPU, twice a second) taken from a local model on the same cores.
         box = self.chat_input
