@@ -207,3 +207,19 @@ async def test_the_chat_lists_hints_are_whole_at_80_columns(store, chats):
         lines = status.render_lines(Region(0, 0, status.size.width, status.size.height))
         drawn = " ".join(line.text.strip() for line in lines)
         assert drawn.startswith("3 chats ·") and drawn.endswith("/ filter"), drawn
+
+
+async def test_the_footer_is_one_widget_and_a_click_on_a_key_runs_it(store, chats):
+    """The footer draws its row itself (a widget per key cost ~40 M instructions of the
+    first frame): no widget per key, and a click's column picks the key under it."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = app.main.query_one(FittingFooter)
+        assert not footer.children and not app.main.query(FooterKey)
+        row = "".join(s.text for s in footer.render_line(0))
+        x = row.index("^s Chats")
+        await pilot.click(footer, offset=(x + 4, 0))  # on the word "Chats"
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
