@@ -245,3 +245,51 @@ async def test_rows_drawn_again_from_their_cache_are_the_rows_drawn_afresh(store
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"
         await pilot.pause()
         check()
+
+
+async def test_a_trees_redraw_computes_its_rows_styles_once_not_once_a_row(
+    store, chats, monkeypatch
+):
+    """Textual computes a component style again after every repaint; the rows' styles
+    are kept until the tree's styles, focus or theme change, and rows drawn with them
+    are the rows drawn afresh."""
+    from textual.geometry import Region
+
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.main.tree
+        region = Region(0, 0, tree.size.width, tree.size.height)
+
+        def rendered() -> list[str]:
+            tree._strips.clear()  # every row drawn again
+            strips = tree.render_lines(region)
+            return ["".join(f"{s.text}{s.style}" for s in strip) for strip in strips]
+
+        def afresh() -> list[str]:
+            tree._strips.clear()
+            tree._row_styles, tree._row_styles_for = {}, None
+            return rendered()
+
+        reads: list[str] = []
+        component_style = tree.get_component_rich_style
+
+        def counting(*names, **kwargs):
+            reads.extend(names)
+            return component_style(*names, **kwargs)
+
+        monkeypatch.setattr(tree, "get_component_rich_style", counting)
+        rows = sum(1 for r in tree.rows if r.kind == "message")
+        assert rows >= 4
+        for change in ("none", "focus", "theme"):
+            if change == "focus":
+                await pilot.press("ctrl+t")
+            elif change == "theme":
+                app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+            await pilot.pause()
+            first = rendered()
+            reads.clear()
+            tree.refresh()  # a repaint: Textual forgets the component styles
+            assert rendered() == first
+            assert len(reads) <= 2 < rows  # the cursor's bar, a hit's: not each row's
+            assert afresh() == first
