@@ -477,6 +477,52 @@ async def test_a_busy_input_looks_as_its_busy_rule_says_without_a_restyle():
         assert drawn() == looks[False][0]
 
 
+async def test_the_input_fills_its_text_theme_again_only_when_its_styles_change(monkeypatch):
+    """TextArea fills its text theme from the box's styles before every render; a
+    repaint (three a send, one a key) changes none of them: filled once, and again
+    after a restyle (the focus) or a theme change, drawn as TextArea draws it."""
+    from textual.widgets import TextArea
+
+    box = ChatInput("some text")
+    app = Harness(box)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        region = Region(0, 0, box.size.width, box.size.height)
+        fills: list[int] = []
+        theme = box._theme
+        apply_css = theme.apply_css
+
+        def counting(text_area):
+            fills.append(1)
+            return apply_css(text_area)
+
+        monkeypatch.setattr(theme, "apply_css", counting)
+
+        def drawn() -> list[str]:
+            return [
+                "".join(f"{s.text}{s.style}" for s in strip) for strip in box.render_lines(region)
+            ]
+
+        def textareas() -> list[str]:
+            box.refresh()
+            strips = TextArea.render_lines(box, region)
+            return ["".join(f"{s.text}{s.style}" for s in strip) for strip in strips]
+
+        for change in ("none", "focus", "theme"):
+            if change == "focus":
+                box.focus()
+            elif change == "theme":
+                app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+            await pilot.pause()
+            fills.clear()
+            first = drawn()
+            for _ in range(5):
+                box.refresh()  # a repaint
+                assert drawn() == first
+            assert len(fills) <= 1
+            assert textareas() == first
+
+
 # -- ChatView / MessageView --------------------------------------------------------
 
 

@@ -9,7 +9,10 @@ from textual import events
 from textual.binding import Binding
 from textual.color import Color
 from textual.css.types import EdgeType
+from textual.geometry import Region
 from textual.message import Message as TextualMessage
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import TextArea
 
 from .sanitize import clean
@@ -92,6 +95,8 @@ class ChatInput(TextArea):
         self._restyles = 0
         """Restyles of the box so far (`notify_style_update`)."""
         self._restyles_at_busy = 0
+        self._theme_read_for: tuple[object, ...] | None = None
+        """What the box's text theme was last filled from (`render_lines`)."""
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -145,6 +150,22 @@ class ChatInput(TextArea):
         self._restyles += 1
         if self._busy_border is not None:
             self._set_busy_border()  # the theme may have changed its colour
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # TextArea fills its text theme from the box's styles before every render
+        # (its base style and six component styles, each computed again after any
+        # repaint: ~1 ms, three renders a send and one a key). They change only with
+        # a restyle, the theme, or the backgrounds the base style blends: read again
+        # only then.
+        theme = self._theme
+        if theme is None:
+            return super().render_lines(crop)
+        read_for = (theme, self._restyles, self.app.theme, self.rich_style)
+        last = self._theme_read_for
+        if last is None or last[0] is not theme or last[1:] != read_for[1:]:
+            self._theme_read_for = read_for
+            return super().render_lines(crop)  # TextArea's: fills the theme, renders
+        return ScrollView.render_lines(self, crop)
 
     def action_submit(self) -> None:
         if self.text.strip() or self.submit_empty:
