@@ -549,12 +549,26 @@ def test_ctrl_c_keeps_what_arrived(server):
 
     words = " ".join(f"word{i}" for i in range(400))
     server.script(text(words, delay=0.02))
+    # As from a shell: ctrl+c's signal neither ignored nor blocked. A child inherits
+    # both from the test's process, where an earlier test's library may have left them
+    # (twice in full runs the reply ran to its end: exit 0, the signal never seen).
+    before = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    def as_from_a_shell() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     proc = chatui(
-        "ask", "go on", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        "ask",
+        "go on",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=as_from_a_shell,
     )
     assert proc.stdout is not None and proc.stdout.read(20)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    assert proc.wait(timeout=60) == 130, before
     wait_until_sync(lambda: reply_state(tree(chats()[0].id)[1]) == "cancelled")
 
 
