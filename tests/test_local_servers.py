@@ -240,6 +240,7 @@ async def test_an_overflow_compacts_and_the_answer_comes(store, llm_server, fake
     for i in range(6):
         llm_server.script(script.text(f"Answer {i}: " + "words " * 40))
         await run(local.engine.send(local.sid, f"question {i} " + "more " * 40))
+        await local.engine._window_asked()  # the background counts, as a reader waits
     llm_server.n_ctx = llm_server.prompt_tokens[-1]  # the next request overflows
     llm_server.script(script.text("A summary of the early talk."), script.text("Fits now."))
     events = await run(local.engine.send(local.sid, "one more"))
@@ -313,6 +314,7 @@ async def test_only_a_stopped_reply_with_text_can_be_continued(local):
 async def test_a_failed_continuation_keeps_the_reply_as_it_was(local):
     local.server.script(script.text("Half", finish_reason="length"))
     cut = of(await run(local.engine.send(local.sid, "go")), ReplyFinished)[-1].message
+    await local.engine._window_asked()  # the background counts, which take scripted answers
     local.server.script(script.error(500, "the GPU caught fire"))
     events = await run(local.engine.continue_reply(local.sid, cut.id))
     assert of(events, TurnFailed)
