@@ -6,6 +6,7 @@ import asyncio
 import html
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -240,3 +241,19 @@ def wait_until_sync(condition, seconds: float = 20.0, every: float = LOOK_EVERY)
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting")
         time.sleep(every)
+
+
+def spy(
+    monkeypatch, owner: object, name: str, note: Callable[..., object] | None = None
+) -> list[object]:
+    """Calls of `owner.name` from now on, each noted in the list returned: `note(*args,
+    **kwargs)`, by default the first argument (None without one). The call goes on."""
+    original = getattr(owner, name)
+    calls: list[object] = []
+
+    def noting(*args, **kwargs):
+        calls.append(note(*args, **kwargs) if note else (args[0] if args else None))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, noting)
+    return calls

@@ -14,7 +14,7 @@ from chatui.tui.lean_layout import EchoFreeLayout
 from store import Message
 from widgets import MessageView
 
-from .app_helpers import make_app, populate, screen_lines, wait_until
+from .app_helpers import make_app, populate, screen_lines, spy, wait_until
 
 
 @pytest.fixture
@@ -163,14 +163,7 @@ async def test_the_tree_repaints_the_lines_whose_rows_changed(store, ids, monkey
         tree = screen.tree
         snap = screen.snapshot
         assert snap is not None
-        drawn: list[int] = []
-        render_line = tree.render_line
-
-        def counting(y: int):
-            drawn.append(y)
-            return render_line(y)
-
-        monkeypatch.setattr(tree, "render_line", counting)
+        drawn = spy(monkeypatch, tree, "render_line")
         question = Message(
             id="z1",
             role="user",
@@ -236,8 +229,7 @@ async def test_a_layout_s_frame_is_not_followed_by_a_frame_of_what_it_drew(store
         await settle(pilot)
         bar = chat.vertical_scrollbar
         frames: list[object] = []
-        bar_renders: list[object] = []
-        render_update, render_lines = screen._compositor.render_update, bar.render_lines
+        render_update = screen._compositor.render_update
 
         def frame(*args, **kwargs):
             update = render_update(*args, **kwargs)
@@ -245,12 +237,8 @@ async def test_a_layout_s_frame_is_not_followed_by_a_frame_of_what_it_drew(store
                 frames.append(update)
             return update
 
-        def bar_render(crop):
-            bar_renders.append(crop)
-            return render_lines(crop)
-
         monkeypatch.setattr(screen._compositor, "render_update", frame)
-        monkeypatch.setattr(bar, "render_lines", bar_render)
+        bar_renders = spy(monkeypatch, bar, "render_lines")
         layouts = count_layouts(monkeypatch, screen)
         before = bar.window_virtual_size
         with app.batch_update():  # as the pane draws a send
@@ -291,22 +279,8 @@ async def test_the_tree_reads_its_looks_once_a_redraw_not_once_a_line(store, ids
             leaf = f"w{n}"
         tree.show([*snap.tree, *more], leaf)
         await settle(pilot)
-        reads: list[int] = []
-        pseudo = tree.get_pseudo_classes
-
-        def counting():
-            reads.append(1)
-            return pseudo()
-
-        monkeypatch.setattr(tree, "get_pseudo_classes", counting)
-        drawn: list[int] = []
-        render_line = tree.render_line
-
-        def drawing(y: int):
-            drawn.append(y)
-            return render_line(y)
-
-        monkeypatch.setattr(tree, "render_line", drawing)
+        reads = spy(monkeypatch, tree, "get_pseudo_classes")
+        drawn = spy(monkeypatch, tree, "render_line")
         shown = screen_lines(app)
         tree.show([*snap.tree, *more], leaf)  # the same rows: nothing to repaint
         await settle(pilot)

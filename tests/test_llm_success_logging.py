@@ -8,6 +8,7 @@ import pytest
 
 from chatui import llm
 from tests import llm_server as script
+from tests.app_helpers import spy
 
 MODEL = "openai/test-model"
 HI = [{"role": "user", "content": "hi"}]
@@ -93,15 +94,7 @@ def priced(monkeypatch):
 
     litellm = load_litellm()
     warm_up()  # what the model process runs before its first call
-    calls: list[object] = []
-    original = litellm.response_cost_calculator
-
-    def counting(*args, **kwargs):
-        calls.append(kwargs.get("model"))
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "response_cost_calculator", counting)
-    return calls
+    return spy(monkeypatch, litellm, "response_cost_calculator", lambda *a, **k: k.get("model"))
 
 
 async def test_litellm_prices_a_call_only_for_a_listening_callback(
@@ -155,15 +148,7 @@ def assembled(monkeypatch):
     from chatui.llm.env import load_litellm
 
     litellm = load_litellm()
-    calls: list[object] = []
-    original = litellm.stream_chunk_builder
-
-    def counting(*args, **kwargs):
-        calls.append(kwargs.get("messages"))
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "stream_chunk_builder", counting)
-    return calls
+    return spy(monkeypatch, litellm, "stream_chunk_builder", lambda *a, **k: k.get("messages"))
 
 
 @pytest.mark.parametrize("server_usage", [True, False])
