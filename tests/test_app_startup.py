@@ -351,3 +351,41 @@ async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(s
         app.pop_screen()
         await pilot.pause()
         assert styled.count(main) == 2 and styled.count(main.sidebar) == 2
+
+
+async def test_a_widgets_parts_are_styled_when_first_drawn(store):
+    """Textual styled every part (`COMPONENT_CLASSES`) of a widget each time the widget
+    was styled: 62 of the 89 stylesheet applies before the first frame, the empty
+    tree's 15 parts never drawn, the input's 8 twice (`chatui.tui.lazy_parts`). A part is
+    styled when first asked for, with the widget's state then: the same styles."""
+    from chatui.tui.lazy_parts import _style_part
+
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.main.query_one("#tree")
+        assert "message-tree--cursor" in tree._component_styles
+        assert len(tree._component_styles) == 0  # none styled: the empty tree draws none
+        drawn = app.main.chat_input._component_styles
+        assert 0 < len(drawn) < len(app.main.chat_input._get_component_classes())
+        tree.focus()
+        await pilot.pause()
+        for node in app.screen.walk_children(with_self=True):
+            for name in node._get_component_classes():
+                lazily = node.get_component_styles(name)  # styled now if not yet
+                eagerly = _style_part(app.stylesheet, node, name)
+                assert lazily.get_rules() == eagerly.get_rules(), (node, name)
+
+
+async def test_a_widget_whose_drawn_part_changed_is_repainted(store):
+    """Restyled (focus, classes), a widget is repainted when a part it drew with has new
+    styles, as Textual repainted it when any part changed."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        gauge = app.main.query_one("#conversation-gauge", TokenGauge)
+        before = gauge.get_component_rich_style("token-gauge--label")
+        gauge.focus()  # TokenGauge:focus > .token-gauge--label: the accent colour
+        await pilot.pause()
+        after = gauge.get_component_rich_style("token-gauge--label")
+        assert after != before and after.underline

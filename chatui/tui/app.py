@@ -32,7 +32,7 @@ from ..core.config import Config, ConfigError, load_config
 from ..core.logs import setup_logging
 from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
-from . import css_cache
+from . import css_cache, lazy_parts
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
 from .outage import OutageNotices, SurvivesOutage
@@ -76,6 +76,7 @@ class ChatApp(SurvivesOutage, App[int]):
         model_process: bool = True,
     ) -> None:
         super().__init__()
+        lazy_parts.install(self)  # widgets' parts styled when first drawn (start-up)
         self.store = store
         self.config = config
         self.state_path = state_path
