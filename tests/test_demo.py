@@ -141,6 +141,28 @@ def test_odd_message_shapes_do_not_break_it():
     assert demo.plan_reply([{"content": "no role"}], None).text
 
 
+def test_attached_files_are_named_not_mangled_into_keywords():
+    """A file sent with a question: the demo says what arrived (name, lines, first
+    line), not "mostly about *notes.md]*, *[attached*" from the part's header."""
+    from chatui.core.convert import attachment_content
+
+    part = {"name": "notes.md", "mime": "text/markdown"}
+    text = attachment_content(part, lambda _: b"line one\nsecret plans: none\n")
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    content = [{"type": "text", "text": "what is in this file?"}, *text, image]
+    reply = demo.plan_reply([{"role": "user", "content": content}], TOOLS).text
+    assert "**notes.md**, 2 lines, beginning *line one*" in reply
+    assert "an image, which I cannot see" in reply
+    assert "[" not in reply and "mostly about" not in reply
+    empty = attachment_content({"name": "e.txt", "mime": "text/plain"}, lambda _: b"")
+    assert "**e.txt**, 0 lines, empty" in demo.plan_reply([{"role": "user", "content": empty}]).text
+
+
+def test_keywords_leave_brackets_out():
+    reply = ask("[bracketed] (parenthesised) sentences", tools=None).text
+    assert "*bracketed*" in reply and "*parenthesised*" in reply
+
+
 def test_delay_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv(demo.DEMO_DELAY_ENV, raising=False)
     assert demo._delay(None) == demo.DEFAULT_DELAY
