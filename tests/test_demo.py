@@ -97,6 +97,20 @@ def test_recall_reads_the_memory_block_from_the_system_prompt():
     assert "The user likes tea." in ask("what do you remember about me?", system=system).text
 
 
+def test_a_question_about_the_user_is_answered_from_memory():
+    """ "remember that my favourite colour is green", then "what is my favourite colour?"
+    got "You wrote 5 words": the first thing a user tries after a memory write."""
+    banner = "═" * 46
+    system = (
+        f"{banner}\nMEMORY (facts) [writable]\n{banner}\n"
+        "The user's favourite colour is green.\nThe user lives in Lyon."
+    )
+    reply = ask("What is my favourite colour?", system=system).text
+    assert "> The user's favourite colour is green." in reply and "Lyon" not in reply
+    assert "nothing about your dog's name" in ask("what's my dog's name", system=system).text
+    assert "My memory block is empty" in ask("what is my name?").text  # _RECALL's, as before
+
+
 def test_after_a_tool_result_it_confirms_in_words():
     messages = [
         {"role": "user", "content": "remember that I like tea"},

@@ -81,6 +81,8 @@ _RECALL = re.compile(
     r"who am i|what have you (?:saved|remembered))\b",
     re.I,
 )
+_MINE = re.compile(r"\bwhat(?:'s| is| are| was| were) my (?P<thing>[\w' -]+?)\s*\??\s*$", re.I)
+""""what is my favourite colour?": answered from the memory block's lines on it."""
 _CODE = re.compile(r"\b(code|function|script|snippet|program|implement|example in)\b", re.I)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (?:morning|afternoon|evening))\b[\s!.]*$", re.I)
 _LANGUAGES = {
@@ -275,6 +277,19 @@ def plan_reply(
         )
     if _SUMMARY_MARK in said and "Summarise the conversation" in said:
         return DemoReply(_summary(said))
+    mine = _MINE.search(said)
+    if mine and not _RECALL.search(said):
+        asked = {w for w in re.findall(r"\w+", mine.group("thing").lower()) if len(w) > 2}
+        memory = _block(system, "memory")
+        lines = [
+            line for line in memory.splitlines() if asked & set(re.findall(r"\w+", line.lower()))
+        ]
+        if lines:
+            return DemoReply("From my memory block:\n\n" + "\n".join(f"> {line}" for line in lines))
+        return DemoReply(
+            f"I have nothing about your {mine.group('thing')} in memory. Tell me with "
+            "*remember that …* and I will save it."
+        )
     if _RECALL.search(said):
         memory = _block(system, "memory")
         if memory:
