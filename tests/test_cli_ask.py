@@ -301,6 +301,18 @@ def test_a_server_error_is_one_line_and_its_own_exit_code(
     assert all(reply_state(m) == "error" for m in messages[1:])
 
 
+def test_a_model_name_litellm_cannot_place(capsys, monkeypatch, tmp_path):
+    """`--model nosuch/model` said "nosuch refused the request", then LiteLLM's page of
+    advice on its own API: no provider was asked. It says what to write instead."""
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text("max_retries = 0\n")
+    code, out, err = ask(capsys, monkeypatch, "--model", "nosuch/model", "hi")
+    assert code == 11 and out == ""
+    assert "refused" not in err and "Huggingface" not in err, err
+    assert "chatui does not know how to reach nosuch/model" in err
+    assert "LiteLLM has no provider for the name 'nosuch/model'" in err
+
+
 def test_a_server_that_does_not_answer(capsys, monkeypatch, tmp_path):
     import socket
 

@@ -97,6 +97,20 @@ def test_recall_reads_the_memory_block_from_the_system_prompt():
     assert "The user likes tea." in ask("what do you remember about me?", system=system).text
 
 
+def test_a_question_about_the_user_is_answered_from_memory():
+    """ "remember that my favourite colour is green", then "what is my favourite colour?"
+    got "You wrote 5 words": the first thing a user tries after a memory write."""
+    banner = "═" * 46
+    system = (
+        f"{banner}\nMEMORY (facts) [writable]\n{banner}\n"
+        "The user's favourite colour is green.\nThe user lives in Lyon."
+    )
+    reply = ask("What is my favourite colour?", system=system).text
+    assert "> The user's favourite colour is green." in reply and "Lyon" not in reply
+    assert "nothing about your dog's name" in ask("what's my dog's name", system=system).text
+    assert "My memory block is empty" in ask("what is my name?").text  # _RECALL's, as before
+
+
 def test_after_a_tool_result_it_confirms_in_words():
     messages = [
         {"role": "user", "content": "remember that I like tea"},
@@ -139,6 +153,28 @@ def test_odd_message_shapes_do_not_break_it():
     assert demo.plan_reply([{"role": "user", "content": None}]).text
     assert demo.plan_reply([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]).text
     assert demo.plan_reply([{"content": "no role"}], None).text
+
+
+def test_attached_files_are_named_not_mangled_into_keywords():
+    """A file sent with a question: the demo says what arrived (name, lines, first
+    line), not "mostly about *notes.md]*, *[attached*" from the part's header."""
+    from chatui.core.convert import attachment_content
+
+    part = {"name": "notes.md", "mime": "text/markdown"}
+    text = attachment_content(part, lambda _: b"line one\nsecret plans: none\n")
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    content = [{"type": "text", "text": "what is in this file?"}, *text, image]
+    reply = demo.plan_reply([{"role": "user", "content": content}], TOOLS).text
+    assert "**notes.md**, 2 lines, beginning *line one*" in reply
+    assert "an image, which I cannot see" in reply
+    assert "[" not in reply and "mostly about" not in reply
+    empty = attachment_content({"name": "e.txt", "mime": "text/plain"}, lambda _: b"")
+    assert "**e.txt**, 0 lines, empty" in demo.plan_reply([{"role": "user", "content": empty}]).text
+
+
+def test_keywords_leave_brackets_out():
+    reply = ask("[bracketed] (parenthesised) sentences", tools=None).text
+    assert "*bracketed*" in reply and "*parenthesised*" in reply
 
 
 def test_delay_comes_from_the_environment(monkeypatch):

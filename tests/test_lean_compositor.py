@@ -131,6 +131,43 @@ async def test_a_partial_update_renders_no_widget_covered_where_it_writes(store,
             compositor.__class__ = LeanCompositor
 
 
+async def test_a_layout_s_frame_of_many_regions_writes_what_textual_s_compositor_writes(store, ids):
+    """A layout's frame is dozens of regions (each widget it moved); the lines each widget
+    renders are read from the update's spans. One region ends where a widget begins:
+    Textual moves the cursor to that widget's chop (a span's end is inclusive there)."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        screen = app.screen
+        chat = screen.chat_view
+        for n in range(12):  # longer than the screen: everything in the chat scrolls
+            await chat.add_message(
+                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
+            )
+        await pilot.pause(0.2)
+        compositor = screen._compositor
+        assert isinstance(compositor, LeanCompositor)
+        moved = [widget.region for widget in chat.query("*") if widget.region]
+        views = [view.region for view in screen.query(MessageView) if view.region]
+        tree = screen.query_one("#tree").region
+        first = views[0]
+        updates = [
+            [chat.region, *moved],  # a layout's frame: the chat area and all it moved
+            moved[::2],  # every other one: lines and widgets between them left out
+            [*views, Region(tree.x, tree.y, tree.width, 3)],  # the tree's rows too
+            [Region(first.x - 2, first.y, 2, 2), Region(first.right, first.y + 1, 1, 1)],
+            [Region(tree.x, tree.y + 1, tree.width, 1), Region(first.x, first.y + 1, 4, 1)],
+        ]
+        for regions in updates:
+            ours = _partial(compositor, regions, app.console)
+            compositor.__class__ = Compositor
+            try:
+                theirs = _partial(compositor, regions, app.console)
+            finally:
+                compositor.__class__ = LeanCompositor
+            assert ours == theirs, regions
+
+
 def _partial(compositor: Compositor, regions: list[Region], console) -> str:
     """What a partial update of `regions` sends the terminal (as the screen renders it)."""
     compositor._dirty_regions.update(regions)

@@ -224,6 +224,37 @@ def test_keys_typed_while_the_app_starts_reach_the_input(terminal, tmp_path):
     assert any("Where does the river start" in line for line in lines)  # the same chat
 
 
+def _rivers_chat(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with Store(data / "chats.db") as store:
+        manager = SessionManager(store)
+        chat = manager.create("Rivers", model="demo")
+        messages = [
+            {"id": f"{kind}-{n}", "role": role, "parts": [{"type": "text", "text": f"{kind} {n}"}]}
+            for n in ("one", "two", "three")
+            for role, kind in (("user", "question"), ("assistant", "answer"))
+        ]
+        asyncio.run(manager.append_all(chat.id, messages))
+
+
+def test_a_key_sent_with_the_arrows_goes_to_the_message_they_reach(terminal, tmp_path):
+    """`send-keys Up Up e` in one write typed the `e` into the input: every key read
+    together went to the input, and the focus moved after them. A key behind an arrow
+    that left the input now goes where the arrows sent the focus (the editor opens)."""
+    _rivers_chat(tmp_path)
+    term = terminal(100, 30, "--model", "demo")
+    term.wait_for("answer three")
+    term.settle()
+    term.send("Up", "Up", "e")  # answer three, question three, its editor
+    lines = term.wait_for("escape cancels")
+    assert any("│  │ question three" in line for line in lines), "\n".join(lines)
+    term.send("Escape")
+    wait_until_sync(lambda: not any("escape cancels" in line for line in term.screen()), 30)
+    term.settle()
+    assert not any("│ e " in line or line.rstrip().endswith("│ e") for line in term.screen())
+
+
 def test_arrow_keys_sent_together_move_one_message_each(terminal, tmp_path):
     """`send-keys Up Up Up Up` (a held key, a terminal writing keys together) moved the
     focus one message: the keys were all handed to the input, which had the focus when

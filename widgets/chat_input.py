@@ -90,6 +90,14 @@ class ChatInput(TextArea):
         self.remove_before: Callable[[], bool] | None = None
         """Backspace in an empty box: True when it removed something (the last
         attachment)."""
+        self.leave_up: Callable[[], bool] | None = None
+        """Up on the first line: moves the focus above the box at once and says whether
+        it did (without it, `LeaveUp` is posted and the keys behind it stay here)."""
+        self._left = False
+        """The focus was sent away by `leave_up` and has not gone yet: keys read with
+        the arrow are passed on to where it goes (`_pass_on`)."""
+        self._passed_on: list[events.Key] = []
+        """Keys passed on since the box last had the focus: one that comes back is typed."""
         self._busy_border: tuple[EdgeType, Color] | None = None
         """The busy border set inline (`show_busy`), while the box is busy."""
         self._restyles = 0
@@ -195,6 +203,9 @@ class ChatInput(TextArea):
         await super()._on_paste(events.Paste(clean(event.text)))
 
     async def _on_key(self, event: events.Key) -> None:
+        if self._left and event.key != "up" and not any(event is k for k in self._passed_on):
+            self._pass_on(event)
+            return
         # Enter is handled here, in key order: a priority binding would run before
         # keys typed just ahead of it reached the text. It ends the typing: the reply
         # it asks for is drawn at the full rate, not the rate kept for typists.
@@ -209,9 +220,32 @@ class ChatInput(TextArea):
                 event.stop()
                 event.prevent_default()
                 return
-        if event.key == "up" and self.cursor_location[0] == 0:
+        if event.key == "up" and (self._left or self.cursor_location[0] == 0):
             event.stop()
             event.prevent_default()
-            self.post_message(self.LeaveUp(self))
+            if self.leave_up is None:
+                self.post_message(self.LeaveUp(self))
+            elif self.leave_up():
+                self._left = True
             return
         await super()._on_key(event)
+
+    def _pass_on(self, event: events.Key) -> None:
+        """A key read together with the arrow that sent the focus away (`send-keys Up
+        Up e`, keys a terminal writes at once): every such key is handed to the box, the
+        focus moves after them. Posted to the app again, it arrives behind the focus
+        move and goes where the focus went (`e` edits the message the arrows reached).
+        Once only: a passed-on key that comes back here is typed."""
+        event.stop()
+        event.prevent_default()
+        key = events.Key(event.key, event.character)
+        self._passed_on.append(key)
+        self.app.post_message(key)
+
+    def on_focus(self) -> None:
+        self._left = False
+        self._passed_on.clear()
+
+    def on_blur(self) -> None:
+        # Queued behind the keys read before the focus went: they were passed on.
+        self._left = False

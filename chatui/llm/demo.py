@@ -81,6 +81,8 @@ _RECALL = re.compile(
     r"who am i|what have you (?:saved|remembered))\b",
     re.I,
 )
+_MINE = re.compile(r"\bwhat(?:'s| is| are| was| were) my (?P<thing>[\w' -]+?)\s*\??\s*$", re.I)
+""""what is my favourite colour?": answered from the memory block's lines on it."""
 _CODE = re.compile(r"\b(code|function|script|snippet|program|implement|example in)\b", re.I)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (?:morning|afternoon|evening))\b[\s!.]*$", re.I)
 _LANGUAGES = {
@@ -113,6 +115,34 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
+
+
+_ATTACHED = re.compile(r"^\[Attached file (?P<name>[^\]\n]+?)\]\n", re.M)
+
+
+def _attachments(content: Any) -> tuple[str, list[str]]:
+    """A user message's own words, and a line on each file it carried (an image part,
+    or a text part headed `[Attached file name]` as `chatui.core.convert` writes it)."""
+    if not isinstance(content, list):
+        return _text(content), []
+    words, files = [], []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "image_url":
+            files.append("an image, which I cannot see: I am the demo model")
+            continue
+        text = str(part.get("text", ""))
+        head = _ATTACHED.match(text)
+        if head is None:
+            words.append(text)
+            continue
+        body = text[head.end() :]
+        lines = body.splitlines()
+        first = next((line.strip() for line in lines if line.strip()), "")
+        line = f"**{head.group('name')}**, {len(lines)} line{'s' if len(lines) != 1 else ''}"
+        files.append(line + (f", beginning *{first[:80]}*" if first else ", empty"))
+    return " ".join(words), files
 
 
 def _tool_names(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
@@ -238,9 +268,28 @@ def plan_reply(
             )
         return DemoReply(f"The tool answered:\n\n```\n{result[:1500]}\n```")
 
-    said = _text(last.get("content")).strip()
+    said, files = _attachments(last.get("content"))
+    said = said.strip()
+    if files and last.get("role") == "user":
+        return DemoReply(
+            "You attached " + "; ".join(files) + ".\n\nI am the offline demo model, so "
+            "I only say what arrived. Pick a real model with ctrl+l to ask about it."
+        )
     if _SUMMARY_MARK in said and "Summarise the conversation" in said:
         return DemoReply(_summary(said))
+    mine = _MINE.search(said)
+    if mine and not _RECALL.search(said):
+        asked = {w for w in re.findall(r"\w+", mine.group("thing").lower()) if len(w) > 2}
+        memory = _block(system, "memory")
+        lines = [
+            line for line in memory.splitlines() if asked & set(re.findall(r"\w+", line.lower()))
+        ]
+        if lines:
+            return DemoReply("From my memory block:\n\n" + "\n".join(f"> {line}" for line in lines))
+        return DemoReply(
+            f"I have nothing about your {mine.group('thing')} in memory. Tell me with "
+            "*remember that …* and I will save it."
+        )
     if _RECALL.search(said):
         memory = _block(system, "memory")
         if memory:
@@ -294,7 +343,7 @@ def plan_reply(
         )
     words = said.split()
     keywords = sorted(
-        {w.strip(".,!?;:\"'()").lower() for w in words if len(w) > 6}, key=len, reverse=True
+        {w.strip(".,!?;:\"'()[]").lower() for w in words if len(w) > 6}, key=len, reverse=True
     )[:3]
     first = re.split(r"(?<=[.!?])\s", said, maxsplit=1)[0]
     summary = f"You wrote {len(words)} word{'s' if len(words) != 1 else ''}"

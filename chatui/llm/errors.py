@@ -246,6 +246,10 @@ _WINDOW_FILLED = re.compile(
 buffer has no row left): the request fitted, the reply did not."""
 
 
+_NO_PROVIDER = "LLM Provider NOT provided"
+"""LiteLLM's words when a model name maps to none of its providers (`nosuch/model`)."""
+
+
 def _is_transport_text(detail: str) -> bool:
     """True for aiohttp's or httpx's description of a broken body (not for a person)."""
     return bool(_TRANSPORT_TEXT.search(detail or ""))
@@ -317,6 +321,17 @@ def map_error(
             "permission",
             f"Your key may not use {model}",
             f"Check the model's access on your {provider_of(model)} account, or {pick}.",
+        )
+    if _NO_PROVIDER in str(exc):
+        # LiteLLM's own refusal, before any request: its text is a page of advice on
+        # its API ("Pass model as E.g. For 'Huggingface' …"), and no provider refused.
+        detail = f"LiteLLM has no provider for the name {model!r}."
+        return err(
+            "not_found",
+            f"chatui does not know how to reach {model}",
+            "Name it as LiteLLM spells it, provider first (openai/gpt-4o-mini, "
+            f'anthropic/…, ollama_chat/…), or give it an api_base under [models."{model}"] '
+            f"in the config for an OpenAI-compatible server; or {pick}.",
         )
     if name == "NotFoundError" or status == 404:
         return err(

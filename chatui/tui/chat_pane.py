@@ -801,6 +801,7 @@ class ChatPane(SurvivesOutage, Vertical):
         self.chat_view.type_into = self._type_into
         self.chat_input.take_paste = self._take_paste
         self.chat_input.remove_before = self._remove_last
+        self.chat_input.leave_up = self._leave_up
 
     # -- attachments --------------------------------------------------------------------
 
@@ -866,7 +867,10 @@ class ChatPane(SurvivesOutage, Vertical):
         event.stop()
         self.chat_input.focus()
 
-    @on(ChatInput.LeaveUp, "#input")
-    def _input_up(self, event: ChatInput.LeaveUp) -> None:
-        event.stop()
+    def _leave_up(self) -> bool:
+        """Up from the input's first line: the focus goes to the message above (True),
+        if there is one."""
+        if not self.chat_view.views:
+            return False
         self.chat_view.step_focus(self.chat_input, -1)
+        return True

@@ -33,7 +33,7 @@ scrollbar, sized by the layout, drew itself again in a frame of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from textual._compositor import ChopsUpdate, Compositor
@@ -49,8 +49,6 @@ __all__ = ["LeanCompositor"]
 
 
 class LeanCompositor(Compositor):
-    _updating: Collection[Region] = ()
-    """The regions of the partial update being rendered (empty: none)."""
     drawn: tuple[Region, ...] = ()
     """The regions the last update drew (the screen's, for a full one)."""
     updates = 0
@@ -82,23 +80,23 @@ class LeanCompositor(Compositor):
         return update
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        # Textual's own, but its regions are kept for `_placements`: their bounding box
-        # (all Textual passes on) is most of the screen when the update is the tree's
-        # column and a line of the chat, and every widget in it would be rendered.
+        # Textual's own, but its spans are kept by line for `_placements`: the regions'
+        # bounding box (all Textual passes on) is most of the screen when the update is
+        # the tree's column and a line of the chat, and every widget in it would be
+        # rendered.
         update_regions = self._dirty_regions.copy()
         self._dirty_regions.clear()
         if not update_regions:
             return None
         crop = Region.from_union(update_regions).intersection(self.size.region)
         spans = list(self._regions_to_spans(update_regions))
-        self._updating = update_regions
         self._spans = {}
         for y, x1, x2 in spans:
             self._spans.setdefault(y, []).append((x1, x2))
         try:
             chops = self._render_chops(crop, {y for y, _, _ in spans}.__contains__)
         finally:
-            self._updating, self._spans = (), None
+            self._spans = None
         return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
 
     def _render_chops(
@@ -169,25 +167,34 @@ class LeanCompositor(Compositor):
 
     def _placements(self, crop: Region) -> Iterator[tuple[Widget, Region, Region, Region]]:
         """Each visible widget meeting `crop`, front to back: its region, its clip and the
-        part of it to render (region ∩ clip; in a partial update, only the lines where
-        it meets the update)."""
-        boxes = self._updating if len(self._updating) > 1 else ()
+        part of it to render (region ∩ clip; in a partial update, only its first to last
+        line where the update sends something of it)."""
+        spans = self._spans
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
             if not (shown.width and shown.height and shown.overlaps(crop)):
                 continue
-            # The lines where it meets the update: the first to the last of them.
-            top, bottom = (shown.bottom, shown.y) if boxes else (crop.y, crop.bottom)
-            for box in boxes:
-                if box.overlaps(shown):
-                    top, bottom = min(top, box.y), max(bottom, box.bottom)
-            y = max(shown.y, top)
-            height = min(shown.bottom, bottom) - y
+            top, bottom = max(shown.y, crop.y), min(shown.bottom, crop.bottom)
+            if spans is not None:
+                # Read from the update's spans by line, not its regions: a layout's frame
+                # is dozens of regions, and each widget met each of them (~1,000
+                # `Region.overlaps` a frame). A span ending where the widget begins counts:
+                # `ChopsUpdate` moves the cursor to a chop starting at a span's end.
+                left, right = shown.x, shown.right
+
+                def meets(y: int, left: int = left, right: int = right) -> bool:
+                    return any(x1 < right and x2 >= left for x1, x2 in spans.get(y, ()))
+
+                while top < bottom and not meets(top):
+                    top += 1
+                while bottom > top and not meets(bottom - 1):
+                    bottom -= 1
+            height = bottom - top
             if height <= 0:
                 continue
             if height != shown.height:
-                clip = Region(clip.x, y, clip.width, height)
-                shown = Region(shown.x, y, shown.width, height)
+                clip = Region(clip.x, top, clip.width, height)
+                shown = Region(shown.x, top, shown.width, height)
             yield widget, region, clip, shown
 
 
