@@ -289,3 +289,70 @@ async def test_the_tree_reads_its_looks_once_a_redraw_not_once_a_line(store, ids
         assert len(tree.rows) >= 8
         assert len(reads) <= 2 + len(drawn)
         assert screen_lines(app) == shown
+
+
+async def test_a_layout_keeps_the_chat_s_own_lines_and_they_follow_what_they_show(
+    store, ids, monkeypatch
+):
+    """The chat's own lines (its background and padding around the messages) are not
+    drawn again when a layout only moves what is in it (each layout of a send: Textual
+    threw them away with the layout it asked for); a change of what they are drawn from
+    (the theme, an ancestor's background, its padding, its size, a scrollbar) draws them
+    again, as Textual draws them afresh."""
+    from textual.widget import Widget
+
+    from widgets import ChatView
+
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        screen = app.screen
+        chat = screen.chat_view
+        for n in range(12):  # longer than the screen: everything in it scrolls
+            await chat.add_message(
+                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
+            )
+        await settle(pilot)
+        own_lines = spy(monkeypatch, ChatView, "render_line", lambda _view, y: y)
+        layouts = count_layouts(monkeypatch, screen)
+        shown = screen_lines(app)
+        await chat.add_message(
+            Message(id="new", role="user", parts=[{"type": "text", "text": "The newest."}])
+        )
+        await settle(pilot)
+        assert layouts[0] >= 1
+        assert screen_lines(app) != shown  # it scrolled
+        assert own_lines == []
+
+        def drawn() -> list[str]:
+            region = Region(0, 0, *chat.region.size)
+            return [
+                "".join(f"{s.text}{s.style}" for s in line) for line in chat.render_lines(region)
+            ]
+
+        def afresh() -> list[str]:
+            chat._styles_cache.clear()
+            region = Region(0, 0, *chat.region.size)
+            lines = Widget.render_lines(chat, region)
+            chat._styles_cache.clear()
+            return ["".join(f"{s.text}{s.style}" for s in line) for line in lines]
+
+        assert drawn() == afresh()  # the kept lines are the ones Textual would draw
+        pane = screen.query_one("ChatPane")
+        changes = {
+            "theme": lambda: setattr(app, "theme", "textual-light"),
+            "an ancestor's background": lambda: setattr(pane.styles, "background", "darkred"),
+            "its padding": lambda: setattr(chat.styles, "padding", (0, 3, 1, 2)),
+            "its size": lambda: setattr(chat.styles, "height", 20),
+            "no scrollbar": lambda: setattr(chat.styles, "overflow_y", "hidden"),  # same look
+        }
+        for change, make in changes.items():
+            before = drawn()
+            make()
+            await settle(pilot)
+            own_lines.clear()
+            chat.refresh(layout=True)  # as a mount asks: the kept lines are drawn from
+            await settle(pilot)
+            after = drawn()
+            assert after == afresh(), change
+            assert after != before or change == "no scrollbar", change

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from rich.text import Text
 from textual import events
 from textual.containers import VerticalScroll
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -100,9 +102,41 @@ class ChatView(VerticalScroll, can_focus=False):
         self._asked: list[Widget] = []
         """Where the moves of one run of keys came from, then each place they sent the
         focus (`step_focus`)."""
+        self._own_lines: tuple[tuple[object, ...], dict[int, Strip]] | None = None
+        """Its own lines last drawn (`render_lines`), with what they were drawn from."""
 
     def on_mount(self) -> None:
         self.watch(self.screen, "focused", self._focus_moved, init=False)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Its own lines are its background and padding around the messages. Textual
+        # throws them away whenever it asks the view for a layout (a message mounted,
+        # its length changed: every layout of a send) and draws all of them again in
+        # the layout's frame (~2 ms a layout with their cuts). They are kept while
+        # everything Textual draws them from is the same: its styles (each change
+        # counted by Textual), its size and content size (a scrollbar), the backgrounds
+        # and style it takes from its ancestors, opacity, titles and the ANSI theme.
+        cache = self._styles_cache
+        app = self.app
+        drawn_from = (
+            self.styles._cache_key,
+            self.region.size,
+            self.content_region.size,
+            self.background_colors,
+            self.rich_style,
+            self.opacity,
+            self._border_title,
+            self._border_subtitle,
+            app.ansi_theme,
+            app.native_ansi_color,
+        )
+        kept = self._own_lines
+        if kept is not None and kept[0] == drawn_from and not cache._cache:
+            cache._cache.update(kept[1])  # emptied by a refresh: the same lines
+            cache._dirty_lines.clear()
+        strips = super().render_lines(crop)
+        self._own_lines = (drawn_from, dict(cache._cache))
+        return strips
 
     # -- whole path -------------------------------------------------------------
 
