@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.dom import DOMNode
+from textual.widget import Widget
 from textual.widgets import Static
 
 from chatui import cli
@@ -389,3 +390,55 @@ async def test_a_widget_whose_drawn_part_changed_is_repainted(store):
         await pilot.pause()
         after = gauge.get_component_rich_style("token-gauge--label")
         assert after != before and after.underline
+
+
+def _cells_of(strips) -> list[list[tuple[str, object]]]:
+    return [[(c, segment.style) for segment in strip for c in segment.text] for strip in strips]
+
+
+async def test_rows_showing_the_same_content_line_are_styled_once_a_render(store, monkeypatch):
+    """A pane's rows between its children, the empty tree's rows: one blank content line,
+    each row styled again by Textual (borders, padding, tint: `chatui.tui.row_memo`).
+    Styled once a render now, every widget of the first screen draws the same lines."""
+    await _rows_styled_once(store, monkeypatch, stored=False)
+
+
+async def test_a_screen_with_a_chat_draws_the_same_lines_with_rows_styled_once(
+    store, chats, monkeypatch
+):
+    await _rows_styled_once(store, monkeypatch, stored=True)
+
+
+async def _rows_styled_once(store, monkeypatch, stored: bool) -> None:
+    from textual._styles_cache import StylesCache
+
+    from chatui.tui.row_memo import RowMemoStylesCache
+
+    from .app_helpers import spy
+
+    styled = spy(monkeypatch, StylesCache, "render_line", lambda cache, *args: cache)
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.main.query_one("#tree")
+        assert isinstance(tree._styles_cache, RowMemoStylesCache)
+        rows = tree.size.height
+        if not stored:  # the empty tree: its rows but the first and last are one blank line
+            assert styled.count(tree._styles_cache) <= 4 < rows
+        compared = 0
+        for widget in app.screen.walk_children(Widget, with_self=True):
+            if not widget.region:
+                continue
+            crop = widget.region.reset_offset
+            memo = widget._styles_cache
+            assert isinstance(memo, RowMemoStylesCache), widget
+            memo.clear()
+            drawn = widget.render_lines(crop)
+            widget._styles_cache = StylesCache()
+            try:
+                plain = widget.render_lines(crop)
+            finally:
+                widget._styles_cache = memo
+            assert _cells_of(drawn) == _cells_of(plain), widget
+            compared += 1
+        assert compared >= 20
