@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -233,6 +234,29 @@ def test_the_app_s_start_loads_no_command_group_module():
         cwd=Path(__file__).resolve().parent.parent,
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_the_app_s_start_imports_no_argparse(tmp_path):
+    """`chatui` with only the app's options reads them without a parser: argparse (and
+    the gettext it loads, ~8 M instructions of the start, issue 23) load with the parser,
+    for the commands."""
+    code = (
+        "import sys\n"
+        "import chatui.tui.app as app\n"
+        "from chatui.cli import commands\n"
+        "app.run = lambda **options: print(sorted(m for m in ('argparse', 'gettext')"
+        " if m in sys.modules), options['model']) or 0\n"
+        "sys.exit(commands.run(['--model', 'demo']))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "CHATUI_HOME": str(tmp_path)},
+    ).stdout
+    assert out.strip() == "[] demo"
 
 
 class _GaugeApp(App[None]):
