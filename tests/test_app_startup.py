@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.dom import DOMNode
+from textual.widget import Widget
 from textual.widgets import Static
 
 from chatui import cli
@@ -234,6 +236,29 @@ def test_the_app_s_start_loads_no_command_group_module():
     assert out.strip() == "[]"
 
 
+def test_the_app_s_start_imports_no_argparse(tmp_path):
+    """`chatui` with only the app's options reads them without a parser: argparse (and
+    the gettext it loads, ~8 M instructions of the start, issue 23) load with the parser,
+    for the commands."""
+    code = (
+        "import sys\n"
+        "import chatui.tui.app as app\n"
+        "from chatui.cli import commands\n"
+        "app.run = lambda **options: print(sorted(m for m in ('argparse', 'gettext')"
+        " if m in sys.modules), options['model']) or 0\n"
+        "sys.exit(commands.run(['--model', 'demo']))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "CHATUI_HOME": str(tmp_path)},
+    ).stdout
+    assert out.strip() == "[] demo"
+
+
 class _GaugeApp(App[None]):
     def compose(self) -> ComposeResult:
         yield TokenGauge("memory", used=10, limit=1000, id="gauge")
@@ -351,3 +376,93 @@ async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(s
         app.pop_screen()
         await pilot.pause()
         assert styled.count(main) == 2 and styled.count(main.sidebar) == 2
+
+
+async def test_a_widgets_parts_are_styled_when_first_drawn(store):
+    """Textual styled every part (`COMPONENT_CLASSES`) of a widget each time the widget
+    was styled: 62 of the 89 stylesheet applies before the first frame, the empty
+    tree's 15 parts never drawn, the input's 8 twice (`chatui.tui.lazy_parts`). A part is
+    styled when first asked for, with the widget's state then: the same styles."""
+    from chatui.tui.lazy_parts import _style_part
+
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.main.query_one("#tree")
+        assert "message-tree--cursor" in tree._component_styles
+        assert len(tree._component_styles) == 0  # none styled: the empty tree draws none
+        drawn = app.main.chat_input._component_styles
+        assert 0 < len(drawn) < len(app.main.chat_input._get_component_classes())
+        tree.focus()
+        await pilot.pause()
+        for node in app.screen.walk_children(with_self=True):
+            for name in node._get_component_classes():
+                lazily = node.get_component_styles(name)  # styled now if not yet
+                eagerly = _style_part(app.stylesheet, node, name)
+                assert lazily.get_rules() == eagerly.get_rules(), (node, name)
+
+
+async def test_a_widget_whose_drawn_part_changed_is_repainted(store):
+    """Restyled (focus, classes), a widget is repainted when a part it drew with has new
+    styles, as Textual repainted it when any part changed."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        gauge = app.main.query_one("#conversation-gauge", TokenGauge)
+        before = gauge.get_component_rich_style("token-gauge--label")
+        gauge.focus()  # TokenGauge:focus > .token-gauge--label: the accent colour
+        await pilot.pause()
+        after = gauge.get_component_rich_style("token-gauge--label")
+        assert after != before and after.underline
+
+
+def _cells_of(strips) -> list[list[tuple[str, object]]]:
+    return [[(c, segment.style) for segment in strip for c in segment.text] for strip in strips]
+
+
+async def test_rows_showing_the_same_content_line_are_styled_once_a_render(store, monkeypatch):
+    """A pane's rows between its children, the empty tree's rows: one blank content line,
+    each row styled again by Textual (borders, padding, tint: `chatui.tui.row_memo`).
+    Styled once a render now, every widget of the first screen draws the same lines."""
+    await _rows_styled_once(store, monkeypatch, stored=False)
+
+
+async def test_a_screen_with_a_chat_draws_the_same_lines_with_rows_styled_once(
+    store, chats, monkeypatch
+):
+    await _rows_styled_once(store, monkeypatch, stored=True)
+
+
+async def _rows_styled_once(store, monkeypatch, stored: bool) -> None:
+    from textual._styles_cache import StylesCache
+
+    from chatui.tui.row_memo import RowMemoStylesCache
+
+    from .app_helpers import spy
+
+    styled = spy(monkeypatch, StylesCache, "render_line", lambda cache, *args: cache)
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        tree = app.main.query_one("#tree")
+        assert isinstance(tree._styles_cache, RowMemoStylesCache)
+        rows = tree.size.height
+        if not stored:  # the empty tree: its rows but the first and last are one blank line
+            assert styled.count(tree._styles_cache) <= 4 < rows
+        compared = 0
+        for widget in app.screen.walk_children(Widget, with_self=True):
+            if not widget.region:
+                continue
+            crop = widget.region.reset_offset
+            memo = widget._styles_cache
+            assert isinstance(memo, RowMemoStylesCache), widget
+            memo.clear()
+            drawn = widget.render_lines(crop)
+            widget._styles_cache = StylesCache()
+            try:
+                plain = widget.render_lines(crop)
+            finally:
+                widget._styles_cache = memo
+            assert _cells_of(drawn) == _cells_of(plain), widget
+            compared += 1
+        assert compared >= 20

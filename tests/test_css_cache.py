@@ -94,7 +94,8 @@ def test_no_textual_version_no_cache(store, cache_file, monkeypatch):
     monkeypatch.setattr(css_cache, "textual_version", lambda: None)
     app = make_app(store, warm_llm=False, model_process=False)
     css_cache.install(app, cache_file)
-    assert type(app.stylesheet) is Stylesheet and css_cache._state is None
+    assert not isinstance(app.stylesheet, css_cache.CachedStylesheet)
+    assert css_cache._state is None
 
 
 def test_textuals_version_is_found():

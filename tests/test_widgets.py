@@ -354,6 +354,63 @@ async def test_a_narrow_gauge_drops_where_its_figure_came_from_before_its_label(
         assert gauge.render().plain.splitlines()[0].rstrip().endswith("575 of 32.8k (demo)")
 
 
+class _GaugesApp(App[None]):
+    CSS = "TokenGauge.-changed > .token-gauge--label { color: $accent; text-style: reverse; }"
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Vertical
+
+        with Vertical(id="holder"):
+            yield TokenGauge("memory", 10, 100, "writable")
+            yield TokenGauge("soul", 75, None, "read-only")
+            yield TokenGauge("scratchpad", 96, 100)
+            yield TokenGauge("", 1, 1000, "x")
+            yield TokenGauge("记忆", 80, 100, "宽")
+            yield TokenGauge("context", 5_000, 32_800, id="conversation-gauge")
+
+
+def _cells(strip) -> list[tuple[str, object]]:
+    return [(char, segment.style) for segment in strip for char in segment.text]
+
+
+async def test_a_gauge_draws_the_cells_and_styles_its_text_drew(monkeypatch):
+    """The gauge draws its two lines itself (`render_line`), not through its `Text` and
+    Textual's content pipeline (issue 23's start-up: ~4.6 M instructions a gauge): the
+    same characters, colours and selection offsets as `render()` drawn by Textual, at
+    any width, level, focus, class and figure (Textual draws `render()` where the head
+    would be cut)."""
+    from textual.visual import Visual
+
+    from .app_helpers import spy
+
+    rendered = spy(monkeypatch, TokenGauge, "render")
+    app = _GaugesApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert not rendered  # drawn without its Text
+        gauges = list(app.query(TokenGauge))
+        compared = 0
+        for width in (8, 10, 12, 17, 24, 31, 45, 80):
+            app.query_one("#holder").styles.width = width
+            for state in ("plain", "focused", "changed", "figure", "empty", "over", "unbounded"):
+                for gauge in gauges:
+                    app.set_focus(gauge if state == "focused" else None)
+                    gauge.set_class(state == "changed", "-changed")
+                    gauge.figure = "575 of 32.8k (demo)" if state == "figure" else ""
+                    gauge.used = {"empty": 0, "over": 990}.get(state, 80)
+                    gauge.limit = None if state == "unbounded" else 1000
+                await pilot.pause()
+                for gauge in gauges:
+                    size = gauge.content_size
+                    text = Visual.to_strips(
+                        gauge, gauge._render(), size.width, 2, gauge.visual_style
+                    )
+                    for y in (0, 1):
+                        assert _cells(gauge.render_line(y)) == _cells(text[y]), (width, state, y)
+                        compared += 1
+        assert compared == 8 * 7 * 6 * 2
+
+
 def block(label: str, tokens: int, max_tokens: int | None, kind: str = "writable"):
     return ContextBlock(
         label=label,

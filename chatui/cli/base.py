@@ -6,14 +6,13 @@ Kept apart from `chatui.cli.commands` so command groups in their own modules
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from store import SessionInfo, SessionManager, Store, is_url
 
@@ -31,6 +30,9 @@ from .exits import (  # the codes live apart: the ask client reads them
     UNREACHABLE,
     USAGE,
 )
+
+if TYPE_CHECKING:
+    import argparse  # the app's start imports no argparse (`run` builds no parser for it)
 
 __all__ = [
     "BAD_INPUT",

@@ -9,7 +9,6 @@ with `--json`, plain JSON. Exit codes are part of the interface (see
 
 from __future__ import annotations
 
-import argparse
 import os
 import sqlite3
 import sys
@@ -49,6 +48,8 @@ from .base import (
 )
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..core.config import Config
 
 __all__ = ["EXIT_CODES", "CliError", "build_parser", "failure_of", "prompt_shortcut", "run"]
@@ -240,6 +241,8 @@ def _launch(args: argparse.Namespace) -> int:
 
 
 def _positive(value: str) -> int:
+    import argparse
+
     try:
         number = int(value)
     except ValueError:
@@ -251,6 +254,8 @@ def _positive(value: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `chatui` argument parser (its help text is the command reference)."""
+    import argparse  # loaded with the parser: the app's start builds none (~2 ms)
+
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="chatui",
@@ -351,6 +356,8 @@ def prompt_shortcut(argv: Sequence[str], commands: Collection[str]) -> list[str]
 
 
 def _command_names(parser: argparse.ArgumentParser) -> set[str]:
+    import argparse
+
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return set(sub.choices)
 
@@ -360,8 +367,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     app = app_options(list(argv))  # the app and its own options: no parser built
+    args: Any
     if app is not None:
-        args = argparse.Namespace(**app, command=None)
+        from types import SimpleNamespace  # as argparse's Namespace, without argparse
+
+        args = SimpleNamespace(**app, command=None)
     else:
         parser = build_parser()
         argv = prompt_shortcut(argv, _command_names(parser))

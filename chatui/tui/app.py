@@ -14,14 +14,17 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
+from textual.widget import Widget
 
 from store import DatabaseFileError, SchemaVersionError, Store, is_url
 from widgets import clean
@@ -32,7 +35,7 @@ from ..core.config import Config, ConfigError, load_config
 from ..core.logs import setup_logging
 from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
-from . import css_cache
+from . import css_cache, lazy_parts, row_memo
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
 from .outage import OutageNotices, SurvivesOutage
@@ -76,6 +79,7 @@ class ChatApp(SurvivesOutage, App[int]):
         model_process: bool = True,
     ) -> None:
         super().__init__()
+        lazy_parts.install(self)  # widgets' parts styled when first drawn (start-up)
         self.store = store
         self.config = config
         self.state_path = state_path
@@ -142,6 +146,13 @@ class ChatApp(SurvivesOutage, App[int]):
 
             return PasteSafeDriver
         return driver
+
+    def _register(self, parent: DOMNode, *widgets: Widget, **kwargs: Any) -> list[Widget]:
+        # Every widget (its children come through here too) styles a row once a render
+        # for all the rows that show the same content line (`row_memo`: start-up).
+        for widget in widgets:
+            row_memo.memoize_rows(widget)
+        return super()._register(parent, *widgets, **kwargs)
 
     def get_default_screen(self) -> Screen[None]:
         state = self.ui_state

@@ -29,6 +29,8 @@ from typing import Any
 from textual.css.model import RuleSet
 from textual.css.stylesheet import Stylesheet
 
+from .lazy_parts import LazyPartsStylesheet
+
 __all__ = ["CachedStylesheet", "install", "save", "textual_version"]
 
 _Key = tuple[str, tuple[str, str], bool, int, str]
@@ -108,8 +110,9 @@ class _Cache:
                 pass
 
 
-class CachedStylesheet(Stylesheet):
-    """Textual's stylesheet, its sources' rules read from the cache when kept there."""
+class CachedStylesheet(LazyPartsStylesheet):
+    """Textual's stylesheet, its sources' rules read from the cache when kept there (and
+    its widgets' parts styled on first use, `lazy_parts`, as the app's own)."""
 
     def _parse_rules(
         self,
@@ -136,7 +139,7 @@ def install(app: Any, path: Path) -> None:
     sources are parsed when it starts). No-op where Textual's version is not found."""
     global _state
     stylesheet = getattr(app, "stylesheet", None)
-    if type(stylesheet) is not Stylesheet:  # another app's, or already installed
+    if type(stylesheet) not in (Stylesheet, LazyPartsStylesheet):  # already installed
         return
     version = textual_version()
     if version is None:
