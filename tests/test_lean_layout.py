@@ -356,3 +356,67 @@ async def test_a_layout_keeps_the_chat_s_own_lines_and_they_follow_what_they_sho
             after = drawn()
             assert after == afresh(), change
             assert after != before or change == "no scrollbar", change
+
+
+async def test_the_chat_s_scrollbar_draws_again_only_the_lines_whose_look_changed(
+    store, ids, monkeypatch
+):
+    """Sized again in every layout of a send, the chat's scrollbar drew its whole height
+    again; its thumb moves by an eighth of a cell, on a line or two. The lines are
+    those Textual draws afresh: after the chat grew, scrolled, the theme changed, the
+    pointer came over the bar."""
+    from textual.widget import Widget
+
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        screen = app.screen
+        chat = screen.chat_view
+        for n in range(12):  # longer than the screen: it has a scrollbar
+            await chat.add_message(
+                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
+            )
+        await settle(pilot)
+        bar = chat.vertical_scrollbar
+        assert chat.show_vertical_scrollbar and bar.region.height > 20
+
+        def drawn() -> list[str]:
+            region = Region(0, 0, *bar.region.size)
+            return [
+                "".join(f"{s.text}{s.style}" for s in line) for line in bar.render_lines(region)
+            ]
+
+        def afresh() -> list[str]:
+            bar._styles_cache.clear()
+            bar._render_content()
+            lines = Widget.render_lines(bar, Region(0, 0, *bar.region.size))
+            bar._styles_cache.clear()
+            return ["".join(f"{s.text}{s.style}" for s in line) for line in lines]
+
+        drawn_lines = spy(monkeypatch, type(bar), "render_line", lambda _bar, y: y)
+        shown = drawn()
+        await chat.add_message(
+            Message(id="new", role="user", parts=[{"type": "text", "text": "The newest."}])
+        )
+        await settle(pilot)
+        assert drawn() != shown  # its thumb moved
+        assert 0 < len(drawn_lines) <= 4  # the lines it moved on, not its 35
+        assert drawn() == afresh()
+
+        async def scrolled() -> None:
+            chat.scroll_home(animate=False)
+
+        async def themed() -> None:
+            app.theme = "textual-light"
+
+        async def hovered() -> None:
+            bar.mouse_over = True
+
+        for change in (scrolled, themed, hovered):
+            before = drawn()
+            await change()
+            await settle(pilot)
+            bar.refresh()  # as a layout asks: the kept lines are drawn from
+            await settle(pilot)
+            assert drawn() == afresh(), change.__name__
+            assert drawn() != before, change.__name__
