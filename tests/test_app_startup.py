@@ -222,6 +222,14 @@ def test_start_up_loads_no_exporter_importer_backup_module_or_postgresql_driver(
     assert [m for m in later if m in loaded] == []
 
 
+def test_start_up_without_mcp_servers_loads_no_mcp_connection_or_settings(started):
+    """With no `[mcp.servers]` configured (the usual start) the hub is empty: a server's
+    connection (and its config's parser) load with the first server (issue 23)."""
+    loaded = set(started["modules"])
+    assert "chatui.mcp.hub" in loaded
+    assert [m for m in ("chatui.mcp.connection", "chatui.mcp.settings") if m in loaded] == []
+
+
 def test_the_app_s_start_loads_no_command_group_module():
     """`chatui` with only the app's options builds no parser (`argv.app_options`), and the
     ask, db and transfer commands' modules load with the parser."""

@@ -14,10 +14,12 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..mcp.settings import McpServer, parse_mcp
 from . import paths
+
+if TYPE_CHECKING:  # loaded by a config with an [mcp] table (`parse`), not at every start
+    from ..mcp.settings import McpServer
 
 __all__ = [
     "AgentConfig",
@@ -482,6 +484,8 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
     if "keys" in data:
         values["keys"] = _keys(data["keys"])
     if "mcp" in data:
+        from ..mcp.settings import parse_mcp  # only a config with MCP servers loads it
+
         values["mcp"] = parse_mcp(data["mcp"])
     return Config(**values)
 

@@ -22,12 +22,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from store import SessionManager, Tool
 
-from .connection import PromptInfo, ResourceInfo, ServerConnection
-from .settings import Approval, McpServer
+if TYPE_CHECKING:  # the app builds a hub at start-up; a server's connection loads with it
+    from .connection import PromptInfo, ResourceInfo, ServerConnection
+    from .settings import Approval, McpServer
 
 __all__ = [
     "Answer",
@@ -131,9 +132,14 @@ class McpHub:
         self.manager = manager
         self.emit = emit
         """Where `ToolsChanged` and `ToolApproval` go (the workspace's listeners)."""
-        self.connections: dict[str, ServerConnection] = {
-            s.name: ServerConnection(s, on_change=self._changed, log_dir=log_dir) for s in servers
-        }
+        self.connections: dict[str, ServerConnection] = {}
+        if servers:  # with none configured (the usual start) the SDK's glue stays unloaded
+            from .connection import ServerConnection
+
+            self.connections = {
+                s.name: ServerConnection(s, on_change=self._changed, log_dir=log_dir)
+                for s in servers
+            }
         self._chats: dict[str, tuple[set[str], set[str]]] = {}
         """Session id → (servers off, tools allowed for good), as its metadata holds them."""
         self.started = False
