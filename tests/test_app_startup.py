@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.color import Color
 from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import Static
@@ -411,6 +412,34 @@ async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(s
         app.pop_screen()
         await pilot.pause()
         assert styled.count(main) == 2 and styled.count(main.sidebar) == 2
+
+
+async def test_the_input_is_styled_once_before_the_first_frame_and_has_the_focus(store, chats):
+    """The input was styled when mounted and again when the first chat focused it; it is
+    focused before it is mounted now (styled once), and works as a focused box."""
+    from widgets import ChatInput
+
+    app = make_app(store, warm_llm=False, model_process=False)
+    sent = record_terminal(app)
+    styled_before_frame: list[DOMNode] = []
+    apply = app.stylesheet.apply
+
+    def record(node, **kwargs):
+        if not sent.frames:
+            styled_before_frame.append(node)
+        apply(node, **kwargs)
+
+    app.stylesheet.apply = record  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40), headless=False) as pilot:
+        await pilot.pause()
+        box = app.main.chat_input
+        assert sum(isinstance(node, ChatInput) for node in styled_before_frame) == 1
+        assert box.has_focus and app.screen.focused is box
+        accent = Color.parse(app.theme_variables["accent"])
+        assert box.styles.border_top == ("round", accent)  # ChatInput:focus
+        assert box._cursor_visible and box.blink_timer._active.is_set()  # blinking
+        await pilot.press(*"hi")
+        assert box.text == "hi"
 
 
 async def test_a_widgets_parts_are_styled_when_first_drawn(store):

@@ -11,8 +11,10 @@ from textual.color import Color
 from textual.css.types import EdgeType
 from textual.geometry import Region
 from textual.message import Message as TextualMessage
+from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import TextArea
 
 from .sanitize import clean
@@ -105,6 +107,9 @@ class ChatInput(TextArea):
         self._restyles_at_busy = 0
         self._theme_read_for: tuple[object, ...] | None = None
         """What the box's text theme was last filled from (`render_lines`)."""
+        self._focused_unmounted = False
+        """Given the focus before it was mounted (`focus_before_mount`): its own focus
+        handling is still to run."""
         self.last_key_at = float("-inf")
         """When a key last reached the box (monotonic): a streaming reply draws less
         often while someone types, so each keystroke's frame stays cheap."""
@@ -242,9 +247,22 @@ class ChatInput(TextArea):
         self._passed_on.append(key)
         self.app.post_message(key)
 
+    def focus_before_mount(self, screen: Screen) -> None:
+        """Give the box (not mounted yet) the focus of `screen`, so it is first styled
+        focused. Focused once mounted, as before, Textual styled the box twice before
+        the first frame (mounted, then focused again: the whole stylesheet applied to
+        it and its drawn lines thrown away); the `Focus` event comes once it is mounted
+        and does the rest of what focusing it did (the cursor shown and blinking)."""
+        self.set_reactive(Widget.has_focus, True)  # `:focus` when first styled
+        self._focused_unmounted = True
+        screen.set_focus(self, scroll_visible=False)
+
     def on_focus(self) -> None:
         self._left = False
         self._passed_on.clear()
+        if self._focused_unmounted:
+            self._focused_unmounted = False
+            self._watch_has_focus(True)  # TextArea's own: it ran on no change of has_focus
 
     def on_blur(self) -> None:
         # Queued behind the keys read before the focus went: they were passed on.

@@ -223,7 +223,12 @@ class ChatPane(SurvivesOutage, Vertical):
         yield ChatTitle(id="chat-title")
         yield ChatView(id="chat")
         yield AttachmentTray(id="tray")
-        yield ChatInput(id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys")
+        box = ChatInput(id="input", placeholder="Message · enter sends · ctrl+j new line · F1 keys")
+        if self.screen.focused is None:
+            # The first chat opened focuses the input: focused now, it is styled once
+            # before the first frame, not once mounted and again when focused.
+            box.focus_before_mount(self.screen)
+        yield box
 
     # -- facts ------------------------------------------------------------------------
 
