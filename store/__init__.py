@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from . import driver as _driver  # noqa: F401
 from .agents import UNSET, AgentInfo, AgentSpec
 from .block_writes import BranchSite, StoredWrite, UnknownWriteError, session_writes
-from .changes import ChangeWatcher
 from .compaction import create_compact_function
 from .context import BANNER, ContextBlock, ContextConfig, render_system_prompt
 from .db import Store
@@ -96,6 +95,7 @@ if TYPE_CHECKING:  # loaded on first use at run time (`__getattr__` below)
         format_size,
         guess_mime,
     )
+    from .changes import ChangeWatcher
     from .db_copy import CopyError, CopyReport, copy_database
     from .db_info import DatabaseInfo, database_info
     from .transfer import (
@@ -226,7 +226,9 @@ __all__ = [
 # Attachments, backup, restore, copy and `db info` load on first use (`from store import
 # export_session` works as before): an app that opens a store and reads chats
 # never needs them, and their modules and dataclasses cost its every start ~5 ms.
+# `ChangeWatcher` too: an app polls for other processes' writes after its first frame.
 _LAZY = {
+    "ChangeWatcher": "changes",
     **{
         name: "attachments"
         for name in (

@@ -230,6 +230,33 @@ def test_start_up_without_mcp_servers_loads_no_mcp_connection_or_settings(starte
     assert [m for m in ("chatui.mcp.connection", "chatui.mcp.settings") if m in loaded] == []
 
 
+def test_start_up_loads_no_model_list_module(started):
+    """The served and hosted models' lists load with the model picker (issue 23)."""
+    assert "chatui.llm.served" not in started["modules"]
+
+
+def test_importing_the_app_and_opening_a_store_loads_no_change_watcher():
+    """Other processes' writes are polled for after the first frame: `store.changes`
+    loads with the first poll (`from store import ChangeWatcher` still works)."""
+    code = (
+        "import sys\n"
+        "import chatui.tui.app\n"
+        "from store import Store\n"
+        "Store(':memory:').close()\n"
+        "loaded = 'store.changes' in sys.modules\n"
+        "from store import ChangeWatcher\n"
+        "print(loaded, ChangeWatcher.__module__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    assert out.split() == ["False", "store.changes"]
+
+
 def test_the_app_s_start_loads_no_command_group_module():
     """`chatui` with only the app's options builds no parser (`argv.app_options`), and the
     ask, db and transfer commands' modules load with the parser."""

@@ -37,7 +37,6 @@ from store import (
     LATEST,
     AgentInfo,
     BranchSite,
-    ChangeWatcher,
     Latest,
     Message,
     ProjectInfo,
@@ -50,7 +49,6 @@ from store import (
 from store.search import query_problem
 
 from .. import llm
-from ..llm.served import HOSTED, SERVED
 from ..llm.windows import WINDOWS
 from ..llm.worker import StreamWorker, shared_worker
 from ..mcp.hub import Answer, McpHub, ServerStatus, ToolApproval, ToolsChanged
@@ -69,7 +67,7 @@ from .replies import new_id
 from .ui_state import UiState
 
 if TYPE_CHECKING:
-    from store import ContextBlock, StoredCompaction, StoredWrite
+    from store import ChangeWatcher, ContextBlock, StoredCompaction, StoredWrite
 
     from ..transfer.importing import ImportReport
     from .engine import ChatEngine
@@ -247,6 +245,8 @@ class Workspace:
         PostgreSQL): call it a few times a second from the thread that owns the store.
         """
         if self._watcher is None:
+            from store.changes import ChangeWatcher  # loaded by its first poll (start-up)
+
             self._watcher = ChangeWatcher(self.store)
             return frozenset()
         changed = frozenset(self._watcher.poll())
@@ -378,6 +378,8 @@ class Workspace:
 
     def model_choices(self, current: str, recent: Sequence[str]) -> list[tuple[str, str]]:
         """Models to offer in the picker, each with why it is there (first reason wins)."""
+        from ..llm.served import HOSTED, SERVED  # loaded by the picker's first showing
+
         seen: dict[str, str] = {current: "current"}
         for model in recent:
             seen.setdefault(model, "recent")
@@ -414,6 +416,8 @@ class Workspace:
 
     async def _hosted(self) -> None:
         try:
+            from ..llm.served import HOSTED
+
             await asyncio.to_thread(HOSTED.refresh)
         except Exception:
             log.debug("listing hosted models failed", exc_info=True)
@@ -431,6 +435,8 @@ class Workspace:
 
     async def _served(self, api_base: str) -> None:
         try:
+            from ..llm.served import SERVED
+
             await asyncio.to_thread(SERVED.refresh, api_base)
         except Exception:
             log.debug("asking %s for its models failed", api_base, exc_info=True)
