@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.color import Color
+from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import Static
@@ -464,6 +465,36 @@ async def test_a_widgets_parts_are_styled_when_first_drawn(store):
                 lazily = node.get_component_styles(name)  # styled now if not yet
                 eagerly = _style_part(app.stylesheet, node, name)
                 assert lazily.get_rules() == eagerly.get_rules(), (node, name)
+
+
+async def test_sibling_gauges_alike_share_their_parts_rules_and_get_textual_s_styles(store, chats):
+    """Each memory gauge's parts were styled with the whole stylesheet, gauge after
+    gauge; siblings alike (parent, type, id, classes, hover, focus) share the rules
+    now, worked out once, and each part has the styles Textual gives it."""
+    app = make_app(store, warm_llm=False, model_process=False)
+    styled: list[DOMNode] = []
+    apply = app.stylesheet.apply
+
+    def record(node, **kwargs):
+        styled.append(node)
+        apply(node, **kwargs)
+
+    app.stylesheet.apply = record  # type: ignore[method-assign]
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        gauges = list(app.main.query(TokenGauge))
+        alike = [g for g in gauges if g.id is None and g.has_class("-ok")]
+        assert len(alike) == 2
+        labels = [n._parent for n in styled if "token-gauge--label" in n.classes]
+        assert sum(gauge in labels for gauge in alike) == 1  # styled once, shared
+        for gauge in [*gauges, app.main.chat_input]:
+            for name in gauge._get_component_classes():
+                shared = gauge.get_component_styles(name)
+                fresh = DOMNode(classes=name)
+                fresh._attach(gauge)
+                Stylesheet.apply(app.stylesheet, fresh)  # Textual's own, nothing shared
+                assert shared.get_rules() == fresh.styles.get_rules(), (gauge, name)
+                assert shared.node._parent is gauge
 
 
 async def test_a_widget_whose_drawn_part_changed_is_repainted(store):

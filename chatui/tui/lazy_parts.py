@@ -57,12 +57,36 @@ def _style_part(stylesheet: Stylesheet, node: DOMNode, name: str) -> Any:
     """One part's styles, as Textual's `_process_component_classes` makes them."""
     virtual_node = DOMNode(classes=name)
     virtual_node._attach(node)
-    stylesheet.apply(virtual_node, animate=False)
+    shared = getattr(stylesheet, "shared_parts", None)
+    if shared is None:
+        stylesheet.apply(virtual_node, animate=False)
+        return virtual_node.styles
+    # Siblings alike (same parent, type, id, classes, hover, focus, disabled) get the
+    # same rules for a part: Textual's own cache key for a node, taken one level up.
+    key = (node._parent, type(node), node.id, node.classes, node._pseudo_classes_cache_key, name)
+    rules = shared.get(key)
+    if rules is not None:
+        stylesheet.replace_rules(virtual_node, rules, animate=False)
+        return virtual_node.styles
+    found: dict[tuple[object, ...], Any] = {}
+    stylesheet.apply(virtual_node, animate=False, cache=found)
+    if len(found) == 1:  # none where a rule asks about siblings or focus-within
+        shared[key] = next(iter(found.values()))
     return virtual_node.styles
 
 
 class LazyPartsStylesheet(Stylesheet):
     """Textual's stylesheet, styling a widget's parts on first use (see the module)."""
+
+    shared_parts: dict[tuple[object, ...], Any] | None = None
+    """The rules of the parts styled since a widget was last styled, for siblings alike
+    (the sidebar's memory gauges: each part's style was worked out once a gauge). Any
+    widget styled (a class, focus, hover or theme changed) starts it afresh."""
+
+    def apply(self, node: DOMNode, *, animate: bool = False, cache: Any = None) -> None:
+        if type(node) is not DOMNode:  # a widget, not a part
+            self.shared_parts = {}
+        super().apply(node, animate=animate, cache=cache)
 
     def _process_component_classes(self, node: DOMNode) -> None:
         names = node._get_component_classes()
