@@ -420,3 +420,27 @@ async def test_the_chat_s_scrollbar_draws_again_only_the_lines_whose_look_change
             await settle(pilot)
             assert drawn() == afresh(), change.__name__
             assert drawn() != before, change.__name__
+
+
+async def test_the_start_s_resizes_for_the_first_layout_s_size_lay_nothing_out_again(
+    store, monkeypatch
+):
+    """At start the first layout drew the first frame, and three Resize events for that
+    very size followed (the driver's, its repeat, the screen's own): each laid the whole
+    screen out again. A Resize after the next frame still lays it out (a terminal back
+    from ctrl+z sends its unchanged size, and the screen is drawn again)."""
+    from textual import events
+    from textual.screen import Screen
+
+    laid_out = spy(monkeypatch, Screen, "_refresh_layout", lambda screen, size=None, *a: size)
+    app = make_app(store, warm_llm=False, model_process=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        size = app.size
+        assert laid_out.count(size) == 1, laid_out
+        app.post_message(events.Resize(size, size))
+        await settle(pilot)
+        assert laid_out.count(size) == 2
+        await pilot.resize_terminal(100, 30)
+        await settle(pilot)
+        assert app.size == (100, 30) and app.size in laid_out

@@ -29,6 +29,10 @@ scrollbar in it). The ask's only effect left was a second frame drawing the
 same lines again. So the layout's frame, drawn at once (`LeanCompositor`),
 drops the repaints asked before it of widgets on screen it drew whole; one only
 partly in it keeps its, and so does one asked after the frame.
+
+Nor is the first layout followed by the start's Resize events for the size it laid
+out (the driver's, Textual's repeat of it, the screen's own): each laid the whole
+screen out again right after the first frame.
 """
 
 from __future__ import annotations
@@ -51,7 +55,42 @@ def may_scroll(widget: Widget) -> bool:
 class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Screen[T]
     """A screen mixin: a layout's own size updates ask for no second layout."""
 
+    _first_size: Size | None = None
+    """The size of the screen's first layout, until the frame after that layout's own
+    is drawn (`_screen_resized`)."""
+    _laid_out = False
+    _laying_out = False
+
+    def _screen_resized(self, size: Size) -> None:
+        # At start the first layout (the screen resumed) drew the first frame, and three
+        # Resize events for that same size followed: the driver's first size, that size
+        # again (Textual keeps the last event and sends it when idle, even one it
+        # ignored as unchanged) and the screen's own, posted by that layout (it was
+        # 0×0). Each laid the whole screen out again. Until another frame is drawn, a
+        # Resize for the size the screen was first laid out at changes nothing; after
+        # it, one is laid out as before (a terminal back from ctrl+z sends its size).
+        if size == self._first_size:
+            return
+        super()._screen_resized(size)
+
+    def _compositor_refresh(self) -> None:
+        super()._compositor_refresh()
+        if not self._laying_out:
+            self._first_size = None  # a frame after the first layout's own
+
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
+        if self._laid_out or not size:
+            self._lay_out(size, scroll)
+            return
+        self._laid_out = True
+        self._first_size = size
+        self._laying_out = True
+        try:
+            self._lay_out(size, scroll)
+        finally:
+            self._laying_out = False
+
+    def _lay_out(self, size: Size | None, scroll: bool) -> None:
         compositor = self._compositor
         # What a scrolling widget's layout depends on is read for those alone (each
         # read of a size walks the widget's styles: most widgets cannot scroll).
