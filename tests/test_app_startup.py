@@ -258,6 +258,14 @@ def test_importing_the_app_and_opening_a_store_loads_no_change_watcher():
     assert out.split() == ["False", "store.changes"]
 
 
+def test_start_up_loads_no_command_or_diff_module(started):
+    """The keys' and the palette's commands (`MainScreen.commands`, `COMMANDS`) load
+    with their first use, the comparison screen's diff with that screen (issue 23)."""
+    loaded = set(started["modules"])
+    assert "chatui.tui.screens.main" in loaded
+    assert [m for m in ("chatui.tui.screens.commands", "widgets.diff_view") if m in loaded] == []
+
+
 def test_the_app_s_start_loads_no_command_group_module():
     """`chatui` with only the app's options builds no parser (`argv.app_options`), and the
     ask, db and transfer commands' modules load with the parser."""

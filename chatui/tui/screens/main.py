@@ -17,6 +17,8 @@ Design notes:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import events, getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -53,9 +55,21 @@ from ..lean_layout import EchoFreeLayout
 from ..memory_views import MemoryViews
 from ..outage import SurvivesOutage
 from ..panes import PaneLayout
-from .commands import ChatCommands, ChatCommandsProvider
+
+if TYPE_CHECKING:
+    from textual.command import Provider
+
+    from .commands import ChatCommands
 
 __all__ = ["MainScreen", "NEW_CHAT_NAME"]
+
+
+def _chat_commands() -> type[Provider]:
+    """The palette's chat entries (Textual calls this when the palette opens): the
+    commands' module loads with its first use, not on the first frame (issue 23)."""
+    from .commands import ChatCommandsProvider
+
+    return ChatCommandsProvider
 
 
 class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
@@ -63,7 +77,7 @@ class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
 
     CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#input"
-    COMMANDS = {ChatCommandsProvider}
+    COMMANDS = {_chat_commands}
     BINDINGS = [
         # Not in the footer (the title says "escape cancels" while a reply is written):
         # the footer's keys fit 80 columns.
@@ -120,10 +134,20 @@ class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
         """Pane widths and visibility, folds, recent models: read here, saved by the app
         when the screen says it changed (`PanesChanged`, `UiStateChanged`)."""
         self.first_chat = first_chat
-        self.commands = ChatCommands(self)
         self._layout: PaneLayout | None = None
         self._unsubscribe = workspace.subscribe(self._heard)
         self._resumed = False
+        self._commands: ChatCommands | None = None
+
+    @property
+    def commands(self) -> ChatCommands:
+        """The keys' and the palette's commands, made on first use (their module is not
+        on the first frame's import path, issue 23)."""
+        if self._commands is None:
+            from .commands import ChatCommands
+
+            self._commands = ChatCommands(self)
+        return self._commands
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="panes"):
