@@ -216,6 +216,23 @@ LOOK_EVERY = 0.02
 """Seconds between two looks at a condition being waited for."""
 
 
+async def fill_the_chat(app: App, pilot, count: int = 12):
+    """The open chat, its stored messages drawn, with `count` more questions after them
+    (12: longer than a 40-row screen, so everything in the chat scrolls). Returns the
+    chat view; the caller settles the screen as its test needs."""
+    from store import Message
+    from widgets import MessageView
+
+    await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+    chat = app.screen.chat_view  # type: ignore[attr-defined]
+    for n in range(count):
+        text = f"earlier {n}"
+        await chat.add_message(
+            Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": text}])
+        )
+    return chat
+
+
 async def wait_until(pilot, condition, seconds: float = 20.0) -> None:
     """Until `condition()` holds, letting the app run between looks (never a fixed wait).
     With no app (`pilot` None), the event loop runs between looks."""

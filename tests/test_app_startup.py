@@ -26,7 +26,7 @@ from chatui import launch as startup
 from chatui.tui.screens.main import MainScreen
 from widgets import ContextSidebar, FittingFooter, TokenGauge
 
-from .app_helpers import make_app, populate, record_terminal
+from .app_helpers import make_app, populate, record_terminal, spy
 
 
 @pytest.fixture
@@ -396,21 +396,16 @@ async def test_a_gauge_changing_level_is_restyled_once():
         assert restyled == [gauge]
 
 
-async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(store, chats):
+async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(
+    store, chats, monkeypatch
+):
     """Textual restyled every widget of the first screen a second time when it resumed,
     right after the mount had styled them with the same sheets; a screen shown again
     (a dialog closed over it) is still restyled."""
     from chatui.tui.screens.dialogs import Confirm
 
     app = make_app(store, warm_llm=False, model_process=False)
-    styled: list[DOMNode] = []
-    apply = app.stylesheet.apply
-
-    def record(node, **kwargs):
-        styled.append(node)
-        apply(node, **kwargs)
-
-    app.stylesheet.apply = record  # type: ignore[method-assign]
+    styled = spy(monkeypatch, app.stylesheet, "apply")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         main = app.main
@@ -423,26 +418,21 @@ async def test_the_first_screen_is_styled_once_and_restyled_when_it_comes_back(s
         assert styled.count(main) == 2 and styled.count(main.sidebar) == 2
 
 
-async def test_the_input_is_styled_once_before_the_first_frame_and_has_the_focus(store, chats):
+async def test_the_input_is_styled_once_before_the_first_frame_and_has_the_focus(
+    store, chats, monkeypatch
+):
     """The input was styled when mounted and again when the first chat focused it; it is
     focused before it is mounted now (styled once), and works as a focused box."""
     from widgets import ChatInput
 
     app = make_app(store, warm_llm=False, model_process=False)
     sent = record_terminal(app)
-    styled_before_frame: list[DOMNode] = []
-    apply = app.stylesheet.apply
-
-    def record(node, **kwargs):
-        if not sent.frames:
-            styled_before_frame.append(node)
-        apply(node, **kwargs)
-
-    app.stylesheet.apply = record  # type: ignore[method-assign]
+    styled = spy(monkeypatch, app.stylesheet, "apply", lambda node, **_: (node, bool(sent.frames)))
     async with app.run_test(size=(120, 40), headless=False) as pilot:
         await pilot.pause()
         box = app.main.chat_input
-        assert sum(isinstance(node, ChatInput) for node in styled_before_frame) == 1
+        before_frame = [node for node, framed in styled if not framed]  # type: ignore[misc]
+        assert sum(isinstance(node, ChatInput) for node in before_frame) == 1
         assert box.has_focus and app.screen.focused is box
         accent = Color.parse(app.theme_variables["accent"])
         assert box.styles.border_top == ("round", accent)  # ChatInput:focus
@@ -475,19 +465,14 @@ async def test_a_widgets_parts_are_styled_when_first_drawn(store):
                 assert lazily.get_rules() == eagerly.get_rules(), (node, name)
 
 
-async def test_sibling_gauges_alike_share_their_parts_rules_and_get_textual_s_styles(store, chats):
+async def test_sibling_gauges_alike_share_their_parts_rules_and_get_textual_s_styles(
+    store, chats, monkeypatch
+):
     """Each memory gauge's parts were styled with the whole stylesheet, gauge after
     gauge; siblings alike (parent, type, id, classes, hover, focus) share the rules
     now, worked out once, and each part has the styles Textual gives it."""
     app = make_app(store, warm_llm=False, model_process=False)
-    styled: list[DOMNode] = []
-    apply = app.stylesheet.apply
-
-    def record(node, **kwargs):
-        styled.append(node)
-        apply(node, **kwargs)
-
-    app.stylesheet.apply = record  # type: ignore[method-assign]
+    styled = spy(monkeypatch, app.stylesheet, "apply")
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         gauges = list(app.main.query(TokenGauge))

@@ -7,10 +7,9 @@ from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 
 from chatui.tui.lean_compositor import LeanCompositor
-from store import Message
 from widgets import MessageView
 
-from .app_helpers import make_app, populate, wait_until
+from .app_helpers import fill_the_chat, make_app, populate, wait_until
 
 
 def _written(compositor: Compositor, regions: list[Region], console) -> str:
@@ -49,12 +48,8 @@ async def test_a_partial_update_writes_what_textual_s_compositor_writes(store, i
         ]
         for regions in updates:
             ours = _written(compositor, regions, app.console)
-            compositor.__class__ = Compositor  # the same state, Textual's own renders
-            try:
-                theirs = _written(compositor, regions, app.console)
-            finally:
-                compositor.__class__ = LeanCompositor
-            assert ours == theirs, regions
+            # The same state, Textual's own renders.
+            assert ours == _as_textual(compositor, _written, regions, app.console), regions
             assert ours  # something was drawn
 
 
@@ -82,13 +77,10 @@ async def test_a_full_update_renders_no_widget_that_others_cover(store, ids):
 async def test_a_partial_update_renders_no_widget_covered_where_it_writes(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        chat = await fill_the_chat(
+            app, pilot
+        )  # longer than the screen: the layout's frame is the chat area
         screen = app.screen
-        chat = screen.chat_view
-        for n in range(12):  # longer than the screen: the layout's frame is the chat area
-            await chat.add_message(
-                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
-            )
         await pilot.pause(0.2)
         compositor = screen._compositor
         assert isinstance(compositor, LeanCompositor)
@@ -115,20 +107,11 @@ async def test_a_partial_update_renders_no_widget_covered_where_it_writes(store,
         for regions in updates:
             rendered.clear()
             ours = _partial(compositor, regions, app.console)
-            compositor.__class__ = Compositor
-            try:
-                theirs = _partial(compositor, regions, app.console)
-            finally:
-                compositor.__class__ = LeanCompositor
-            assert ours == theirs, regions
+            assert ours == _as_textual(compositor, _partial, regions, app.console), regions
         rendered.clear()
         whole = compositor.render_strips()
         assert "MainScreen" not in rendered
-        compositor.__class__ = Compositor
-        try:
-            assert compositor.render_strips() == whole
-        finally:
-            compositor.__class__ = LeanCompositor
+        assert _as_textual(compositor, lambda c: c.render_strips()) == whole
 
 
 async def test_a_layout_s_frame_of_many_regions_writes_what_textual_s_compositor_writes(store, ids):
@@ -137,13 +120,10 @@ async def test_a_layout_s_frame_of_many_regions_writes_what_textual_s_compositor
     Textual moves the cursor to that widget's chop (a span's end is inclusive there)."""
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        chat = await fill_the_chat(
+            app, pilot
+        )  # longer than the screen: everything in the chat scrolls
         screen = app.screen
-        chat = screen.chat_view
-        for n in range(12):  # longer than the screen: everything in the chat scrolls
-            await chat.add_message(
-                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
-            )
         await pilot.pause(0.2)
         compositor = screen._compositor
         assert isinstance(compositor, LeanCompositor)
@@ -160,12 +140,16 @@ async def test_a_layout_s_frame_of_many_regions_writes_what_textual_s_compositor
         ]
         for regions in updates:
             ours = _partial(compositor, regions, app.console)
-            compositor.__class__ = Compositor
-            try:
-                theirs = _partial(compositor, regions, app.console)
-            finally:
-                compositor.__class__ = LeanCompositor
-            assert ours == theirs, regions
+            assert ours == _as_textual(compositor, _partial, regions, app.console), regions
+
+
+def _as_textual(compositor: Compositor, do, *args):
+    """`do(compositor, *args)` with the compositor as Textual's own for the call."""
+    compositor.__class__ = Compositor
+    try:
+        return do(compositor, *args)
+    finally:
+        compositor.__class__ = LeanCompositor
 
 
 def _partial(compositor: Compositor, regions: list[Region], console) -> str:

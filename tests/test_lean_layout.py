@@ -14,7 +14,7 @@ from chatui.tui.lean_layout import EchoFreeLayout
 from store import Message
 from widgets import MessageView
 
-from .app_helpers import make_app, populate, screen_lines, spy, wait_until
+from .app_helpers import fill_the_chat, make_app, populate, screen_lines, spy, wait_until
 
 
 @pytest.fixture
@@ -187,14 +187,10 @@ async def test_the_tree_repaints_the_lines_whose_rows_changed(store, ids, monkey
 async def test_a_scrolled_chat_grows_in_one_layout_and_stays_at_its_end(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        chat = await fill_the_chat(
+            app, pilot
+        )  # longer than the screen: each new message scrolls the chat
         screen = app.screen
-        chat = screen.chat_view
-        for n in range(12):  # longer than the screen: each new message scrolls the chat
-            body = f"earlier {n}"
-            await chat.add_message(
-                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": body}])
-            )
         reply = Message(id="r", role="assistant", parts=[{"type": "text", "text": "first"}])
         await chat.start_reply(reply)
         await settle(pilot)
@@ -216,13 +212,10 @@ async def test_a_scrolled_chat_grows_in_one_layout_and_stays_at_its_end(store, i
 async def test_a_layout_s_frame_is_not_followed_by_a_frame_of_what_it_drew(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        chat = await fill_the_chat(
+            app, pilot
+        )  # longer than the screen: its scrollbar follows its length
         screen = app.screen
-        chat = screen.chat_view
-        for n in range(12):  # longer than the screen: its scrollbar follows its length
-            await chat.add_message(
-                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
-            )
         await settle(pilot)
         assert chat.show_vertical_scrollbar
         screen.chat_input.cursor_blink = False  # each blink is a frame
@@ -305,13 +298,8 @@ async def test_a_layout_keeps_the_chat_s_own_lines_and_they_follow_what_they_sho
 
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
+        chat = await fill_the_chat(app, pilot)  # longer than the screen: everything in it scrolls
         screen = app.screen
-        chat = screen.chat_view
-        for n in range(12):  # longer than the screen: everything in it scrolls
-            await chat.add_message(
-                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
-            )
         await settle(pilot)
         own_lines = spy(monkeypatch, ChatView, "render_line", lambda _view, y: y)
         layouts = count_layouts(monkeypatch, screen)
@@ -369,13 +357,7 @@ async def test_the_chat_s_scrollbar_draws_again_only_the_lines_whose_look_change
 
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) >= 4)
-        screen = app.screen
-        chat = screen.chat_view
-        for n in range(12):  # longer than the screen: it has a scrollbar
-            await chat.add_message(
-                Message(id=f"e{n}", role="user", parts=[{"type": "text", "text": f"earlier {n}"}])
-            )
+        chat = await fill_the_chat(app, pilot)  # longer than the screen: it has a scrollbar
         await settle(pilot)
         bar = chat.vertical_scrollbar
         assert chat.show_vertical_scrollbar and bar.region.height > 20
