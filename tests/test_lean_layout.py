@@ -316,6 +316,43 @@ async def test_the_tree_reads_its_looks_once_a_redraw_not_once_a_line(store, ids
         assert screen_lines(app) == shown
 
 
+async def test_showing_the_tree_reads_its_base_style_and_looks_once(store, ids, monkeypatch):
+    """Issue 22: a redraw of the tree compares what each line shows before and after
+    it; the base style (a walk of the tree's ancestors' styles) and the pseudo-classes
+    were read for each side, though showing rows restyles nothing (two or three
+    redraws a send). Read once now, and the changed lines are still repainted."""
+    from widgets import MessageTree
+
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await chat_open(pilot)
+        tree = screen.tree
+        snap = screen.snapshot
+        assert snap is not None
+        styles: list[object] = []
+        rich_style = MessageTree.rich_style
+
+        def counted(widget):
+            if widget is tree:
+                styles.append(widget)
+            return rich_style.fget(widget)
+
+        monkeypatch.setattr(MessageTree, "rich_style", property(counted))
+        looks = spy(monkeypatch, tree, "get_pseudo_classes")
+        repainted = spy(monkeypatch, tree, "refresh_lines")
+        extra = Message(
+            id="t1",
+            role="user",
+            parts=[{"type": "text", "text": "one more"}],
+            parent_id=snap.active_leaf,
+        )
+        tree.show([*snap.tree, extra], "t1")
+        assert len(styles) == 1 and len(looks) == 1
+        assert repainted  # the new row and the old leaf's mark
+        await settle(pilot)
+        assert any("one more" in line for line in screen_lines(app))
+
+
 async def test_a_layout_keeps_the_chat_s_own_lines_and_they_follow_what_they_show(
     store, ids, monkeypatch
 ):

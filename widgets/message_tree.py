@@ -257,14 +257,18 @@ class MessageTree(ScrollView, can_focus=True):
 
         The cursor stays on the message it was on; a new tree puts it on the leaf.
         """
-        drawn = self._drawn_lines()
+        # The tree's base style and looks, read once for both sides of the comparison:
+        # showing rows restyles nothing, and each read walks the tree's ancestors' styles
+        # or its pseudo-classes (two or three shows a send).
+        look = (self.rich_style, self._looks()) if self.is_mounted else None
+        drawn = self._drawn_lines(look)
         self._quiet = drawn is not None
         try:
             self._show(messages, active_leaf, hops, chat_model, unfolded, live)
         finally:
             self._quiet = False
         if drawn is not None:
-            self._repaint_changed(drawn)
+            self._repaint_changed(drawn, look)
 
     def _show(
         self,
@@ -582,23 +586,28 @@ class MessageTree(ScrollView, can_focus=True):
         the theme."""
         return (frozenset(self.get_pseudo_classes()), self.app.theme)
 
-    def _drawn_lines(self) -> list[tuple[Message | None, tuple[object, ...]] | None] | None:
+    def _drawn_lines(
+        self, look: tuple[Style, tuple[object, ...]] | None = None
+    ) -> list[tuple[Message | None, tuple[object, ...]] | None] | None:
         """What each line on screen shows now (None past the rows); None when the tree
-        is not on screen yet (drawn whole)."""
+        is not on screen yet (drawn whole). `look`: the tree's base style and `_looks()`
+        when the caller read them already."""
         if not self.is_mounted or not self.size:
             return None
         top = round(self.scroll_y)
-        width = self.scrollable_content_region.width
-        base = self.rich_style
+        region = self.scrollable_content_region
+        width = region.width
+        base, looks = look if look is not None else (self.rich_style, self._looks())
         rows = len(self.layout_.rows)
-        looks = self._looks()
         return [
             self._line_key(top + y, width, base, looks) if top + y < rows else None
-            for y in range(self.scrollable_content_region.height)
+            for y in range(region.height)
         ]
 
     def _repaint_changed(
-        self, drawn: list[tuple[Message | None, tuple[object, ...]] | None]
+        self,
+        drawn: list[tuple[Message | None, tuple[object, ...]] | None],
+        look: tuple[Style, tuple[object, ...]] | None = None,
     ) -> None:
         """Repaint the lines whose rows changed since `drawn` (`_drawn_lines`).
 
@@ -606,7 +615,7 @@ class MessageTree(ScrollView, can_focus=True):
         state): repainting the whole tree for them cost each of the send's tree frames
         milliseconds (every line through the styles cache, the blank ones too).
         """
-        now = self._drawn_lines()
+        now = self._drawn_lines(look)
         if now is None or len(now) != len(drawn):
             self.refresh()
             return
