@@ -7,7 +7,11 @@ of its `__init__`, `__repr__`, `__eq__` (and, frozen, `__setattr__`...) and comp
 it with `exec` (~3-5 M instructions a class; chatui, its store and Textual make ~130
 of them before the first frame), and every `re.compile` runs the pure-Python regex
 parser and compiler (~120 patterns, Textual's CSS tokenizer's among them). Together
-~420 M instructions, about 60 ms of CPU on the bench machine.
+~420 M instructions, about 60 ms of CPU on the bench machine. Two more compile small
+expressions: each `NamedTuple` and `namedtuple` class `eval`s its `__new__` from text
+(~80 classes), and each `typing` forward reference (a type written as a string,
+`Optional["Widget"]`) compiles that string (~260): ~30 M of the ~1,155 M before the
+first frame (issue 23).
 
 `install` puts a cache in front of both for the start-up only, `finish` takes it
 away and writes what it learned: the same source text always compiles to the same
@@ -39,15 +43,19 @@ _KNOWN_INTERNALS = ((3, 11), (3, 12))
 """The versions whose `re._compiler.compile` `_program` follows step by step (and whose
 `dataclasses` compiles with `exec`)."""
 
+_STAMP = f"{sys.version} (2)"
+"""The file's key: the interpreter, and the format ((2): `__init__`s compiled without
+this module's `from __future__ import annotations`; earlier files had them as strings)."""
+
 _state: _Cache | None = None
 
 
 class _Cache:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.code: dict[str, Any] = {}
+        self.code: dict[str | tuple[str, str], Any] = {}
         self.patterns: dict[tuple[str | bytes, int], tuple[Any, ...]] = {}
-        self.used_code: set[str] = set()
+        self.used_code: set[str | tuple[str, str]] = set()
         self.used_patterns: set[tuple[str | bytes, int]] = set()
         self.learned = False
         self.writable = False
@@ -59,7 +67,7 @@ class _Cache:
     def _read(self) -> None:
         try:
             data = marshal.loads(self.path.read_bytes())
-            if data["python"] == sys.version:
+            if data["python"] == _STAMP:
                 self.code, self.patterns = data["code"], data["patterns"]
         except Exception:  # missing, truncated, another format: start with none
             self.code, self.patterns = {}, {}
@@ -72,7 +80,7 @@ class _Cache:
             patterns = {k: v for k, v in patterns.items() if k in self.used_patterns}
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            data = marshal.dumps({"python": sys.version, "code": code, "patterns": patterns})
+            data = marshal.dumps({"python": _STAMP, "code": code, "patterns": patterns})
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as out:
@@ -90,13 +98,39 @@ class _Cache:
         """`dataclasses` calls `exec(text, globals, ns)`: this name, set in its module,
         is found before the builtin."""
         if isinstance(source, str):
-            code = self.code.get(source)
-            if code is None:
-                code = self.code[source] = compile(source, "<string>", "exec")
-                self.learned = True
-            self.used_code.add(source)
-            source = code
+            source = self._compiled(source, "exec")
         exec(source, globals, locals)
+
+    # -- namedtuple: `eval(text, namespace)`; typing's forward references: `compile` ---
+
+    def eval(self, source: Any, globals: Any = None, locals: Any = None) -> Any:
+        """`collections.namedtuple` calls `eval(text, namespace)` (set in its module)."""
+        if isinstance(source, str) and globals is not None:
+            source = self._compiled(source, "eval")
+        return eval(source, globals, locals)
+
+    def compile(self, source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
+        """`typing.ForwardRef` calls `compile(text, "<string>", "eval")` (set in its
+        module); any other call is Python's own."""
+        if (
+            isinstance(source, str)
+            and filename == "<string>"
+            and mode == "eval"
+            and not (args or kwargs)
+        ):
+            return self._compiled(source, "eval")
+        return compile(source, filename, mode, *args, **kwargs)
+
+    def _compiled(self, source: str, mode: str) -> Any:
+        """The code of `source` as the caller's own `compile` makes it (none of this
+        module's `__future__` flags: a dataclass's `__init__` keeps real annotations)."""
+        key: Any = source if mode == "exec" else (mode, source)
+        code = self.code.get(key)
+        if code is None:
+            code = self.code[key] = compile(source, "<string>", mode, dont_inherit=True)
+            self.learned = True
+        self.used_code.add(key)
+        return code
 
     # -- re: `re._compiler.compile(pattern, flags)` -----------------------------------
 
@@ -140,12 +174,16 @@ def install(path: Path) -> None:
     global _state
     if _state is not None or sys.version_info[:2] not in _KNOWN_INTERNALS:
         return
+    import collections
     import dataclasses
     import re._compiler as compiler
+    import typing
 
     cache = _Cache(path)
     cache.compiler, cache.original_compile = compiler, compiler.compile
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    collections.eval = cache.eval  # type: ignore[attr-defined]
+    typing.compile = cache.compile  # type: ignore[attr-defined]
     compiler.compile = cache.compile_pattern
     _state = cache
 
@@ -182,8 +220,12 @@ def finish() -> None:
     cache, _state = _state, None
     if cache is None:
         return
+    import collections
     import dataclasses
     import re._compiler as compiler
+    import typing
 
     del dataclasses.exec  # type: ignore[attr-defined]
+    del collections.eval  # type: ignore[attr-defined]
+    del typing.compile  # type: ignore[attr-defined]
     compiler.compile = cache.original_compile

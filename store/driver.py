@@ -9,24 +9,51 @@ import fail, which peewee treats as "psycopg is not installed";
 `load_psycopg()` (the PostgreSQL engine calls it) imports it for real when a PostgreSQL store opens and hands
 peewee the names its import would have set. Import peewee after psycopg (or
 use psycopg without `store`) and both are simply no-ops.
+
+peewee also imports `hashlib` and `calendar` at import time for one use each (a long
+index's name, a timestamp field's value): `hashlib`'s OpenSSL set-up alone is ~6 M
+instructions, `calendar` ~2 M, of the app's start (issue 23). `defer()` hands peewee a
+module object of each that imports the real one when first used (nothing else in the
+app's start imports them).
 """
 
 from __future__ import annotations
 
 import sys
+from types import ModuleType
+from typing import Any
 
 __all__ = ["EngineError", "defer", "load_psycopg"]
 
+_ON_FIRST_USE = ("calendar",)
+"""Modules peewee imports at import time and uses later, if ever."""
+
+
+class _OnFirstUse(ModuleType):
+    """Stands in for a module in peewee's namespace: the first attribute read imports
+    the real module (from then on in `sys.modules`, as any import leaves it)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(self.__name__), name)
+
 
 def defer() -> None:
-    """Keep peewee's first import from importing psycopg (no-op once peewee is loaded)."""
+    """Keep peewee's first import from importing psycopg, hashlib and calendar (no-op
+    once peewee is loaded)."""
     if "peewee" in sys.modules or "psycopg" in sys.modules:
         return
+    later = [name for name in _ON_FIRST_USE if name not in sys.modules]
     sys.modules["psycopg"] = None  # type: ignore[assignment]  # "import psycopg" → ImportError
+    sys.modules.update({name: _OnFirstUse(name) for name in later})
     try:
         import peewee  # noqa: F401
     finally:
         del sys.modules["psycopg"]
+        for name in later:
+            if isinstance(sys.modules.get(name), _OnFirstUse):
+                del sys.modules[name]  # the next `import` loads the real one
 
 
 def load_psycopg() -> None:

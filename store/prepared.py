@@ -52,13 +52,22 @@ class Prepared:
 
     def __init__(self, build: Callable[..., Any], *, arity: int | None = None) -> None:
         self.build = build
-        parameters = inspect.signature(build).parameters
-        self.per_engine = "engine" in parameters
-        # `arity` for a `build(*values)`; otherwise one slot per positional parameter.
-        positional = [p for p in parameters.values() if p.kind is not p.KEYWORD_ONLY]
-        self.arity = len(positional) if arity is None else arity
+        # `arity` for a `build(*values)`; otherwise one slot per positional parameter of
+        # `build`, read with its first compilation (`_shape`): ~30 queries are made when
+        # `store` is imported and a few run before the app's first frame (issue 23).
+        self.arity = arity
+        self.per_engine = False
         self._compiled: dict[type, tuple[str, list[Any]]] = {}
         self._lock = threading.Lock()
+
+    def _shape(self) -> int:
+        """Read `build`'s parameters (once): the slots' count."""
+        parameters = inspect.signature(self.build).parameters
+        self.per_engine = "engine" in parameters
+        if self.arity is None:
+            positional = [p for p in parameters.values() if p.kind is not p.KEYWORD_ONLY]
+            self.arity = len(positional)
+        return self.arity
 
     def sql(self, store: Store) -> tuple[str, list[Any]]:
         """The statement in `store`'s dialect and its parameter template."""
@@ -66,7 +75,7 @@ class Prepared:
         compiled = self._compiled.get(kind)
         if compiled is None:
             with self._lock:
-                slots = [Slot(i) for i in range(self.arity)]
+                slots = [Slot(i) for i in range(self._shape())]
                 if self.per_engine:
                     query = self.build(*slots, engine=store.engine_name)
                 else:

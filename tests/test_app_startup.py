@@ -236,6 +236,73 @@ def test_start_up_loads_no_model_list_module(started):
     assert "chatui.llm.served" not in started["modules"]
 
 
+def test_start_up_loads_no_calendar_and_peewee_still_has_it(started):
+    """peewee imports `calendar` for a timestamp field's value: it gets a module that
+    imports the real one on first use (`store.driver`, ~2 M instructions, issue 23)."""
+    assert "calendar" not in started["modules"]
+    code = (
+        "import sys\n"
+        "import store, peewee\n"
+        "loaded = 'calendar' in sys.modules\n"
+        "print(loaded, peewee.TimestampField().db_value(__import__('datetime').datetime(2024, 1, 1)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    assert out.split() == ["False", "1704067200"]
+
+
+def test_the_console_scripts_app_start_loads_no_ask_client(tmp_path):
+    """`chatui` with no command (the app) does not load the warm ask process's client:
+    only a command can be `ask` (issue 23)."""
+    code = (
+        "import sys\n"
+        "import chatui.tui.app as app\n"
+        "from chatui import cli\n"
+        "app.run = lambda **options: print('chatui.cli.ask_client' in sys.modules) or 0\n"
+        "sys.argv = ['chatui', '--model', 'demo']\n"
+        "sys.exit(cli.main())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "CHATUI_HOME": str(tmp_path)},
+    ).stdout
+    assert out.strip() == "False"
+
+
+def test_a_prepared_query_reads_its_parameters_when_first_run(monkeypatch):
+    """~30 queries are made when `store` is imported and a few run before the first
+    frame: each reads its builder's parameters with its first run (issue 23)."""
+    from types import SimpleNamespace
+
+    from store import Store, prepared
+    from store.schema import MessageRow as M
+
+    read: list[object] = []
+    signature = prepared.inspect.signature
+    monkeypatch.setattr(
+        prepared, "inspect", SimpleNamespace(signature=lambda f: read.append(f) or signature(f))
+    )
+    query = prepared.Prepared(lambda sid, *, engine: M.select(M.id).where(M.session_id == sid))
+    assert read == []
+    store = Store(":memory:")
+    try:
+        assert query.rows(store, "no such chat") == [] and query.rows(store, "x") == []
+        with pytest.raises(TypeError):
+            query.rows(store, "a", "b")
+    finally:
+        store.close()
+    assert len(read) == 1 and (query.arity, query.per_engine) == (1, True)
+
+
 def test_importing_the_app_and_opening_a_store_loads_no_change_watcher():
     """Other processes' writes are polled for after the first frame: `store.changes`
     loads with the first poll (`from store import ChangeWatcher` still works)."""

@@ -5,13 +5,16 @@ Its speed is measured by `bench/app_bench.py --startup-only`, never here.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 import re._compiler
 import subprocess
 import sys
+import typing
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,12 +105,59 @@ def test_a_second_start_compiles_nothing_and_gets_the_same_classes_and_patterns(
     )
 
 
+def _made_tuple_and_reference() -> tuple[Any, typing.ForwardRef]:
+    """A NamedTuple and a forward reference whose source no other test makes."""
+    name = f"f_{uuid.uuid4().hex}"
+    return typing.NamedTuple("Pair", [("x", int), (name, str)]), typing.ForwardRef(name)
+
+
+def test_a_second_start_compiles_no_named_tuple_or_forward_reference(cache_file):
+    """`NamedTuple` classes `eval` their `__new__` from text and forward references
+    compile their string (~30 M instructions of the first frame, issue 23): both are
+    kept, and what the file gives is what Python makes."""
+    first = _start(cache_file)
+    Pair, reference = _made_tuple_and_reference()
+    assert first.learned
+    compile_cache.finish()
+
+    second = _start(cache_file)
+    name = Pair._fields[1]
+    Again = typing.NamedTuple("Pair", [("x", int), (name, str)])
+    again = typing.ForwardRef(name)
+    assert not second.learned  # every piece came from the file
+    compile_cache.finish()
+
+    assert Again(1, "a") == Pair(1, "a") and Again(x=2, **{name: "b"})[1] == "b"
+    assert again == reference
+    assert again._evaluate({name: int}, None, frozenset()) is int
+    _start(cache_file)
+    with pytest.raises(SyntaxError):  # a bad reference is an error as before
+        typing.ForwardRef("not an expression (")
+
+
+def test_a_cached_dataclass_init_has_the_annotations_python_gives_it(cache_file):
+    """The cache compiles as `dataclasses` does, without `from __future__ import
+    annotations` (that made `__init__`'s annotations strings)."""
+    _start(cache_file)
+    Point = _made_class()
+    compile_cache.finish()
+    _start(cache_file)
+    Again = dataclasses.make_dataclass(
+        "Point", [(f.name, f.type) for f in dataclasses.fields(Point)]
+    )
+    compile_cache.finish()
+    assert Point.__init__.__annotations__["x"] is int
+    assert Again.__init__.__annotations__["x"] is int
+
+
 def test_finish_puts_pythons_own_compilers_back(cache_file):
     original = re._compiler.compile
     _start(cache_file)
     assert re._compiler.compile is not original and "exec" in vars(dataclasses)
+    assert "eval" in vars(collections) and "compile" in vars(typing)
     compile_cache.finish()
     assert re._compiler.compile is original and "exec" not in vars(dataclasses)
+    assert "eval" not in vars(collections) and "compile" not in vars(typing)
     assert not compile_cache.active()
 
 

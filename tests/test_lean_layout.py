@@ -73,6 +73,38 @@ async def test_new_messages_are_laid_out_once_not_again_by_their_own_sizes(store
         assert all(v.size.height for v in views[-2:])
 
 
+async def test_a_layout_arranges_the_whole_screen_once(store, ids, monkeypatch):
+    """Issue 22: Textual's reflow arranges every widget (off screen too) into the full
+    map, but left it marked stale when new widgets had been refreshed before the layout,
+    so the first look-up of a widget's region after it arranged the whole screen, every
+    message of the chat, a second time. The chat is scrolled (longer than the screen)."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await chat_open(pilot)
+        await fill_the_chat(app, pilot)
+        await settle(pilot)
+        assert screen.chat_view.max_scroll_y > 0
+        layouts = count_layouts(monkeypatch, screen)
+        whole = spy(
+            monkeypatch,
+            screen._compositor,
+            "_arrange_root",
+            lambda root, size, visible_only=True: visible_only,
+        )
+        chat = screen.chat_view
+        question = Message(id="n1", role="user", parts=[{"type": "text", "text": "Tram 28?"}])
+        reply = Message(
+            id="n2", role="assistant", parts=[{"type": "text", "text": "Take it early."}]
+        )
+        with app.batch_update():
+            await chat.add_message(question)
+            await chat.add_message(reply)
+        await settle(pilot)
+        assert layouts[0] == 1
+        assert whole.count(False) == 1, whole  # the reflow's, not again for a region
+        assert "Take it early." in "\n".join(screen_lines(app))
+
+
 async def test_the_tree_s_new_rows_need_no_layout_until_a_scrollbar_comes(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -449,6 +449,42 @@ async def test_a_reply_that_comes_at_once_draws_its_first_words_before_the_rest(
     assert worded[-1] is False  # then its end
 
 
+async def test_the_busy_title_and_the_tree_s_new_rows_are_one_frame(store, config, llm_server):
+    """Issue 22: a moment after enter (`BUSY_AFTER`) the input's busy border, the busy
+    title and the tree's rows for the question and its reply are drawn; the title and
+    the input were one frame and the tree, told by a message, a second (a frame is
+    about a millisecond of the app's CPU, taken from a local model). One frame now."""
+    from chatui.tui.chat_panes import ChatTitle
+    from widgets import MessageTree
+
+    llm_server.text("late words arrive", delay=0.6)  # the follow comes before the words
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        updated = screen._compositor.update_widgets
+        frames: list[set[str]] = []
+
+        def noted(widgets):
+            names = {type(w).__name__ for w in widgets}
+            if names & {"ChatTitle", "ChatTree", "ChatInput"}:
+                frames.append(names)
+            return updated(widgets)
+
+        screen._compositor.update_widgets = noted
+        try:
+            await send(pilot, "Anyone there?")
+            await wait_until(pilot, lambda: "late" in app.main.chat_view.views[-1].text)
+        finally:
+            screen._compositor.update_widgets = updated
+        tree = type(app.main.tree).__name__
+        assert isinstance(app.main.tree, MessageTree)
+        title = ChatTitle.__name__
+        followed = [names for names in frames if title in names or tree in names]
+        assert followed, frames
+        assert {title, tree} <= followed[0], frames  # one frame, not two
+
+
 async def test_a_reply_that_ends_well_is_not_restyled(store, config, llm_server, monkeypatch):
     """Issue 22: a reply's end only drops `-writing`, which no CSS styles; restyling the
     view and all in it for that was milliseconds of the app's CPU per send, taken from a

@@ -24,12 +24,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the console script: `chatui ask` runs in the warm ask process
         import sys
 
-        from .ask_client import run_remote, wants_daemon
+        from .argv import find_command
 
-        if wants_daemon(sys.argv[1:]):
-            code = run_remote(sys.argv[1:])
-            if code is not None:
-                return code
+        # The ask client loads only for a command (the app's start has none).
+        if find_command(sys.argv[1:])[1] is not None:
+            from .ask_client import run_remote, wants_daemon
+
+            if wants_daemon(sys.argv[1:]):
+                code = run_remote(sys.argv[1:])
+                if code is not None:
+                    return code
     from .. import compile_cache
     from ..core.paths import compile_cache_file
 

@@ -535,7 +535,13 @@ class ChatPane(SurvivesOutage, Vertical):
         # The title and the input's busy border follow a moment later: restyling the
         # input costs milliseconds that the request and the first frames should not
         # wait for.
-        self.set_timer(BUSY_AFTER, self.sync_busy)
+        self.set_timer(BUSY_AFTER, self._busy_after_enter)
+
+    def _busy_after_enter(self) -> None:
+        # A reply drawn by now brings the busy title with the tree, due at this moment
+        # too (`_follow_reply`): drawn here as well, they were two frames.
+        if self._follow_timer is None:
+            self.sync_busy()
 
     def _ensure_chat(self, first_text: str) -> ChatState:
         if not first_text.strip() and self.attached:  # an attachment sent alone names it
@@ -712,10 +718,14 @@ class ChatPane(SurvivesOutage, Vertical):
                 body = "\n".join(p for p in (detail, hint) if p)
                 await self.chat_view.notice(body, "error", title=title)
 
-    def _follow_reply(self) -> None:
+    async def _follow_reply(self) -> None:
         self._follow_timer = None
-        self.sync_busy()
-        self.post_message(self.TreeChanged())
+        # The busy input and title and the tree's new rows, in one frame: the tree, told
+        # by a message, was drawn by the screen in a frame of its own after the title's
+        # (a frame is about a millisecond of the app's CPU, taken from a local model).
+        with self.app.batch_update():
+            self.sync_busy()
+            await self.on_shown(tree=True, facts=False)
 
     async def _turn_ended(self, event: JobEnded) -> None:
         """Show the stored end state: a cancelled or failed turn is re-read from the store."""

@@ -25,6 +25,12 @@ A partial update skips them also where only the columns it does not send are
 left uncovered: a reply's line left the tree's and the sidebar's cuts of that
 line empty, and the screen, the panes' row and the pane were rendered for them.
 
+A layout's full map is not arranged twice: Textual's `reflow` arranges every widget
+(off screen too) into the full map but leaves it marked stale when it was marked so
+before (new widgets refreshed before the layout: a send's question and reply), so
+the first look-up of a widget's region after it (each resized widget's, in the same
+layout) arranged the whole screen again, every message of the chat included.
+
 It also keeps what its last update drew (`drawn`, `updates`), and for a
 layout's own partial frame (`settle_repaints`, set by `EchoFreeLayout`) drops
 the repaints asked before it by widgets it drew whole: the scrolled chat's
@@ -36,8 +42,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
-from textual._compositor import ChopsUpdate, Compositor
-from textual.geometry import Region
+from textual._compositor import ChopsUpdate, Compositor, ReflowResult
+from textual.geometry import Region, Size
 from textual.strip import Strip
 
 if TYPE_CHECKING:
@@ -58,6 +64,12 @@ class LeanCompositor(Compositor):
     the update draws whole are dropped (`_drop_drawn_repaints`)."""
     _spans: dict[int, list[tuple[int, int]]] | None = None
     """The partial update's spans by line (None: every line whole)."""
+
+    def reflow(self, parent: Widget, size: Size) -> ReflowResult:
+        result = super().reflow(parent, size)
+        # The map it built covers every widget (`visible_only=False`): the full map, fresh.
+        self._full_map_invalidated = False
+        return result
 
     def render_update(
         self, full: bool = False, screen_stack: list[Screen] | None = None, simplify: bool = False
