@@ -425,6 +425,25 @@ async def test_new_memory_gauges_are_styled_once():
         assert not [n for n in app.restyled if isinstance(n, TokenGauge)]
 
 
+@pytest.mark.parametrize("theme", [None, "textual-dark"])
+async def test_the_themes_colours_are_worked_out_once_before_the_first_frame(
+    store, monkeypatch, theme
+):
+    """Textual's `App.__init__` worked out its default theme's colours for a stylesheet
+    that gets ours before its first parse (issue 23): one colour system now, ours. With
+    Textual's default theme chosen (its watcher does not run) the sheet has it too."""
+    from textual.design import ColorSystem
+
+    made = spy(monkeypatch, ColorSystem, "generate", lambda system: system.primary.hex)
+    app = make_app(store, warm_llm=False, model_process=False, theme=theme)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        primary = app.current_theme.primary
+        assert app.stylesheet._variables["primary"].upper() == primary.upper()
+        assert app.theme_variables["primary"].upper() == primary.upper()
+    assert [hex.upper() for hex in made[:1]] == [primary.upper()] and len(made) == 1
+
+
 async def test_the_apps_stylesheets_are_parsed_once_and_a_theme_change_still_restyles(store):
     """The theme set while the app is built only sets the variables of the first parse
     (Textual re-parsed the app's sheets then, `Stylesheet.reparse` putting a new source

@@ -227,3 +227,27 @@ async def test_the_palette_fills_an_mcp_prompt_and_attaches_a_resource(store, ll
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_until(pilot, lambda: [a.name for a in app.main.pane.attached] == ["hello"])
+
+
+async def test_while_a_call_waits_for_approval_the_tree_names_it(store, llm_server, fast):
+    """The approval dialog was up and the tree's row of the reply that asked for the
+    call still said "writing… (no text yet)": the tree followed only at the turn's end."""
+    app = make_app(store, config_with(llm_server, time_server("ask")))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, "time")
+        llm_server.script(
+            # Slower than the tree's first look at the new reply (still without text).
+            script.tool_calls(
+                ("c1", "time__get_current_time", {"timezone": "Asia/Tokyo"}), delay=0.3
+            ),
+            script.text("It is morning in Tokyo."),
+        )
+        await send(pilot, "Time in Tokyo?")
+        await wait_until(pilot, lambda: approval_shown(app))
+        tree = app.main.tree
+        rows = lambda: [tree.row_text(i) for i in range(len(tree.rows))]  # noqa: E731
+        await wait_until(pilot, lambda: any("called time__get_current_time" in r for r in rows()))
+        assert not any("no text yet" in row for row in rows())
+        await pilot.press("y")
+        await idle(pilot)
+        assert any("It is morning in Tokyo." in row for row in rows())

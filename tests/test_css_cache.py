@@ -90,6 +90,55 @@ def test_rules_with_errors_are_never_kept(cache_file):
     assert css_cache._state.rules == {} and not css_cache._state.learned
 
 
+class _Counted(dict[str, str]):
+    """Variables that count how often they are compared."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return dict.__ne__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _cached(cache_file: Path, variables: dict[str, str]) -> Stylesheet:
+    css_cache._state = css_cache._Cache(cache_file, "test")
+    stylesheet = Stylesheet(variables=variables)
+    stylesheet.__class__ = css_cache.CachedStylesheet
+    return stylesheet
+
+
+def _add_and_parse(stylesheet: Stylesheet, count: int) -> None:
+    """As widgets mount: each adds its default CSS, and the next styling parses all."""
+    for i in range(count):
+        stylesheet.add_source(f"#w{i} {{ color: $primary; }}", read_from=(f"w{i}", ""))
+        stylesheet.parse()
+
+
+def test_the_variables_are_compared_once_while_sources_are_added(cache_file):
+    """Textual parses every source again whenever one is added: the stylesheet's
+    variables are compared with the kept rules' once (issue 23), and new variables (a
+    theme change) are still seen."""
+    _add_and_parse(_cached(cache_file, {"primary": "#123456"}), 5)
+    assert css_cache._state is not None
+    css_cache._state.write()
+
+    second = _cached(cache_file, _Counted(primary="#123456"))
+    _Counted.compared = 0
+    _add_and_parse(second, 5)  # 15 lookups
+    assert css_cache._state.parsed == 0 and _Counted.compared == 1
+
+    second.set_variables(_Counted(primary="#654321"))
+    second.parse()
+    assert css_cache._state.parsed == 5  # the new colour: parsed again, not kept rules
+    assert second.rules[0].styles.color.hex == "#654321"
+
+
 def test_no_textual_version_no_cache(store, cache_file, monkeypatch):
     monkeypatch.setattr(css_cache, "textual_version", lambda: None)
     app = make_app(store, warm_llm=False, model_process=False)

@@ -17,7 +17,7 @@ from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager
 from widgets import ChatNotice, MessageView, TokenGauge
 
-from .app_helpers import make_app, text, wait_until
+from .app_helpers import make_app, screen_lines, text, wait_until
 from .test_live_states import populate_async
 
 SIZE = (140, 40)
@@ -448,3 +448,39 @@ async def test_rename_starts_with_the_current_name_and_cjk_keeps_the_box(store):
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
     assert SessionManager(store).list()[0].name == "東京の旅行計画会議メモ"
+
+
+# -- a long chat name hid "escape cancels" ----------------------------------------------
+
+
+async def test_a_long_chat_name_leaves_the_title_room_to_say_escape_cancels(
+    store, config, llm_server
+):
+    """A chat is named after its first question; at 130 columns with the tree and the
+    sidebar shown, a long one pushed "replying… (escape cancels)" off the title line,
+    the only place that says how to stop a reply. The name gives way, then the model
+    (both are shown elsewhere: the tree, the reply's header)."""
+    llm_server.text("Slowly, word by word, the reply arrives here.", delay=0.3)
+    app = make_app(store, config)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await ready(pilot)
+        question = "What time is it in Tokyo, and in Lisbon, and in Auckland? Use the tool."
+        await pilot.press(*question, "enter")
+        await wait_until(pilot, lambda: app.main.generating)
+        title = app.main.pane.query_one("#chat-title")
+        await wait_until(pilot, lambda: "escape cancels" in line_of(app, title))
+        line = line_of(app, title)
+        assert line.startswith("What time i…")
+        assert line.endswith(" · replying… (escape cancels)")
+        assert "openai/test" in line  # the name was cut first, then the model
+        await app.workspace.cancel_all()
+        # Wider, the name takes the room back: nothing is cut for nothing.
+        await pilot.resize_terminal(200, 40)
+        await wait_until(pilot, lambda: "Tokyo, and in Lisbon" in line_of(app, title))
+
+
+def line_of(app, widget) -> str:
+    """What the terminal shows on `widget`'s line, inside its region."""
+    region = widget.content_region
+    row = screen_lines(app)[region.y]
+    return row[region.x : region.right].strip()

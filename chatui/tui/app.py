@@ -97,9 +97,13 @@ class ChatApp(SurvivesOutage, App[int]):
         for custom in load_themes():
             self.register_theme(custom)
         self._theme_choice = theme or self.ui_state.theme or config.theme or DEFAULT_DARK
+        self._theme_set = True
+        before = self.theme
         self.theme = (
             self._theme_choice if self._theme_choice in self.available_themes else DEFAULT_DARK
         )
+        if self.theme == before:  # Textual's own default theme: its watcher did not run
+            self.refresh_css(animate=False)
 
     @property
     def main(self) -> MainScreen:
@@ -282,7 +286,14 @@ class ChatApp(SurvivesOutage, App[int]):
             return
         super().refresh_css(animate)
 
+    _theme_set = False
+    """False while Textual's `App.__init__` builds the stylesheet: with its default
+    theme's variables, replaced before the first parse by ours (`refresh_css`, once
+    `__init__` set the theme). Working those out was ~2 M instructions of every start."""
+
     def get_css_variables(self) -> dict[str, str]:
+        if not self._theme_set:
+            return {}
         variables = super().get_css_variables()
         tokens = derived_tokens(variables)
         tokens.update({k: v for k, v in self.current_theme.variables.items() if k in tokens})

@@ -695,6 +695,10 @@ class ChatPane(SurvivesOutage, Vertical):
                 if snap is not None:
                     snap.grow(message)
                 await self.chat_view.finish_reply(message)
+                if message.tool_calls:
+                    # The turn goes on (a tool runs, or waits for the user's approval):
+                    # its row names the calls now, not "writing… (no text yet)".
+                    self._tell(self.TreeChanged())
             case MemoryChanged(labels=labels):
                 await self.remeasure(labels)
             case ContextMeasured(leaf_id=leaf, measured=measured):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.widgets import Static
 
@@ -142,14 +143,56 @@ class ChatSidebar(ContextSidebar):
 
 
 class ChatTitle(Static):
-    """The chat pane's title line: the chat, its agent and model, what it is doing."""
+    """The chat pane's title line: the chat, its agent and model, what it is doing.
+
+    The chat's name gives way first: it is cut to leave room for what follows (the
+    model, "replying… (escape cancels)"), which a long name would otherwise push
+    off the line. The tree shows the name too."""
+
+    MIN_NAME = 12
+    """Cells the name keeps however narrow the line."""
+    MIN_MIDDLE = 12
+    """Cells the model (and agent) keep; past both minimums the line's end is cut."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
+        self._parts: list[str] = []
         self._said = ""
 
     def say(self, parts: list[str]) -> None:
-        title = clean(" · ".join(parts))
+        """Show `parts` joined: the name first, what the chat is doing last."""
+        self._parts = list(parts)
+        title = self._fitted(self.content_size.width)
         if title != self._said:  # only on change, and one line: no layout
             self._said = title
             update_in_place(self, Text(title))
+
+    def on_resize(self) -> None:
+        if self._parts:
+            self.say(self._parts)
+
+    def _fitted(self, width: int) -> str:
+        """The parts joined, cut to `width`: the name gives way first, then the model
+        (both are shown elsewhere: the tree, each reply's header), never the last part."""
+        parts = [clean(part) for part in self._parts]
+        title = " · ".join(parts)
+        over = cell_len(title) - width
+        if not width or len(parts) < 2 or over <= 0:
+            return title
+        name, *middle, last = parts
+        name, over = _shortened(name, over, self.MIN_NAME)
+        if middle and over > 0:
+            joined, over = _shortened(" · ".join(middle), over, self.MIN_MIDDLE)
+            middle = [joined]
+        return " · ".join([name, *middle, last])
+
+
+def _shortened(text: str, over: int, keep: int) -> tuple[str, int]:
+    """`text` cut by up to `over` cells (to no fewer than `keep`, an ellipsis last), and
+    the cells still over."""
+    width = cell_len(text)
+    target = max(width - over, keep)
+    if target >= width:
+        return text, over
+    cut = set_cell_size(text, target - 1).rstrip() + "…"
+    return cut, over - (width - cell_len(cut))
