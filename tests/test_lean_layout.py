@@ -495,3 +495,42 @@ async def test_the_start_s_resizes_for_the_first_layout_s_size_lay_nothing_out_a
         await pilot.resize_terminal(100, 30)
         await settle(pilot)
         assert app.size == (100, 30) and app.size in laid_out
+
+
+async def test_a_method_called_later_again_and_again_has_its_parameters_counted_once(
+    store, ids, monkeypatch
+):
+    """Issue 22: Textual counts a callback's parameters before each call (`call_later`,
+    `call_after_refresh`, a timer's), keeping the count on the callable, but it is handed
+    a new `functools.partial` each time: the bound method's signature was read again on
+    every call (a dozen a send). Counted once a method now, and called as before."""
+    import textual._callback
+
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await chat_open(pilot)
+        read = spy(monkeypatch, textual._callback, "signature")
+        called: list[int] = []
+
+        class Probe:
+            def note(self, value: int = 7) -> None:
+                called.append(value)
+
+        probe = Probe()
+        for _ in range(3):
+            screen.call_later(probe.note)
+            await settle(pilot)
+        assert called == [7, 7, 7]
+        assert sum(getattr(f, "__func__", None) is Probe.note for f in read) <= 1
+
+        def closure(n: int):  # a new function each time (as `scroll_end`'s)
+            def later() -> None:
+                called.append(n)
+
+            return later
+
+        for n in range(3):
+            screen.call_after_refresh(closure(n))
+            await settle(pilot)
+        assert called[3:] == [0, 1, 2]
+        assert sum(getattr(f, "__name__", None) == "later" for f in read) <= 1

@@ -35,7 +35,7 @@ from ..core.config import Config, ConfigError, load_config
 from ..core.logs import setup_logging
 from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
-from . import css_cache, lazy_parts, row_memo
+from . import css_cache, lazy_parts, lean_callbacks, row_memo
 from .chat_pane import ChatPane
 from .keymap import resolve_keys
 from .outage import OutageNotices, SurvivesOutage
@@ -80,6 +80,7 @@ class ChatApp(SurvivesOutage, App[int]):
     ) -> None:
         super().__init__()
         lazy_parts.install(self)  # widgets' parts styled when first drawn (start-up)
+        lean_callbacks.install()  # a callback's parameters counted once a method (sends)
         self.store = store
         self.config = config
         self.state_path = state_path
