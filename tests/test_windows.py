@@ -148,3 +148,26 @@ async def test_a_context_length_error_teaches_the_window(store, llm_server, fake
         stats = app.main.sidebar.stats
         assert (stats.window, stats.window_source) == (8192, "error")
         assert app.main.sidebar.stats.window == 8192
+
+
+def test_a_model_the_table_does_not_know_is_looked_up_once(monkeypatch):
+    """Issue 22: every measure of the next request (several a send) asked LiteLLM's
+    model table for the window of a model it does not know (any local one), a row of
+    failed look-ups each time; asked once now. A known model is still read."""
+    from chatui.llm.env import load_litellm
+    from chatui.llm.windows import table_window
+
+    litellm = load_litellm()
+    asked: list[str] = []
+    original = litellm.get_model_info
+
+    def counting(model, *args, **kwargs):
+        asked.append(model)
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(litellm, "get_model_info", counting)
+    for _ in range(3):
+        assert table_window("openai/no-such-window-model") is None
+        assert table_window("gpt-4o-mini") == 128000
+    assert asked.count("openai/no-such-window-model") == 1  # was 3
+    assert asked.count("gpt-4o-mini") == 3
