@@ -618,6 +618,57 @@ async def test_chat_view_folds_tool_results_and_pages_long_chats():
         assert len(view.views) == 22
 
 
+async def test_a_long_sitting_keeps_a_bounded_number_of_messages_mounted():
+    """Each send mounted two more views and none went: after 40 sends in one sitting the
+    chat arranged 80 messages in every layout (the app's CPU a send grew from ~48 to
+    ~66 ms). While the user follows the end, the oldest are let go a batch at a time, as
+    if never loaded: scrolling up (or a search hit) mounts them again."""
+    view = ChatView(page_size=3)  # at most 4 pages (12) mounted, 2 pages (6) kept
+    app = Harness(view)
+    async with app.run_test(size=(80, 20)) as pilot:
+        await view.show([msg("m0", "user", "message 0")])
+        most = 0
+        for i in range(1, 30):
+            await view.add_message(msg(f"m{i}", "user" if i % 2 == 0 else "assistant", f"m {i}"))
+            await pilot.pause()
+            most = max(most, len(view.views))
+        assert most == 12
+        ids = [v.message_id for v in view.views]
+        assert ids == [f"m{i}" for i in range(30 - len(ids), 30)]  # the newest, in order
+        assert view.is_vertical_scroll_end
+        marker = view.query_one("#earlier")
+        assert str(marker.render()).startswith(f"↑ {30 - len(ids)} earlier messages")
+        assert len(view.query("#earlier")) == 1 and view.children[0] is marker
+        assert view.shown_ids == [f"m{i}" for i in range(30)]
+        revealed = await view.reveal("m0", focus=False)  # all of it comes back, in order
+        assert revealed is not None
+        assert [v.message_id for v in view.views] == [f"m{i}" for i in range(30)]
+        assert not view.query("#earlier")
+
+
+async def test_the_oldest_messages_stay_while_the_user_reads_or_focuses_them():
+    view = ChatView(page_size=3)
+    app = Harness(view)
+    async with app.run_test(size=(80, 20)) as pilot:
+        await view.show([msg(f"m{i}", "user", f"message {i}") for i in range(12)])
+        await view.load_earlier()
+        await pilot.pause()
+        assert len(view.views) == 6
+        view.views[0].focus()  # the user is on the oldest mounted message
+        for i in range(12, 20):
+            await view.add_message(msg(f"m{i}", "user", f"message {i}"))
+            view.scroll_end(animate=False, immediate=True)
+            await pilot.pause()
+        assert [v.message_id for v in view.views][:2] == ["m6", "m7"]
+        assert len(view.views) == 14  # nothing let go under the focus
+        view.screen.set_focus(None)
+        view.scroll_home(animate=False, immediate=True)  # reading the top
+        await pilot.pause()
+        await view.add_message(msg("m20", "user", "message 20"))
+        await pilot.pause()
+        assert len(view.views) == 15 and view.views[0].message_id == "m6"
+
+
 async def test_message_view_streams_and_sanitises():
     reply = msg("r1", "assistant", "", metadata={"status": "streaming", "incomplete": True})
     view = ChatView()

@@ -408,9 +408,36 @@ class ChatView(VerticalScroll, can_focus=False):
             stream=stream,
             sender=self.senders.get(message.from_agent_id or ""),
         ).typing_to(self.type_into)
-        await self.mount(view)
+        following = self.is_vertical_scroll_end
+        with self.app.batch_update():
+            await self.mount(view)
+            if following and len(views) + 1 > self.MOUNTED_PAGES * self.page_size:
+                await self._unmount_oldest(len(views) + 1 - self.KEPT_PAGES * self.page_size)
         self.scroll_end(animate=False)
         return view
+
+    MOUNTED_PAGES = 4
+    """Pages of message views a chat mounts as it grows, at most, while the user follows
+    its end: every layout of a send arranges each of them."""
+    KEPT_PAGES = 2
+    """Pages left mounted when the oldest are let go (scrolling up mounts them again)."""
+
+    async def _unmount_oldest(self, count: int) -> None:
+        """Let go of the `count` oldest mounted messages (and the notes among them), as
+        the chat was opened with them not yet mounted: a long sitting cost more CPU a
+        send with every exchange (each layout arranged every message since the chat was
+        opened). Not while the focus is on one of them (the user is reading it)."""
+        views = self.views
+        if count <= 0 or count >= len(views):
+            return
+        first_kept = views[count]
+        gone = list(self.children[: self.children.index(first_kept)])
+        focused = self.screen.focused
+        if focused is not None and any(focused is w or w in focused.ancestors for w in gone):
+            return
+        self._first_shown += count
+        await self.remove_children(gone)
+        await self.mount(self._marker(), before=0)
 
     async def start_reply(
         self,
