@@ -14,7 +14,7 @@ from chatui.tui.screens.search import SearchScreen
 from store import SessionManager
 from widgets import ChatInput, ChatView, ContextSidebar, MessageTree, MessageView
 
-from .app_helpers import make_app, populate
+from .app_helpers import make_app, populate, wait_until
 
 SIZE = (140, 40)
 
@@ -169,6 +169,21 @@ async def test_search_with_hostile_query_does_not_break(store, chats):
         assert (
             'A quoted phrase is not closed: add the closing ". Searched as plain words.' in status
         )
+
+
+async def test_search_says_1_match_and_counts_more(store, chats):
+    """ "1 matches" was the status line of a search with one hit."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        status = app.screen.query_one("#search-status", Label)
+        await pilot.press(*"Gulbenkian")
+        await wait_until(pilot, lambda: len(app.screen.hits) == 1)
+        assert str(status.render()).startswith("1 match · enter opens")
+        await pilot.press(*["backspace"] * len("Gulbenkian"), *"nata OR soup OR museums")
+        await wait_until(pilot, lambda: len(app.screen.hits) > 1)
+        assert str(status.render()).startswith(f"{len(app.screen.hits)} matches · ")
 
 
 async def test_search_syntax_or_and_not(store, chats):

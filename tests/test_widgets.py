@@ -646,6 +646,15 @@ async def test_a_long_sitting_keeps_a_bounded_number_of_messages_mounted():
         assert not view.query("#earlier")
 
 
+async def test_one_earlier_message_is_said_in_the_singular():
+    view = ChatView(page_size=3)
+    app = Harness(view)
+    async with app.run_test(size=(80, 20)):
+        await view.show([msg(f"m{i}", "user", f"message {i}") for i in range(4)])
+        marker = str(view.query_one("#earlier").render())
+        assert marker.startswith("↑ 1 earlier message — scroll up")
+
+
 async def test_the_oldest_messages_stay_while_the_user_reads_or_focuses_them():
     view = ChatView(page_size=3)
     app = Harness(view)

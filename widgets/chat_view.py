@@ -235,7 +235,8 @@ class ChatView(VerticalScroll, can_focus=False):
 
     def _marker(self) -> _EarlierMarker:
         return _EarlierMarker(
-            f"↑ {self._first_shown} earlier messages — scroll up or press home to load them",
+            f"↑ {self._first_shown} earlier message{'s' if self._first_shown != 1 else ''}"
+            " — scroll up or press home to load them",
             id="earlier",
         )
 

@@ -8,6 +8,7 @@ first paint; until then nothing asks it anything.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import sys
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.dom import DOMNode
@@ -37,6 +38,7 @@ from ..core.ui_state import UiState, load_state, save_state
 from ..core.workspace import Workspace
 from . import css_cache, lazy_parts, lean_callbacks, row_memo
 from .chat_pane import ChatPane
+from .early_keys import EarlyKeys
 from .keymap import resolve_keys
 from .outage import OutageNotices, SurvivesOutage
 from .screens.main import MainScreen
@@ -81,6 +83,7 @@ class ChatApp(SurvivesOutage, App[int]):
         super().__init__()
         lazy_parts.install(self)  # widgets' parts styled when first drawn (start-up)
         lean_callbacks.install()  # a callback's parameters counted once a method (sends)
+        self._early_keys = EarlyKeys(self, functools.partial(App.on_event, self))
         self.store = store
         self.config = config
         self.state_path = state_path
@@ -158,6 +161,13 @@ class ChatApp(SurvivesOutage, App[int]):
         for widget in widgets:
             row_memo.memoize_rows(widget)
         return super()._register(parent, *widgets, **kwargs)
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys typed while the app starts reach the input in the order typed.
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if self._early_keys.hold(event):
+                return
+        await super().on_event(event)
 
     def get_default_screen(self) -> Screen[None]:
         state = self.ui_state

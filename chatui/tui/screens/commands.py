@@ -279,7 +279,10 @@ class ChatCommands:
         if chat is not None:
             for server in workspace.tool_servers(session_id):
                 state = server.state if not server.problem else f"{server.state}: {server.problem}"
-                tools = f"{len(server.tools)} tools" if server.state == "ready" else state
+                count = len(server.tools)
+                tools = (
+                    f"{count} tool{'s' if count != 1 else ''}" if server.state == "ready" else state
+                )
                 if server.enabled:
                     title = f"Tools: turn off {server.name}"
                     what = f"The model stops seeing {server.name}'s tools in this chat"

@@ -117,12 +117,14 @@ class SearchScreen(SurvivesOutage, ListKeys, ModalScreen[SearchHit | None]):
         if not query.strip():
             status.update("Type to search every chat and every branch.")
         elif problem:  # the same sentence on both engines; the plain words were searched
-            status.update(Text(f"{problem} {len(self.hits)} matches."))
+            count = len(self.hits)
+            status.update(Text(f"{problem} {count} match{'es' if count != 1 else ''}."))
         elif not self.hits:
             status.update(Text(f"Nothing matches {query!r}."))  # the query is not markup
         else:
             more = "+" if len(self.hits) == self.limit else ""
-            status.update(f"{len(self.hits)}{more} matches · enter opens · ↓ to the list")
+            plural = "es" if len(self.hits) != 1 or more else ""
+            status.update(f"{len(self.hits)}{more} match{plural} · enter opens · ↓ to the list")
         if self.hits:
             results.highlighted = 0
 

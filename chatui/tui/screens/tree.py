@@ -57,8 +57,9 @@ class TreeScreen(SurvivesOutage, Screen[tuple[str, str] | None]):
         self._remember = remember_folds
 
     def compose(self) -> ComposeResult:
+        count = len(self._messages)
         yield Static(
-            Text(one_line(f"{self._title} · {len(self._messages):,} messages", 200)),
+            Text(one_line(f"{self._title} · {count:,} message{'s' if count != 1 else ''}", 200)),
             id="tree-title",
         )
         with Horizontal():
