@@ -87,6 +87,12 @@ class ChatView(VerticalScroll, can_focus=False):
     ChatView { height: 1fr; padding: 1 1 0 1; }
     """
 
+    MOUNTED_PAGES = 4
+    """Pages of message views a chat mounts as it grows, at most, while the user follows
+    its end: every layout of a send arranges each of them."""
+    KEPT_PAGES = 2
+    """Pages left mounted when the oldest are let go (scrolling up mounts them again)."""
+
     def __init__(
         self,
         *,
@@ -416,12 +422,6 @@ class ChatView(VerticalScroll, can_focus=False):
                 await self._unmount_oldest(len(views) + 1 - self.KEPT_PAGES * self.page_size)
         self.scroll_end(animate=False)
         return view
-
-    MOUNTED_PAGES = 4
-    """Pages of message views a chat mounts as it grows, at most, while the user follows
-    its end: every layout of a send arranges each of them."""
-    KEPT_PAGES = 2
-    """Pages left mounted when the oldest are let go (scrolling up mounts them again)."""
 
     async def _unmount_oldest(self, count: int) -> None:
         """Let go of the `count` oldest mounted messages (and the notes among them), as
