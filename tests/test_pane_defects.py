@@ -484,3 +484,17 @@ def line_of(app, widget) -> str:
     region = widget.content_region
     row = screen_lines(app)[region.y]
     return row[region.x : region.right].strip()
+
+
+# -- "server's count" where no server counted ------------------------------------------
+
+
+async def test_the_sidebar_does_not_credit_a_server_that_did_not_count(store):
+    """The offline demo model has no server, yet its exact figure was labelled "exact
+    (server's count)" (as was one counted by LiteLLM's tokenizer in the app)."""
+    app = make_app(store, Config(model="demo"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"hello there", "enter")
+        counted = app.main.sidebar.query_one("#counted")
+        await wait_until(pilot, lambda: "exact" in str(counted.render()))
+        assert str(counted.render()) == "tokens exact"

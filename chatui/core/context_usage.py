@@ -102,6 +102,9 @@ class ContextUsage:
     template: int = 0
     """What the chat template adds beyond `PER_MESSAGE_OVERHEAD` a message, learned
     from the server's counts (negative where it leaves a piece out, as dropped tools)."""
+    counted_by: str = ""
+    """Who counted an exact figure: "server" (its tokenizer, as llama.cpp's /tokenize)
+    or "tokenizer" (the model's, in this process: LiteLLM's for OpenAI's models)."""
 
     @property
     def tokens(self) -> int:

@@ -56,7 +56,7 @@ from store.tokens import PER_MESSAGE_OVERHEAD, part_text
 from .. import llm
 from ..llm.quirks import QUIRKS
 from ..llm.template_cost import TEMPLATES, server_key
-from ..llm.tokens import TOKENS, counting_key
+from ..llm.tokens import LOCAL, TOKENS, counting_key
 from ..llm.windows import WINDOWS, Window
 from .config import Config, ModelOptions
 from .context_usage import (
@@ -366,6 +366,9 @@ class ChatEngine:
         )
         measured = measure(blocks, tools, history, model, window.tokens, window.source, count, fit)
         counter = counting_key(api_base, model)
+        if measured.usage.exact and counter:
+            by = "tokenizer" if counter.startswith(LOCAL) else "server"
+            measured = replace(measured, usage=replace(measured.usage, counted_by=by))
         if not counter or TOKENS.counts(counter) is False or measured.usage.exact:
             return measured
         texts = request_texts(measured.request.system_prompt, tools, history)

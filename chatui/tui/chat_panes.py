@@ -123,7 +123,7 @@ class ChatSidebar(ContextSidebar):
                 tokens=usage.tokens,
                 window=usage.window,
                 window_source=usage.source,
-                counted="exact (server's count)" if usage.exact else "estimated",
+                counted=_counted(usage.exact, usage.counted_by),
                 model=f"{facts.model.model} ({facts.model.why})",
                 input_tokens=info.input_tokens if info else 0,
                 output_tokens=info.output_tokens if info else 0,
@@ -140,6 +140,15 @@ class ChatSidebar(ContextSidebar):
             if gauge is not None:
                 gauge.add_class("-changed")
                 self.set_timer(CHANGED_FLASH, lambda g=gauge: g.remove_class("-changed"))
+
+
+def _counted(exact: bool, by: str) -> str:
+    """How the sidebar's figure was made: estimated, or counted (and by whom)."""
+    if not exact:
+        return "estimated"
+    return {"server": "exact (server's count)", "tokenizer": "exact (model's tokenizer)"}.get(
+        by, "exact"
+    )
 
 
 class ChatTitle(Static):
