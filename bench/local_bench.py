@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -442,6 +444,14 @@ def main() -> None:
         "--history", type=int, default=0, help="exchanges stored in the chat before the sends"
     )
     args = parser.parse_args()
+    with serving(args) as base:
+        asyncio.run(run(base, args.sends, args.scripted, args.profile, args.history))
+
+
+@contextlib.contextmanager
+def serving(args: argparse.Namespace) -> Iterator[str]:
+    """The api_base the options name: `--base` as given, the scripted server with
+    `--scripted`, else a llama.cpp server started here (stopped on the way out)."""
     server: subprocess.Popen[Any] | None = None
     base = args.base
     if args.scripted:
@@ -451,7 +461,7 @@ def main() -> None:
         server = start_server(args.server_python, args.model_file or gguf(args.server_python), port)
         base = f"http://127.0.0.1:{port}/v1"
     try:
-        asyncio.run(run(base, args.sends, args.scripted, args.profile, args.history))
+        yield base
     finally:
         if server is not None:
             server.terminate()

@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from local_bench import MAX_TOKENS, MODEL, free_port, gguf, start_scripted, start_server  # noqa: E402
+from local_bench import MAX_TOKENS, MODEL, serving  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant. Answer briefly."},
@@ -116,20 +115,8 @@ def main() -> None:
     parser.add_argument("--base", help="an already running server's api_base (…/v1)")
     parser.add_argument("--scripted", action="store_true", help="the scripted test server")
     args = parser.parse_args()
-    server: subprocess.Popen[Any] | None = None
-    base = args.base
-    if args.scripted:
-        server, base = start_scripted()
-    elif base is None:
-        port = free_port()
-        server = start_server(args.server_python, args.model_file or gguf(args.server_python), port)
-        base = f"http://127.0.0.1:{port}/v1"
-    try:
+    with serving(args) as base:
         asyncio.run(measure(base, args.rounds))
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=10)
 
 
 if __name__ == "__main__":

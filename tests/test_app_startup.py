@@ -28,6 +28,18 @@ from widgets import ContextSidebar, FittingFooter, TokenGauge
 
 from .app_helpers import make_app, populate, record_terminal, spy
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python_prints(code: str, home: Path | None = None) -> str:
+    """What `code` prints, run by a new Python in the project's folder (a start of its
+    own: nothing this test process imported counts), `home` as its CHATUI_HOME."""
+    env = {**os.environ, "CHATUI_HOME": str(home)} if home is not None else None
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env
+    )
+    return done.stdout
+
 
 @pytest.fixture
 def chats(store):
@@ -186,13 +198,7 @@ asyncio.run(main())
 @pytest.fixture(scope="module")
 def started() -> dict:
     """What a process holds once the app has started and drawn its first chat."""
-    out = subprocess.run(
-        [sys.executable, "-c", STARTED],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    ).stdout
+    out = python_prints(STARTED)
     return json.loads(out)
 
 
@@ -246,13 +252,7 @@ def test_start_up_loads_no_calendar_and_peewee_still_has_it(started):
         "loaded = 'calendar' in sys.modules\n"
         "print(loaded, peewee.TimestampField().db_value(__import__('datetime').datetime(2024, 1, 1)))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    ).stdout
+    out = python_prints(code)
     assert out.split() == ["False", "1704067200"]
 
 
@@ -267,14 +267,7 @@ def test_the_console_scripts_app_start_loads_no_ask_client(tmp_path):
         "sys.argv = ['chatui', '--model', 'demo']\n"
         "sys.exit(cli.main())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-        env={**os.environ, "CHATUI_HOME": str(tmp_path)},
-    ).stdout
+    out = python_prints(code, home=tmp_path)
     assert out.strip() == "False"
 
 
@@ -315,13 +308,7 @@ def test_importing_the_app_and_opening_a_store_loads_no_change_watcher():
         "from store import ChangeWatcher\n"
         "print(loaded, ChangeWatcher.__module__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    ).stdout
+    out = python_prints(code)
     assert out.split() == ["False", "store.changes"]
 
 
@@ -338,13 +325,7 @@ def test_the_app_s_start_loads_no_command_group_module():
     ask, db and transfer commands' modules load with the parser."""
     groups = ("chatui.cli.ask", "chatui.cli.db", "chatui.cli.transfer")
     code = f"import sys\nimport chatui.cli.commands\nprint([m for m in {groups!r} if m in sys.modules])"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    ).stdout
+    out = python_prints(code)
     assert out.strip() == "[]"
 
 
@@ -360,14 +341,7 @@ def test_the_app_s_start_imports_no_argparse(tmp_path):
         " if m in sys.modules), options['model']) or 0\n"
         "sys.exit(commands.run(['--model', 'demo']))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-        env={**os.environ, "CHATUI_HOME": str(tmp_path)},
-    ).stdout
+    out = python_prints(code, home=tmp_path)
     assert out.strip() == "[] demo"
 
 

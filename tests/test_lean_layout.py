@@ -48,20 +48,22 @@ async def settle(pilot) -> None:
         await pilot.pause(0.05)
 
 
+async def add_an_exchange(app, chat) -> None:
+    """A question and its reply ("n1", "n2") mounted in one batch, as a send mounts them."""
+    question = Message(id="n1", role="user", parts=[{"type": "text", "text": "Tram 28?"}])
+    reply = Message(id="n2", role="assistant", parts=[{"type": "text", "text": "Take it early."}])
+    with app.batch_update():
+        await chat.add_message(question)
+        await chat.add_message(reply)
+
+
 async def test_new_messages_are_laid_out_once_not_again_by_their_own_sizes(store, ids, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
         screen = await chat_open(pilot)
         assert isinstance(screen, EchoFreeLayout)
         layouts = count_layouts(monkeypatch, screen)
-        chat = screen.chat_view
-        question = Message(id="n1", role="user", parts=[{"type": "text", "text": "Tram 28?"}])
-        reply = Message(
-            id="n2", role="assistant", parts=[{"type": "text", "text": "Take it early."}]
-        )
-        with app.batch_update():
-            await chat.add_message(question)
-            await chat.add_message(reply)
+        await add_an_exchange(app, screen.chat_view)
         await settle(pilot)
         # Textual lays the screen out again for every widget the first layout sized
         # (its virtual size is a reactive asking for a layout): that echo is gone.
@@ -91,14 +93,7 @@ async def test_a_layout_arranges_the_whole_screen_once(store, ids, monkeypatch):
             "_arrange_root",
             lambda root, size, visible_only=True: visible_only,
         )
-        chat = screen.chat_view
-        question = Message(id="n1", role="user", parts=[{"type": "text", "text": "Tram 28?"}])
-        reply = Message(
-            id="n2", role="assistant", parts=[{"type": "text", "text": "Take it early."}]
-        )
-        with app.batch_update():
-            await chat.add_message(question)
-            await chat.add_message(reply)
+        await add_an_exchange(app, screen.chat_view)
         await settle(pilot)
         assert layouts[0] == 1
         assert whole.count(False) == 1, whole  # the reflow's, not again for a region
