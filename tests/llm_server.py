@@ -28,7 +28,6 @@ counted by one toy tokenizer (`count_tokens`), which `/extras/tokenize` and
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import re
 import select
@@ -315,8 +314,13 @@ class LLMServer:
         """What came of the counts that waited at `count_gate`, "answered" or "dropped",
         in the order they arrived, up to the first one still waiting: the gate wakes
         them all at once, and a later count's thread may finish first."""
+        outcomes: list[str] = []
         with self._lock:
-            return list(itertools.takewhile(lambda outcome: outcome is not None, self._count_slots))
+            for outcome in self._count_slots:
+                if outcome is None:
+                    break
+                outcomes.append(outcome)
+        return outcomes
 
     # -- lifecycle --------------------------------------------------------------
 
