@@ -179,7 +179,7 @@ class FrameWatch:
 
     def __init__(self, app: ChatApp) -> None:
         self.app = app
-        self.replies_before: int | None = None
+        self.replies_before: frozenset[str] | None = None
         self.seen: float | None = None
         self.frames = 0
         self.reflows = 0
@@ -209,7 +209,7 @@ class FrameWatch:
 
         app._display = display  # type: ignore[method-assign]
 
-    def expect(self, replies_before: int) -> None:
+    def expect(self, replies_before: frozenset[str]) -> None:
         self.replies_before, self.seen = replies_before, None
 
 
@@ -397,14 +397,21 @@ async def add_history(app: ChatApp, chat_id: str, exchanges: int) -> None:
 # every message, CPU of the bench's own counted as the app's (~1.5 ms a send in py-spy).
 
 
-def replies(main: Any) -> int:
-    return sum(v.message.role == "assistant" for v in main.chat_view.views)
+def replies(main: Any) -> frozenset[str]:
+    """The replies shown now, by id: not a count, since a long sitting lets go of the
+    oldest views (the 25th send had fewer reply views after it than before it)."""
+    return frozenset(v.message.id for v in main.chat_view.views if v.message.role == "assistant")
 
 
-def first_words(main: Any, before: int) -> bool:
+def first_words(main: Any, before: frozenset[str]) -> bool:
     """The new reply's view shows its first words."""
-    views = [v for v in main.chat_view.views if v.message.role == "assistant"]
-    return len(views) > before and bool(views[-1].text.strip())
+    view = main.chat_view.views[-1] if main.chat_view.views else None
+    return (
+        view is not None
+        and view.message.role == "assistant"
+        and view.message.id not in before
+        and bool(view.text.strip())
+    )
 
 
 async def count_text(base: str, text: str) -> int:

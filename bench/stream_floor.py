@@ -76,9 +76,11 @@ async def via_httpx(client: Any, base: str) -> int:
 async def measure(base: str, rounds: int) -> None:
     import httpx
 
-    from chatui.llm import ensure_loaded
+    from chatui.llm import warm_up
 
-    await ensure_loaded()
+    # What the model process runs before its first call: LiteLLM and chatui's cuts to
+    # it (`lean_request`, `lean_chunks`, `lean_costs`), which `ensure_loaded` leaves out.
+    warm_up()
     client = httpx.AsyncClient(timeout=60)
     sides: dict[str, Callable[[], Awaitable[int]]] = {
         "chatui": lambda: via_chatui(base),

@@ -111,6 +111,28 @@ def _metadata_json(metadata: object) -> str:
 
 S = SessionRow
 _GET = Prepared(lambda sid: S.select(*SESSION_FIELDS).where(S.id == sid))
+# A chat's turn writes its row three times (`set_status` twice, `add_usage`): these
+# are compiled once, not built again for each write (see `prepared`).
+_SET_STATUS = Prepared(
+    lambda sid, status, detail: (
+        S.update({S.status: status, S.status_detail: detail})
+        .where(S.id == sid)
+        .returning(*SESSION_FIELDS)
+    )
+)
+_ADD_USAGE = Prepared(
+    lambda sid, tokens_in, tokens_out, cost: (
+        S.update(
+            {
+                S.input_tokens: S.input_tokens + tokens_in,
+                S.output_tokens: S.output_tokens + tokens_out,
+                S.cost: S.cost + cost,
+            }
+        )
+        .where(S.id == sid)
+        .returning(*SESSION_FIELDS)
+    )
+)
 
 
 @functools.cache
@@ -349,7 +371,14 @@ class SessionManager:
         query = S.update(changes).where(S.id == session_id)
         if not allow_deleted:
             query = query.where(S.deleted_at.is_null())
-        rows = self.store.rows(query.returning(*SESSION_FIELDS))
+        return self._updated(
+            self.store.rows(query.returning(*SESSION_FIELDS)), session_id, allow_deleted
+        )
+
+    def _updated(
+        self, rows: builtins.list[tuple[Any, ...]], session_id: str, allow_deleted: bool
+    ) -> SessionInfo:
+        """The row an update returned; `UnknownSessionError` (nothing changed) when none."""
         if not rows:
             self._require(session_id, allow_deleted=allow_deleted)  # says which it is
             raise UnknownSessionError(f"no session {session_id!r}")
@@ -688,15 +717,11 @@ class SessionManager:
         ):
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number")
-        return self._update(
-            session_id,
-            {
-                S.input_tokens: S.input_tokens + int(input_tokens),
-                S.output_tokens: S.output_tokens + int(output_tokens),
-                S.cost: S.cost + float(cost),
-            },
-            allow_deleted=True,
-        )
+        with self.store.write():
+            rows = _ADD_USAGE.rows(
+                self.store, session_id, int(input_tokens), int(output_tokens), float(cost)
+            )
+            return self._updated(rows, session_id, allow_deleted=True)
 
     def set_status(self, session_id: str, status: str, detail: str | None = None) -> SessionInfo:
         """Move a session to `status` and record the transition with a timestamp.
@@ -716,9 +741,8 @@ class SessionManager:
             raise ValueError("a status detail must be a string")
         stamp = iso(now())
         with self.store.write():
-            info = self._update_in(
-                session_id, {S.status: status, S.status_detail: detail}, allow_deleted=True
-            )
+            rows = _SET_STATUS.rows(self.store, session_id, status, detail)
+            info = self._updated(rows, session_id, allow_deleted=True)
             self._record_status(session_id, status, detail, stamp)
         return info
 

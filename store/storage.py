@@ -364,6 +364,9 @@ _UPDATE = Prepared(
         token_usage=usage,
     ).where(M.seq == seq)
 )
+_PLACE = Prepared(
+    lambda sid, mid: M.select(M.seq, M.created_at).where(M.session_id == sid, M.id == mid)
+)
 _MESSAGE_OR = Prepared(
     lambda sid, mid, other: M.select(*_COLUMNS).where(M.session_id == sid, M.id.in_([mid, other]))
 )
@@ -660,11 +663,7 @@ class StoreSessionProvider:
         message = Message.coerce(message)
         message.to_json()  # fail before opening a transaction
         with self.store.write(durable=final):
-            rows = self.store.rows(
-                M.select(M.seq, M.created_at).where(
-                    M.session_id == self.session_id, M.id == message.id
-                )
-            )
+            rows = _PLACE.rows(self.store, self.session_id, message.id)
             if not rows:
                 raise UnknownMessageError(
                     f"no message {message.id!r} in session {self.session_id!r}"

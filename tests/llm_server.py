@@ -238,8 +238,8 @@ class LLMServer:
         begun, queued behind its lock as llama-cpp-python answers one request at a
         time. One whose client left meanwhile is dropped unanswered, as llama-cpp-python
         drops a whole call whose client left before its model was invoked."""
-        self.counts: list[str] = []
-        """What came of each count that waited at `count_gate`: "answered" or "dropped"."""
+        self._count_slots: list[str | None] = []
+        """What came of each count that waited at `count_gate`, by arrival (None: waiting)."""
         self.dropped = 0
         """Requests that arrived on a connection the server had let go (and were reset)."""
         self.n_ctx: int | None = None
@@ -308,6 +308,19 @@ class LLMServer:
             if self.queue:
                 return self.queue.popleft()
             return self.default
+
+    @property
+    def counts(self) -> list[str]:
+        """What came of the counts that waited at `count_gate`, "answered" or "dropped",
+        in the order they arrived, up to the first one still waiting: the gate wakes
+        them all at once, and a later count's thread may finish first."""
+        outcomes: list[str] = []
+        with self._lock:
+            for outcome in self._count_slots:
+                if outcome is None:
+                    break
+                outcomes.append(outcome)
+        return outcomes
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -516,10 +529,13 @@ class _Handler(BaseHTTPRequestHandler):
             owner.request_times.append(time.monotonic())
             owner.request_headers.append({k.lower(): v for k, v in self.headers.items()})
         if owner.count_gate is not None and not body.get("stream") and body.get("max_tokens") == 1:
+            with owner._lock:
+                slot = len(owner._count_slots)
+                owner._count_slots.append(None)
             owner.count_gate.wait()
             left = self._client_left()
             with owner._lock:
-                owner.counts.append("dropped" if left else "answered")
+                owner._count_slots[slot] = "dropped" if left else "answered"
             if left:
                 self.close_connection = True
                 return

@@ -175,13 +175,42 @@ async def test_a_stream_is_left_after_its_usage_while_nothing_reads_the_rest(
         llm.UsageChunk(prompt, chunks[-1].output_tokens, 0.0),
     ]
     assert chunks[-1].output_tokens == 2 or not server_usage
-    assert len(assembled) == 1  # was 2: once for the usage, once again for nobody
+    # Was 2: once for the usage, once again for nobody; with the server's usage, none
+    # (`lean_usage`: its counts are the ones the builder takes).
+    first = 0 if server_usage else 1
+    assert len(assembled) == first
 
     monkeypatch.setattr(litellm, "max_budget", 100.0)
     assert await stream(llm_server) == chunks
-    assert len(assembled) == 3  # a budget reads the rest: assembled twice, as before
+    assert len(assembled) == first + 2  # a budget reads the rest: assembled twice, as before
     monkeypatch.setattr(litellm, "max_budget", 0.0)
 
     monkeypatch.setattr(litellm, "cache", litellm.Cache(type="local"))
     assert await stream(llm_server) == chunks
-    assert len(assembled) == 5  # a cache stores the reply: as before
+    assert len(assembled) == first + 4  # a cache stores the reply: as before
+
+
+def test_only_one_reported_usage_with_both_counts_ends_a_stream_early():
+    """`lean_usage.reported`: the server's usage when LiteLLM's builder would take it
+    as is; anything its own rules would weigh (several events, a missing count, a usage
+    kept in a chunk's hidden parameters) is left to them."""
+    from litellm.types.utils import ModelResponseStream, Usage
+
+    from chatui.llm.lean_usage import reported
+
+    def chunk(usage=None, hidden=None):
+        made = ModelResponseStream()
+        if usage is not None:
+            made.usage = usage
+        if hidden is not None:
+            made._hidden_params["usage"] = hidden
+        return made
+
+    usage = Usage(prompt_tokens=7, completion_tokens=3)
+    assert reported([chunk(), chunk(usage), chunk()]) is usage
+    assert reported([chunk(), chunk()]) is None
+    assert reported([chunk(usage), chunk(Usage(prompt_tokens=7, completion_tokens=4))]) is None
+    assert reported([chunk(hidden=usage), chunk(usage)]) is None
+    no_count = Usage(prompt_tokens=7, completion_tokens=3)
+    no_count.completion_tokens = None
+    assert reported([chunk(no_count)]) is None

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
+from . import lean_usage
 from .chunks import (
     Chunk,
     ChunkStream,
@@ -320,6 +321,8 @@ async def _streamed_call(
         )
         _skip_success_logging(litellm, response)
         ends_at_usage = not _bookkeeping_read(litellm, response)
+        if ends_at_usage:
+            lean_usage.install(response)  # its usage as the server reported it, when it did
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage: Any = None

@@ -11,9 +11,15 @@ from ..block_writes import (
     revert_write,
 )
 from ..db import Store
+from ..prepared import Prepared
 from ..schema import ContextBlockRow as B
 
 __all__ = ["StoreContextProvider"]
+
+# Read for every request a chat sends (its system prompt's blocks): compiled once.
+_CONTENT = Prepared(
+    lambda ns, label: B.select(B.content).where(B.namespace == ns, B.label == label)
+)
 
 
 class StoreContextProvider:
@@ -55,9 +61,7 @@ class StoreContextProvider:
         if self.branches:
             found = content_at(self.store, self.namespace, self.label, None)
             return self.default if found is None else found
-        rows = self.store.rows(
-            B.select(B.content).where(B.namespace == self.namespace, B.label == self.label)
-        )
+        rows = _CONTENT.rows(self.store, self.namespace, self.label)
         return rows[0][0] if rows else self.default
 
     async def get_at(self, site: BranchSite) -> str:
