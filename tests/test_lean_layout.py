@@ -75,6 +75,38 @@ async def test_new_messages_are_laid_out_once_not_again_by_their_own_sizes(store
         assert all(v.size.height for v in views[-2:])
 
 
+async def test_the_next_send_resolves_the_last_exchange_s_messages_no_more(store, ids, monkeypatch):
+    """Issue 22: the echo of a layout (the new messages' virtual sizes asking for
+    another) is dropped, but each request had counted itself into the key of its
+    widget's cached box model, so the next send's layout resolved the box of the last
+    exchange's messages, and of everything in them, again."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await chat_open(pilot)
+        chat = screen.chat_view
+        await add_an_exchange(app, chat)
+        await settle(pilot)
+        last = chat.views[-2:]
+        resolved = [
+            spy(monkeypatch, widget, "_resolve_extrema")  # a box model worked out afresh
+            for view in last
+            for widget in (view, *view.children)
+        ]
+        layouts = count_layouts(monkeypatch, screen)
+        with app.batch_update():  # the next send's question and reply
+            await chat.add_message(
+                Message(id="n3", role="user", parts=[{"type": "text", "text": "And back?"}])
+            )
+            await chat.add_message(
+                Message(id="n4", role="assistant", parts=[{"type": "text", "text": "By 12."}])
+            )
+        await settle(pilot)
+        assert layouts[0] == 1
+        assert [len(calls) for calls in resolved] == [0] * len(resolved)
+        assert "By 12." in "\n".join(screen_lines(app))
+        assert all(view.size.height for view in chat.views[-4:])
+
+
 async def test_a_layout_arranges_the_whole_screen_once(store, ids, monkeypatch):
     """Issue 22: Textual's reflow arranges every widget (off screen too) into the full
     map, but left it marked stale when new widgets had been refreshed before the layout,

@@ -31,6 +31,9 @@ before (new widgets refreshed before the layout: a send's question and reply), s
 the first look-up of a widget's region after it (each resized widget's, in the same
 layout) arranged the whole screen again, every message of the chat included.
 
+It keeps each widget's count of layout requests as the reflow arranged it
+(`layout_counts`), for `EchoFreeLayout` to put back when it drops a request.
+
 It also keeps what its last update drew (`drawn`, `updates`), and for a
 layout's own partial frame (`settle_repaints`, set by `EchoFreeLayout`) drops
 the repaints asked before it by widgets it drew whole: the scrolled chat's
@@ -62,6 +65,9 @@ class LeanCompositor(Compositor):
     settle_repaints = False
     """Set (by the screen, for a layout's own frame): the pending repaints of widgets
     the update draws whole are dropped (`_drop_drawn_repaints`)."""
+    layout_counts: Mapping[Widget, int] = {}
+    """Each widget's count of layout requests (Textual's `_layout_updates`, a key of its
+    cached box model) as the last reflow arranged it (`EchoFreeLayout`)."""
     _spans: dict[int, list[tuple[int, int]]] | None = None
     """The partial update's spans by line (None: every line whole)."""
 
@@ -69,6 +75,7 @@ class LeanCompositor(Compositor):
         result = super().reflow(parent, size)
         # The map it built covers every widget (`visible_only=False`): the full map, fresh.
         self._full_map_invalidated = False
+        self.layout_counts = {widget: widget._layout_updates for widget in self.widgets}
         return result
 
     def render_update(

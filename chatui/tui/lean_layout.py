@@ -20,6 +20,10 @@ the layout began stands (its arrangement cache was not cleared yet: the layout
 may not have seen it; an earlier attempt that dropped those left a reply's body
 hidden).
 
+A dropped request is taken out of the widget's count of layout requests too (a key
+of its cached box model): else the next layout resolved the box of every widget the
+last one sized (a send's question and reply, all in them) again.
+
 Nor is a layout's frame followed by a frame of repaints it already drew. A
 layout sizes widgets, and the ones that react ask to be repainted (a chat's
 scrollbar for its new length, twice a layout of a scrolled chat); each ask
@@ -36,6 +40,8 @@ screen out again right after the first frame.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from textual.geometry import Size
 from textual.screen import Screen
@@ -110,6 +116,7 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
         finally:
             if settles:
                 compositor.settle_repaints = False  # type: ignore[attr-defined]
+        counts: Mapping[Widget, int] = getattr(compositor, "layout_counts", {})
         for widget in compositor.widgets:
             if not widget._layout_required:
                 continue
@@ -119,6 +126,12 @@ class EchoFreeLayout(Screen):  # type: ignore[type-arg]  # a mixin for any Scree
             if may_scroll(widget) and box != _box(widget):
                 continue  # resized, or a scrollbar came or went: laid out again
             widget._layout_required = False
+            # The request counted itself into the key of the widget's cached box model
+            # (Textual's `_layout_updates`): the next layout (the next send's) resolved
+            # the last exchange's two messages, and all in them, again for nothing.
+            counted = counts.get(widget)
+            if counted is not None:
+                widget._layout_updates = counted
             if not repaint:
                 # Its new virtual size put it in the layout's changed geometry, so the
                 # layout's own frame drew it whole: the repaint that came with the ask
