@@ -214,7 +214,12 @@ class FrameWatch:
 
 
 async def run(
-    base: str, sends: int, scripted: bool = False, profile: str | None = None, history: int = 0
+    base: str,
+    sends: int,
+    scripted: bool = False,
+    profile: str | None = None,
+    history: int = 0,
+    words: int = SCRIPTED_WORDS,
 ) -> None:
     from textual import events
 
@@ -318,7 +323,7 @@ async def run(
         profiler.dump_stats(profile)
     if scripted:
         print(
-            f"sends: {len(app_s)}, scripted server: {SCRIPTED_WORDS} words "
+            f"sends: {len(app_s)}, scripted server: {words} words "
             f"{SCRIPTED_DELAY * 1000:.0f} ms apart; {history} exchanges in the chat before"
         )
     else:
@@ -450,9 +455,15 @@ def main() -> None:
     parser.add_argument(
         "--history", type=int, default=0, help="exchanges stored in the chat before the sends"
     )
+    parser.add_argument(
+        "--words",
+        type=int,
+        default=SCRIPTED_WORDS,
+        help="words in each of the scripted server's replies (a small local model's are ~5)",
+    )
     args = parser.parse_args()
     with serving(args) as base:
-        asyncio.run(run(base, args.sends, args.scripted, args.profile, args.history))
+        asyncio.run(run(base, args.sends, args.scripted, args.profile, args.history, args.words))
 
 
 @contextlib.contextmanager
@@ -462,7 +473,7 @@ def serving(args: argparse.Namespace) -> Iterator[str]:
     server: subprocess.Popen[Any] | None = None
     base = args.base
     if args.scripted:
-        server, base = start_scripted()
+        server, base = start_scripted(words=getattr(args, "words", SCRIPTED_WORDS))
     elif base is None:
         port = free_port()
         server = start_server(args.server_python, args.model_file or gguf(args.server_python), port)

@@ -115,3 +115,29 @@ def test_switching_chats_drops_what_is_held():
 def test_the_hold_is_short():
     assert FirstFrame().hold == QUESTION_HOLD <= 0.05
     assert FirstFrame(hold=2.0).hold == 2.0
+
+
+def test_a_reply_s_usage_is_drawn_with_its_end_not_in_a_frame_of_its_own():
+    """Issue 22: the engine follows a usage with its reply's end (~20 ms later, behind
+    the server's usage check); drawn alone, the sidebar's spend line was a frame of its
+    own and the turn's end the next."""
+    policy = FirstFrame()
+    policy.heard(question())
+    policy.heard(started())
+    policy.heard(words("Hel"))
+    policy.drawn()
+    usage = UsageRecorded(SID, "r1", 40, 5, 0.0)
+    assert policy.heard(usage) is None
+    assert policy.heard(words("lo")) is None  # still the stream's
+    assert policy.heard(finished()) == Release((usage, finished()))
+    # a job that fails after its usage: drawn with the failure; a usage before a new
+    # question's hold waits with the question
+    assert policy.heard(usage) is None
+    failed = TurnFailed(SID, "The server went away")
+    assert policy.heard(failed) == Release((usage, failed))
+    assert policy.heard(usage) is None
+    assert policy.heard(question()) is None
+    assert policy.expired() == Release((usage, question()))
+    assert policy.heard(usage) is None
+    policy.reset()  # another chat: dropped with the rest
+    assert policy.heard(JobEnded(SID, "finished")) == Release((JobEnded(SID, "finished"),))

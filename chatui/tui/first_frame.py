@@ -18,6 +18,11 @@ can never stay suspended (no backstop timer).
 
 Delta texts never wait here: they go straight to their reply's stream (the
 view draws them); the policy only needs to know a reply's words came.
+
+A reply's usage waits for the event after it: the engine always follows it with its
+reply's end (`ReplyFinished`, after the server's usage is checked: ~20 ms with a
+local server) or the job's end, and drawn alone it was a frame of its own for the
+sidebar's spend line, with the turn's end the next frame (issue 22).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from ..core.events import (
     ReplyDelta,
     ReplyFinished,
     TurnFailed,
+    UsageRecorded,
 )
 
 __all__ = ["QUESTION_HOLD", "FirstFrame", "Release"]
@@ -61,6 +67,8 @@ class FirstFrame:
         self._question: list[JobEvent] | None = None
         self._behind: list[JobEvent] | None = None
         self._worded: set[str] = set()
+        self._usage: list[JobEvent] = []
+        """A usage heard with nothing held: drawn with the event after it."""
 
     @property
     def holding(self) -> bool:
@@ -75,10 +83,29 @@ class FirstFrame:
 
     def heard(self, event: JobEvent) -> Release | None:
         """An event of the chat on screen; what to draw now (None: nothing yet)."""
+        if isinstance(event, ReplyDelta) and (
+            event.kind != "text" or event.message_id in self._worded
+        ):
+            return None  # its text went to the reply's stream: nothing to draw here
+        usage, self._usage = self._usage, []
+        if isinstance(event, UsageRecorded) and self._question is None and self._behind is None:
+            self._usage = [*usage, event]  # drawn with what follows it
+            return None
+        release = self._heard(event)
+        if not usage:
+            return release
+        if release is not None:
+            return Release((*usage, *release.events), first_words=release.first_words)
+        held = self._question if self._question is not None else self._behind
+        if held is None:  # nothing drawn yet, nothing held: it waits on
+            self._usage = usage
+        else:
+            held[:0] = usage
+        return None
+
+    def _heard(self, event: JobEvent) -> Release | None:
         first = False
-        if isinstance(event, ReplyDelta):
-            if event.kind != "text" or event.message_id in self._worded:
-                return None  # its text went to the reply's stream: nothing to draw here
+        if isinstance(event, ReplyDelta):  # a reply's first words (`heard`)
             self._worded.add(event.message_id)
             first = True
         elif isinstance(event, ReplyFinished):
@@ -116,6 +143,7 @@ class FirstFrame:
         self._question = None
         self._behind = None
         self._worded.clear()
+        self._usage = []
 
     def _release_question(self, *, first_words: bool) -> Release:
         held, self._question = self._question or [], None
