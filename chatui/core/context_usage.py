@@ -22,6 +22,7 @@ from the prompt tokens the server reported for past requests (`fit`:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -151,6 +152,14 @@ def _sent(tool: Tool) -> str:
     return json.dumps(tool.to_openai(), ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=256)
+def _indented(sent: str) -> str:
+    """A tool's schema as sent, indented for reading: the same text as indenting its
+    `to_openai()` (JSON reads back as it was written), once per schema, not on every
+    measure of the next request (indenting runs json's Python encoder, not its C one)."""
+    return json.dumps(json.loads(sent), ensure_ascii=False, indent=2)
+
+
 def request_texts(prompt: str, tools: Mapping[str, Tool], history: Sequence[Message]) -> list[str]:
     """The request's pieces as they are counted: the prompt, each tool's schema, each
     message part's text."""
@@ -171,7 +180,7 @@ def next_request(
     lines = []
     for tool in tools.values():
         sent = _sent(tool)
-        shown = json.dumps(tool.to_openai(), ensure_ascii=False, indent=2)
+        shown = _indented(sent)
         tokens, counted = _tokens(sent, count)
         exact = exact and counted
         lines.append(ToolLine(tool.name, tool.description, tokens, shown))
