@@ -48,3 +48,16 @@ async def test_a_pasted_text_is_cleaned_into_the_input_and_not_sent(store):
         await wait_until(pilot, lambda: "third" in chat_input.text)
         assert chat_input.text == "first line red\nsecond line\nthird"
         assert app.main.chat is None  # nothing was sent
+
+
+def test_keys_typed_before_the_terminal_was_raw_read_enter_as_enter():
+    """The terminal's cooked mode turned enter into a newline in what waited: those
+    bytes, however the reads cut them, have their newlines read as enter again; bytes
+    typed after the switch (a real ctrl+j) are left alone."""
+    from chatui.tui.typed_ahead import as_typed
+
+    assert as_typed(b"hi\nthere\n", 9) == (b"hi\rthere\r", 0)
+    first, left = as_typed(b"hi\nth", 9)  # the first read holds part of them
+    assert (first, left) == (b"hi\rth", 4)
+    assert as_typed(b"ere\n\n", left) == (b"ere\r\n", 0)  # the last newline came later
+    assert as_typed(b"a\nb", 0) == (b"a\nb", 0)  # nothing was waiting

@@ -288,3 +288,15 @@ def test_arrow_keys_sent_together_move_one_message_each(terminal, tmp_path):
     term.send("-l", "typed below")
     lines = term.wait_for("typed below")
     assert any("│ typed below" in line for line in lines)
+
+
+def test_enter_typed_while_the_app_starts_sends_the_message(terminal):
+    """Keys typed before the app takes the terminal wait in its buffer, and the shell's
+    mode (ICRNL) turned enter into a newline there: the question stayed in the input
+    with a new line under it, unsent. Enter typed then sends it, as it does later."""
+    term = terminal(100, 30, "--model", "demo")
+    term.send("-l", "Where does the river start")  # in the terminal's buffer already
+    term.send("Enter")
+    lines = term.wait_for("You ·")
+    assert any("▌ Where does the river start" in line for line in lines)  # sent
+    assert not any("│ Where does the river start" in line for line in lines)  # not a draft

@@ -28,6 +28,8 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from store.text import ESCAPE_SEQUENCES
 
+from .typed_ahead import as_typed, waiting
+
 __all__ = ["PasteSafeDriver", "PasteSafeParser", "neutralise_pastes"]
 
 PASTE_START = "\x1b[200~"
@@ -113,7 +115,8 @@ class PasteSafeDriver(LinuxDriver):
     """Textual's Linux/macOS driver with `PasteSafeParser` reading the terminal.
 
     `run_input_thread` is Textual's own (8.x), with the parser swapped: the driver
-    builds its parser inside that method, with no other way to choose it.
+    builds its parser inside that method, with no other way to choose it. The keys
+    typed before the driver took the terminal are read as typed (`typed_ahead`).
     """
 
     def run_input_thread(self) -> None:
@@ -122,12 +125,16 @@ class PasteSafeDriver(LinuxDriver):
         fileno = self.fileno
         parser = PasteSafeParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
+        # Typed before the terminal was switched to raw mode: enter arrives as a newline.
+        typed_before = waiting(fileno)
 
         def process(selector_events: list[tuple[Any, int]], final: bool = False) -> None:
+            nonlocal typed_before
             for index, (_key, mask) in enumerate(selector_events):
                 last = index == len(selector_events) - 1
                 if mask & selectors.EVENT_READ:
-                    data = decode(os.read(fileno, 1024 * 4), final=final and last)
+                    raw, typed_before = as_typed(os.read(fileno, 1024 * 4), typed_before)
+                    data = decode(raw, final=final and last)
                     if not data:
                         break
                     for event in parser.feed(data):
