@@ -482,3 +482,51 @@ async def test_text_queued_on_the_app_side_is_read_as_one_chunk():
         llm.FinishChunk("stop"),
         llm.TextChunk("e"),
     ]
+
+
+def test_the_model_process_is_ready_before_it_loads_the_tokenizer_tables(tmp_path):
+    """A message sent during the warm-up (the first after launch) waits for "ready": the
+    tokenizer tables only a stream without its server's usage needs at its end
+    (gpt-4o's o200k, ~0.4 s of CPU) are loaded after it, not before."""
+    loaded = tmp_path / "loaded"
+    code = textwrap.dedent(f"""
+        import json, os
+        import tiktoken.registry as registry
+        from chatui.llm import worker_main
+
+        real_write = worker_main.Worker.write
+        def write(self, data):
+            if b'"ready"' in data:  # what was loaded when it said so
+                line = {{"t": "test", "loaded": sorted(registry.ENCODINGS)}}
+                real_write(self, json.dumps(line).encode() + b"\\n")
+            real_write(self, data)
+        worker_main.Worker.write = write
+        real_warm = getattr(worker_main, "warm_tokenizers", None)  # None: before this
+        def warm():
+            real_warm()
+            with open({str(loaded)!r} + ".part", "w") as out:
+                json.dump(sorted(registry.ENCODINGS), out)
+            os.replace({str(loaded)!r} + ".part", {str(loaded)!r})
+        if real_warm is not None:
+            worker_main.warm_tokenizers = warm
+        worker_main.main()
+    """)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        lines = [json.loads(child.stdout.readline()) for _ in range(2)]
+        assert lines[1] == {"t": "ready"}
+        assert "o200k_base" not in lines[0]["loaded"]  # was: loaded before "ready"
+        deadline = time.monotonic() + 60
+        while not loaded.exists():
+            assert time.monotonic() < deadline, "the tokenizers were never loaded"
+            time.sleep(0.05)
+        assert "o200k_base" in json.loads(loaded.read_text())  # loaded after it
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)

@@ -30,6 +30,7 @@ __all__ = [
     "load_litellm",
     "provider_key_env",
     "provider_of",
+    "warm_tokenizers",
     "warm_up",
 ]
 
@@ -83,14 +84,15 @@ def load_litellm() -> Any:
     return _litellm_module
 
 
-def warm_up() -> None:
+def warm_up(*, tokenizers: bool = True) -> None:
     """Import LiteLLM now (call it from a background thread after the first frame).
 
     Also loads what LiteLLM would otherwise load on the first request — the OpenAI
-    client's resources and the tokenizer tables it counts tokens with when a stream
-    ends (about a second in all): done here, not on the UI thread later.
+    client's resources and, with `tokenizers`, the tokenizer tables it counts tokens
+    with (`warm_tokenizers`; about a second in all): done here, not on the UI thread
+    later.
     """
-    litellm = load_litellm()
+    load_litellm()
     try:  # the OpenAI client's resources (~0.6 s) load lazily on the first request
         import openai.resources  # noqa: F401
     except Exception:
@@ -113,6 +115,14 @@ def warm_up() -> None:
         install_costs()
     except Exception:
         logging.getLogger(__name__).warning("LiteLLM's pricing is kept", exc_info=True)
+    if tokenizers:
+        warm_tokenizers()
+
+
+def warm_tokenizers() -> None:
+    """Load the tokenizer tables LiteLLM counts with: gpt-4o's o200k (~0.4 s of CPU;
+    cl100k comes with LiteLLM's import)."""
+    litellm = load_litellm()
     for model in ("gpt-4o", "gpt-3.5-turbo"):  # o200k and cl100k encodings
         try:
             litellm.token_counter(model=model, text="warm up")
