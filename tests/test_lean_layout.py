@@ -107,6 +107,40 @@ async def test_the_next_send_resolves_the_last_exchange_s_messages_no_more(store
         assert all(view.size.height for view in chat.views[-4:])
 
 
+async def test_a_layout_s_frame_draws_the_messages_it_moved_from_their_kept_lines(
+    store, ids, monkeypatch
+):
+    """Issue 22: a send's layout moves every message on screen (the chat follows its
+    end), and its frame draws each of them; their lines were all kept, yet Textual
+    worked out for each what only a line drawn afresh needs (its colours over all its
+    ancestors', its titles, padding, opacity). Drawn from the kept lines now, the same."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        chat = await fill_the_chat(app, pilot)
+        screen = app.screen
+        screen.chat_input.cursor_blink = False  # each blink is a frame
+        await settle(pilot)
+        assert chat.max_scroll_y > 0
+        compositor = screen._compositor
+        shown = [
+            widget
+            for view in chat.views
+            if view in compositor.visible_widgets
+            for widget in (view, *view.children)
+        ]
+        afresh = [spy(monkeypatch, widget._styles_cache, "render") for widget in shown]
+        kept = [spy(monkeypatch, widget._styles_cache, "render_widget") for widget in shown]
+        await add_an_exchange(app, chat)
+        await settle(pilot)
+        moved = [w for w in shown if kept[shown.index(w)]]  # drawn in the layout's frame
+        assert len(moved) > 20
+        assert [len(afresh[shown.index(w)]) for w in moved] == [0] * len(moved)
+        drawn = compositor.render_update(full=True).render_segments(app.console)
+        for widget in screen.walk_children():  # every line drawn afresh: the same frame
+            widget._styles_cache.clear()
+        assert compositor.render_update(full=True).render_segments(app.console) == drawn
+
+
 async def test_a_layout_arranges_the_whole_screen_once(store, ids, monkeypatch):
     """Issue 22: Textual's reflow arranges every widget (off screen too) into the full
     map, but left it marked stale when new widgets had been refreshed before the layout,

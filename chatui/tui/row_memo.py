@@ -14,14 +14,27 @@ on nothing but the content line (the styles, size and colours are the same for t
 whole render); the rest are styled as Textual does. What is drawn is the same: the same
 strip would have been styled into an equal row. `ChatApp` gives every widget it mounts
 this cache (`memoize_rows`).
+
+Issue 22: a widget whose asked lines are all kept (none stale, its width the same) is
+drawn from them without working out what only drawing a line needs. Textual's
+`render_widget` first gathers, for every widget it draws, its colours blended over all
+its ancestors', its content size, padding, opacity, titles and the ANSI theme, then
+finds every line kept: a send's layout draws the whole chat area, every message on
+screen (their lines all kept) and each paid that (~30 % of the layout's frame). The
+kept lines go through the same line filters with the same background, and are cut to
+the same columns; links under the pointer are styled as Textual does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual._styles_cache import StylesCache
 from textual.strip import Strip
+
+if TYPE_CHECKING:
+    from textual.geometry import Region
+    from textual.widget import Widget
 
 __all__ = ["RowMemoStylesCache", "memoize_rows"]
 
@@ -32,6 +45,41 @@ class RowMemoStylesCache(StylesCache):
     def __init__(self) -> None:
         super().__init__()
         self._rows: dict[int, tuple[Strip, Strip]] | None = None
+
+    kept_draws = 0
+    """Draws made from kept lines alone (`render_widget`'s short way)."""
+
+    def render_widget(self, widget: Widget, crop: Region) -> list[Strip]:
+        lines = crop.line_range
+        width = widget.region.size.width
+        cache = self._cache
+        if (
+            width != self._width
+            or not self._dirty_lines.isdisjoint(lines)
+            or any(y not in cache for y in lines)
+        ):
+            return super().render_widget(widget, crop)
+        # Textual's own, less what only a line drawn afresh needs (see the module).
+        self.kept_draws += 1
+        self._simple_strip = None
+        strips = [cache[y] for y in lines]
+        filters = widget.get_line_filters()
+        if filters:
+            background = widget.background_colors[1]
+            for line_filter in filters:
+                strips = [strip.apply_filter(line_filter, background) for strip in strips]
+        if crop.column_span != (0, width):
+            x1, x2 = crop.column_span
+            strips = [strip.crop(x1, x2) for strip in strips]
+        if widget.auto_links:
+            hover_style = widget.hover_style
+            if hover_style._link_id and hover_style._meta and "@click" in hover_style.meta:
+                link_style_hover = widget.link_style_hover
+                if link_style_hover:
+                    strips = [
+                        strip.style_links(hover_style.link_id, link_style_hover) for strip in strips
+                    ]
+        return strips
 
     def render(self, *args: Any, **kwargs: Any) -> list[Strip]:
         self._rows = {}
