@@ -401,6 +401,61 @@ async def test_at_80x24_a_long_dialog_title_ends_in_an_ellipsis(store):
         assert label.render_line(0).text.rstrip().endswith("…")
 
 
+async def test_at_80x24_the_edit_attach_and_import_dialogs_say_their_whole_title(store):
+    """Their titles carried what a user must know (the edit is a new branch and the
+    original stays; what can be attached or imported) past 58 columns: cut with "…"
+    at 80×24 ("…; the origina…"). They fit now; the import's sources are its hint."""
+    from chatui.tui.screens.dialogs import TextPrompt
+
+    manager = SessionManager(store)
+    chat = manager.create("Edits", model="demo")
+    await manager.append_all(
+        chat.id,
+        [
+            {"id": "q", "role": "user", "parts": [{"type": "text", "text": "Question?"}]},
+            {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "Answer."}]},
+        ],
+    )
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+
+    async def title_of_dialog() -> str:
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, TextPrompt) and app.screen.query("#dialog-input")
+        )
+        label = app.screen.query_one("#dialog-title")
+        await wait_until(pilot, lambda: label.size.width > 0)
+        assert label.size.height == 1
+        line = label.render_line(0).text.rstrip()
+        app.screen.dismiss(None)
+        await wait_until(pilot, lambda: not isinstance(app.screen, TextPrompt))
+        return line
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) == 2)
+        main = app.screen
+        titles = []
+        for role in ("user", "assistant"):  # the question's edit, then the reply's
+            main.chat_input.focus()
+            for _ in range(3):  # up from the input, through the messages
+                await pilot.press("up")
+                await pilot.pause()
+                focused = app.focused
+                if isinstance(focused, MessageView) and focused.message.role == role:
+                    break
+            await pilot.press("e")
+            titles.append(await title_of_dialog())
+        main.commands.attach()
+        titles.append(await title_of_dialog())
+        main.commands.ask_import()
+        titles.append(await title_of_dialog())
+    assert titles == [
+        "Edit message — a new branch; the original stays",
+        "Edit the reply — marked edited; the original stays",
+        "Attach an image (PNG, JPEG, GIF, WebP) or a text file",
+        "Import chats from a file or folder",
+    ]
+
+
 async def test_at_80x24_the_chat_list_shows_last_activity_and_one_notice(store):
     """The chat list showed one character of "last activity"; deleting three chats
     stacked three toasts over the list."""

@@ -171,7 +171,7 @@ class MessageActions:
 
         pane.app.push_screen(
             TextPrompt(
-                "Edit message — the edit becomes a new branch; the original stays",
+                "Edit message — a new branch; the original stays",
                 message.text,
                 multiline=True,
             ),
@@ -205,8 +205,7 @@ class MessageActions:
 
         pane.app.push_screen(
             TextPrompt(
-                "Edit the reply — the correction becomes a sibling marked edited; the "
-                "original stays",
+                "Edit the reply — marked edited; the original stays",
                 message.text,
                 multiline=True,
                 check=save,

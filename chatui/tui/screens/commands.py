@@ -182,7 +182,7 @@ class ChatCommands:
 
         self.screen.app.push_screen(
             TextPrompt(
-                "Attach a file to the next message: an image (PNG, JPEG, GIF, WebP) or a text file",
+                "Attach an image (PNG, JPEG, GIF, WebP) or a text file",
                 "",
                 hint="a path · enter attaches · escape cancels · pasting a path into the "
                 "message box attaches it too",
@@ -507,9 +507,10 @@ class ChatCommands:
 
         self.screen.app.push_screen(
             TextPrompt(
-                "Import chats from (conversations.json, a chatui export, "
-                "a Pi session file or folder, llm's logs.db)",
+                "Import chats from a file or folder",
                 "",
+                hint="ChatGPT's conversations.json, a chatui export, a Pi session file or "
+                "folder, llm's logs.db · enter imports · escape cancels",
             ),
             done,
         )
