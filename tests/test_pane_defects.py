@@ -456,6 +456,30 @@ async def test_at_80x24_the_edit_attach_and_import_dialogs_say_their_whole_title
     ]
 
 
+async def test_compact_now_says_what_came_of_it_in_place_of_compacting(store):
+    """ "Compacting…" stayed on screen under what came of it: at 80×24 the two notices
+    stacked over the chat's last lines and the input. The result replaces it."""
+    manager = SessionManager(store)
+    chat = manager.create("Short", model="demo")
+    await manager.append_all(
+        chat.id,
+        [
+            {"id": "q", "role": "user", "parts": [{"type": "text", "text": "Question?"}]},
+            {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "Answer."}]},
+        ],
+    )
+    app = make_app(store, Config(model="demo"), warm_llm=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(app.screen.query(MessageView)) == 2)
+        app.screen.commands.compact_now()
+
+        def notices() -> list[str]:  # what the toasts show (Textual's own list of them)
+            return [notice.message for notice in app._notifications]
+
+        await wait_until(pilot, lambda: any("Nothing to compact" in n for n in notices()), 60)
+        assert len(notices()) == 1  # was: "Compacting…" above it
+
+
 async def test_at_80x24_the_chat_list_shows_last_activity_and_one_notice(store):
     """The chat list showed one character of "last activity"; deleting three chats
     stacked three toasts over the list."""

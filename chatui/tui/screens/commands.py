@@ -400,8 +400,12 @@ class ChatCommands:
             result = await pane.workspace.compact(chat.session_id, chat.active_leaf)
         except Exception as exc:
             log.error("%s", exc, exc_info=exc)
+            self.screen.app.clear_notifications()  # "Compacting…" is over
             self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
             return
+        # What came of it takes the place of "Compacting…" (at 80×24 the two stacked
+        # covered the chat's last lines and the input).
+        self.screen.app.clear_notifications()
         if result is None:
             self.notify(
                 "Nothing to compact: the chat's first messages and its latest ones are kept "
