@@ -400,12 +400,10 @@ class ChatCommands:
             result = await pane.workspace.compact(chat.session_id, chat.active_leaf)
         except Exception as exc:
             log.error("%s", exc, exc_info=exc)
-            self.screen.app.clear_notifications()  # "Compacting…" is over
+            self._compacting_over()
             self.notify(f"Compaction failed: {exc}. Nothing was changed.", severity="error")
             return
-        # What came of it takes the place of "Compacting…" (at 80×24 the two stacked
-        # covered the chat's last lines and the input).
-        self.screen.app.clear_notifications()
+        self._compacting_over()
         if result is None:
             self.notify(
                 "Nothing to compact: the chat's first messages and its latest ones are kept "
@@ -417,6 +415,14 @@ class ChatCommands:
                 "it to see the originals."
             )
         await pane.redraw()
+
+    def _compacting_over(self) -> None:
+        """What came of it takes the place of "Compacting…" (at 80×24 the two stacked
+        covered the chat's last lines and the input). Queued as the notices are: a
+        notice is added when the app handles its message, and a quick result cleared
+        the notices before "Compacting…" was among them."""
+        app = self.screen.app
+        app.call_later(app.clear_notifications)
 
     def rename_chat(self) -> None:
         from .dialogs import TextPrompt
