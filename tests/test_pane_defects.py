@@ -401,14 +401,10 @@ async def test_at_80x24_a_long_dialog_title_ends_in_an_ellipsis(store):
         assert label.render_line(0).text.rstrip().endswith("…")
 
 
-async def test_at_80x24_the_edit_attach_and_import_dialogs_say_their_whole_title(store):
-    """Their titles carried what a user must know (the edit is a new branch and the
-    original stays; what can be attached or imported) past 58 columns: cut with "…"
-    at 80×24 ("…; the origina…"). They fit now; the import's sources are its hint."""
-    from chatui.tui.screens.dialogs import TextPrompt
-
+async def _app_on_one_exchange(store):
+    """The app (demo model) on a chat of one question and its answer."""
     manager = SessionManager(store)
-    chat = manager.create("Edits", model="demo")
+    chat = manager.create("One exchange", model="demo")
     await manager.append_all(
         chat.id,
         [
@@ -416,7 +412,16 @@ async def test_at_80x24_the_edit_attach_and_import_dialogs_say_their_whole_title
             {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "Answer."}]},
         ],
     )
-    app = make_app(store, Config(model="demo"), warm_llm=False)
+    return make_app(store, Config(model="demo"), warm_llm=False)
+
+
+async def test_at_80x24_the_edit_attach_and_import_dialogs_say_their_whole_title(store):
+    """Their titles carried what a user must know (the edit is a new branch and the
+    original stays; what can be attached or imported) past 58 columns: cut with "…"
+    at 80×24 ("…; the origina…"). They fit now; the import's sources are its hint."""
+    from chatui.tui.screens.dialogs import TextPrompt
+
+    app = await _app_on_one_exchange(store)
 
     async def title_of_dialog() -> str:
         await wait_until(
@@ -459,16 +464,7 @@ async def test_at_80x24_the_edit_attach_and_import_dialogs_say_their_whole_title
 async def test_compact_now_says_what_came_of_it_in_place_of_compacting(store):
     """ "Compacting…" stayed on screen under what came of it: at 80×24 the two notices
     stacked over the chat's last lines and the input. The result replaces it."""
-    manager = SessionManager(store)
-    chat = manager.create("Short", model="demo")
-    await manager.append_all(
-        chat.id,
-        [
-            {"id": "q", "role": "user", "parts": [{"type": "text", "text": "Question?"}]},
-            {"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "Answer."}]},
-        ],
-    )
-    app = make_app(store, Config(model="demo"), warm_llm=False)
+    app = await _app_on_one_exchange(store)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: len(app.screen.query(MessageView)) == 2)
         app.screen.commands.compact_now()
