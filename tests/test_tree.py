@@ -253,3 +253,22 @@ async def test_file_persists_across_reopen(tmp_path):
         s = Session(store).for_session("s")
         assert s.get_message("a").text == "persist me"
         assert s.search("persist")[0].id == "a"
+
+
+def test_a_tree_row_shows_a_replys_words_not_its_markdown():
+    """A reply's row read "## Plan **Sure!** Run `pip` … ```python": the marks its view
+    never shows are left out of the row; a star or underscore that is not a mark stays."""
+    from widgets.message_tree import preview
+
+    def row(text: str) -> str:
+        return preview(Message(id="r", role="assistant", parts=[{"type": "text", "text": text}]))
+
+    reply = (
+        "## Plan\n\n**Sure!** Run `pip install x` and read [the docs](https://x.org).\n"
+        "```python\nprint(1)\n```"
+    )
+    assert row(reply) == "Plan Sure! Run pip install x and read the docs. print(1)"
+    assert row("x**2 + y**2 and 2*3*4 in snake_case_names") == (
+        "x**2 + y**2 and 2*3*4 in snake_case_names"
+    )
+    assert row("*stressed* and _this_ too") == "stressed and this too"

@@ -26,6 +26,7 @@ from textual.timer import Timer
 
 from store import Message, reply_state, reply_state_label
 
+from .plain_text import plain
 from .sanitize import clean, one_line
 from .tree_layout import TreeEntry, TreeLayout, TreeRow, lay_out
 
@@ -64,7 +65,7 @@ def preview(message: Message, width: int = 60, *, state_shown: bool = False) -> 
             text = "(no text yet)"
         else:
             text = "(empty)"
-    return one_line(text, width)
+    return one_line(plain(text), width)
 
 
 class MessageTree(ScrollView, can_focus=True):
