@@ -121,11 +121,10 @@ def warm_up(*, tokenizers: bool = True) -> None:
 
 def warm_tokenizers() -> None:
     """Load the tokenizer tables LiteLLM counts with: gpt-4o's o200k (~0.4 s of CPU;
-    cl100k comes with LiteLLM's import)."""
-    litellm = load_litellm()
+    cl100k comes with LiteLLM's import). Never raises: counting loads what it needs."""
     for model in ("gpt-4o", "gpt-3.5-turbo"):  # o200k and cl100k encodings
         try:
-            litellm.token_counter(model=model, text="warm up")
+            load_litellm().token_counter(model=model, text="warm up")
         except Exception:  # counting is an optimisation; never fail the warm-up
             logging.getLogger(__name__).debug(
                 "tokenizer warm-up for %s failed", model, exc_info=True

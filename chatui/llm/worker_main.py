@@ -183,13 +183,6 @@ class Worker:
         os._exit(0)
 
 
-def _warm_tokenizers() -> None:
-    try:
-        warm_tokenizers()
-    except Exception:  # counting then loads them itself
-        logging.getLogger(__name__).debug("loading the tokenizers failed", exc_info=True)
-
-
 def main() -> None:
     out = os.dup(1)  # the app's pipe, for our lines only
     os.dup2(2, 1)  # print() anywhere else lands on stderr (discarded by the app)
@@ -206,7 +199,7 @@ def main() -> None:
     # The tokenizer tables only a stream whose server sent no usage needs, at its end
     # (gpt-4o's, ~0.4 s of CPU): loaded after "ready", so a message sent during the
     # warm-up (the first one after launch) gets its first words that much sooner.
-    threading.Thread(target=_warm_tokenizers, name="tokenizers", daemon=True).start()
+    threading.Thread(target=warm_tokenizers, name="tokenizers", daemon=True).start()
     try:
         worker.loop.run_forever()
     finally:
