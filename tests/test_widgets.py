@@ -473,6 +473,26 @@ async def test_input_enter_sends_and_ctrl_j_adds_a_line():
         assert app.posted == [("send", "hello\nworld\n!")]  # blank input sends nothing
 
 
+async def test_a_new_line_read_with_the_keys_around_it_stays_between_them():
+    """Keys a terminal writes at once (a fast typist, `tmux send-keys`) are read
+    together: ctrl+j among them went through the binding's action, run after the keys
+    behind it were typed ("alpha" ctrl+j "beta" gave "alphabeta" and a new line, 1 time
+    in 2 in tmux). It is handled in key order, as enter is."""
+    from textual import events
+
+    box = ChatInput()
+    app = Harness(box)
+    async with app.run_test() as pilot:
+        box.focus()
+        await pilot.pause()
+        burst = [*"alpha", "ctrl+j", *"beta", "shift+enter", *"gamma"]
+        for key in burst:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await wait_until(pilot, lambda: box.text.count("a") == 5 and len(box.text) >= 14)
+        await pilot.pause()
+        assert box.text == "alpha\nbeta\ngamma"
+
+
 async def test_a_busy_input_looks_as_its_busy_rule_says_without_a_restyle():
     """`show_busy` sets the `-busy` class and the border its rule gives without
     restyling the box (the whole stylesheet applied, its drawn lines thrown away: a

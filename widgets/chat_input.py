@@ -220,6 +220,13 @@ class ChatInput(TextArea):
             self.action_submit()
             return
         self.last_key_at = time.monotonic()
+        # So is a new line (its keys as bound, `[keys]` included): the binding's action
+        # ran after the keys read with it were typed ("alphabeta" and a new line).
+        if event.key in self._newline_keys():
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
         if event.key == "backspace" and not self.text and self.remove_before is not None:
             if self.remove_before():
                 event.stop()
@@ -234,6 +241,25 @@ class ChatInput(TextArea):
                 self._left = True
             return
         await super()._on_key(event)
+
+    _newline_for: object = None
+    _newline_keys_now: frozenset[str] = frozenset()
+
+    def _newline_keys(self) -> frozenset[str]:
+        """The keys bound to a new line under the app's keymap (as Textual applies it
+        to its bindings), worked out again only when the keymap is replaced."""
+        keymap = self.app._keymap
+        if self._newline_for is not keymap:
+            bindings = self._bindings.copy()
+            if keymap:
+                bindings.apply_keymap(keymap)
+            self._newline_keys_now = frozenset(
+                key
+                for key, bound in bindings.key_to_bindings.items()
+                if any(binding.action == "newline" for binding in bound)
+            )
+            self._newline_for = keymap
+        return self._newline_keys_now
 
     def _pass_on(self, event: events.Key) -> None:
         """A key read together with the arrow that sent the focus away (`send-keys Up
