@@ -177,6 +177,13 @@ async def test_a_reply_another_app_is_writing_shows_as_written_there(tmp_path):
     try:
         async with app.run_test(size=(140, 40)) as pilot:
             views = app.main.chat_view
+
+            def last() -> tuple[str, str]:
+                """The last view's text and header; nothing while the chat is redrawn
+                (its views are removed and mounted again between two checks)."""
+                shown = views.views
+                return (shown[-1].text, shown[-1].header().plain) if shown else ("", "")
+
             await wait_until(pilot, lambda: views.shown_ids == ["q1"])
             await pilot.pause(0.5)  # the watcher has taken its first reading
             await writer.do("reply q1")
@@ -189,16 +196,16 @@ async def test_a_reply_another_app_is_writing_shows_as_written_there(tmp_path):
             assert "writing… in another window" in reply.header().plain
             assert "interrupted" not in reply.header().plain
             await writer.do("finish")
-            await wait_until(pilot, lambda: views.views[-1].text.endswith("and the rest."))
-            assert "writing" not in views.views[-1].header().plain
+            await wait_until(pilot, lambda: last()[0].endswith("and the rest."))
+            assert "writing" not in last()[1]
 
             await writer.do("message q2")
             await writer.do("reply q2")  # then its process dies mid-reply
             await wait_until(pilot, lambda: len(views.views) == 4)
-            await wait_until(pilot, lambda: "in another window" in views.views[-1].header().plain)
+            await wait_until(pilot, lambda: "in another window" in last()[1])
             writer.proc.kill()
             await writer.proc.wait()
-            await wait_until(pilot, lambda: "interrupted" in views.views[-1].header().plain)
+            await wait_until(pilot, lambda: "interrupted" in last()[1])
             rows = app.main.tree
             await wait_until(
                 pilot, lambda: any("interrupted" in rows.row_text(i) for i in range(len(rows.rows)))
