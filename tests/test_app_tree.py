@@ -11,12 +11,19 @@ from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager
 from widgets import ChatInput, ChatView, ContextSidebar, MessageTree
 
-from .app_helpers import make_app, populate, text, wait_until
+from .app_helpers import make_app, populate, screen_lines, text, wait_until
 
 
 @pytest.fixture
 def chats(store):
     return populate(store)
+
+
+def preview_text(app) -> str:
+    """The full-screen tree's preview as a user reads it."""
+    region = app.screen.query_one("#tree-preview").region
+    lines = screen_lines(app)[region.y : region.bottom]
+    return "\n".join(line[region.x : region.right] for line in lines)
 
 
 async def long_chat(store, n: int = 40) -> str:
@@ -157,12 +164,32 @@ async def test_full_screen_tree_opens_previews_and_selects(store, chats):
         await pilot.press("home", "down")  # the old reply a1
         await wait_until(
             pilot,
-            lambda: "Day one: Alfama" in str(app.screen.query_one("#tree-preview-text").render()),
+            lambda: "Day one: Alfama" in preview_text(app),
         )
         await pilot.press("enter")  # shows that branch on the main screen
         await pilot.pause()
         assert app.screen is main
         assert main.chat_view.shown_ids == ["q1", "a1"]
+
+
+async def test_the_full_screen_preview_shows_a_reply_as_the_chat_does(store):
+    """The preview beside the big tree printed a reply's Markdown source ("## Plan",
+    "**Sure!**", the fences); it now renders it as the chat does."""
+    manager = SessionManager(store)
+    info = manager.create("Markdown talk", model="demo")
+    reply = "## Plan\n\n**Sure!** Run `pip`:\n\n```python\nprint(2*3)\n```\n"
+    await manager.append_all(
+        info.id,
+        [text("q1", "user", "A plan, please", 1), text("a1", "assistant", reply, 2)],
+    )
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("ctrl+t", "z")
+        await wait_until(pilot, lambda: isinstance(app.screen, TreeScreen))
+        await wait_until(pilot, lambda: "Sure! Run pip:" in preview_text(app))
+        words = preview_text(app)
+        assert "print(2*3)" in words and "Plan" in words and "assistant" in words
+        assert not any(mark in words for mark in ("##", "**", "```", "`pip`")), words
 
 
 def test_state_file_keeps_widths_and_folds(tmp_path):

@@ -13,7 +13,7 @@ from .context_sidebar import ContextSidebar, ConversationStats
 from .fitting_footer import FittingFooter
 from .in_place import update_in_place
 from .message_tree import MessageTree, preview
-from .message_view import MessageView, ReplyStream, code_blocks, status_of
+from .message_view import MessageView, ReplyStream, code_blocks, looks_like_markdown, status_of
 from .sanitize import clean, literal, one_line
 from .token_gauge import TokenGauge, fill_level, format_tokens
 from .tree_layout import TreeEntry, TreeRow, lay_out, status_label
@@ -42,6 +42,7 @@ __all__ = [
     "fill_level",
     "format_tokens",
     "lay_out",
+    "looks_like_markdown",
     "one_line",
     "preview",
     "status_label",

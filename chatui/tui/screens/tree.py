@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -13,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from store import Message
-from widgets import MessageTree, clean, one_line
+from widgets import MessageTree, clean, looks_like_markdown, one_line
 
 from ..outage import SurvivesOutage
 
@@ -86,17 +87,29 @@ class TreeScreen(SurvivesOutage, Screen[tuple[str, str] | None]):
 
     def _preview(self, message_id: str | None) -> None:
         message = self._by_id.get(message_id or "")
-        body = Text()
+        preview: RenderableType = Text()
         if message is not None:
-            body.append(f"{message.role}", "bold")
+            heading = Text(f"{message.role}", "bold")
             model = message.metadata.get("model")
             if model and message.role == "assistant":
-                body.append(f" · {clean(str(model))}")
+                heading.append(f" · {clean(str(model))}")
             if message.created_at is not None:
-                body.append(f" · {message.created_at.astimezone():%Y-%m-%d %H:%M}")
-            body.append("\n\n")
-            body.append(clean(message.text) or "(no text)")
-        self.query_one("#tree-preview-text", Static).update(body)
+                heading.append(f" · {message.created_at.astimezone():%Y-%m-%d %H:%M}")
+            heading.append("\n")
+            preview = Group(heading, self._words(clean(message.text)))
+        self.query_one("#tree-preview-text", Static).update(preview)
+
+    def _words(self, text: str) -> RenderableType:
+        """The message as the chat draws it: Markdown rendered, not its marks."""
+        if not text:
+            return Text("(no text)")
+        if not looks_like_markdown(text):
+            return Text(text)
+        # Imported here as the chat does: markdown-it loads on first use.
+        from rich.markdown import Markdown
+
+        theme = "monokai" if self.app.current_theme.dark else "default"
+        return Markdown(text, code_theme=theme, hyperlinks=False)
 
     @on(MessageTree.Highlighted)
     def highlighted(self, event: MessageTree.Highlighted) -> None:
