@@ -17,6 +17,7 @@ from chatui.tui.screens.tree import TreeScreen
 from store import SessionManager
 from widgets import ChatNotice, MessageView, TokenGauge
 
+from . import llm_server as script
 from .app_helpers import make_app, screen_lines, text, wait_until
 from .test_live_states import populate_async
 
@@ -573,3 +574,32 @@ async def test_the_sidebar_does_not_credit_a_server_that_did_not_count(store):
         counted = app.main.sidebar.query_one("#counted")
         await wait_until(pilot, lambda: "exact" in str(counted.render()))
         assert str(counted.render()) == "tokens exact"
+
+
+async def test_at_80x24_a_tool_call_wider_than_the_chat_keeps_its_outcome(
+    store, config, llm_server
+):
+    """A call's row read "⚙ set_context(label=memory, content=This is a memo", cut at the
+    chat's edge with its ✓ or ✗ past it (seen at 120 columns with a real model's memory
+    write). The outcome comes first now and a row too wide ends in "…"."""
+    long_note = "The user is debugging an add function that subtracts " * 3
+    llm_server.script(
+        script.tool_calls(
+            ("c1", "set_context", {"label": "memory", "content": long_note}),
+            ("c2", "set_context", '{"label": "memory", "content": "never clo'),  # bad JSON
+        ),
+        script.text("Noted."),
+    )
+    app = make_app(store, config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"remember this", "enter")
+        await wait_until(
+            pilot, lambda: not app.main.generating and len(app.main.chat_view.views) >= 2
+        )
+        chat = app.main.chat_view.region
+        await wait_until(pilot, lambda: sum("⚙" in line for line in screen_lines(app)) == 2)
+        rows = [line[chat.x : chat.right].rstrip() for line in screen_lines(app) if "⚙" in line]
+        assert "⚙ ✓ set_context(label=memory, content=The user i" in rows[0], rows
+        assert "⚙ ✗ set_context(" in rows[1], rows
+        assert all(row.endswith("…") for row in rows), rows

@@ -197,6 +197,8 @@ class MessageView(Vertical, can_focus=True):
     MessageView.-truncated > .message--header { color: $warning; }
     MessageView Collapsible { padding: 0; margin: 0; border: none; background: $boost; }
     MessageView Collapsible > Contents { padding: 0 1; }
+    /* A title wider than the chat (a call's arguments) ends in "…", not cut mid-word. */
+    MessageView CollapsibleTitle { max-width: 100%; text-wrap: nowrap; text-overflow: ellipsis; }
     MessageView .message--tool-output { color: $text-muted; }
     MessageView .message--attachments { color: $text-muted; }
     MessageView .message--covered { color: $text-muted; }
@@ -501,7 +503,8 @@ class MessageView(Vertical, can_focus=True):
             else:
                 mark = "✓"
             # The model writes the arguments ("[1. …, metadata={…" crashed the chat's view).
-            title = literal(f"⚙ {_call_summary(call)} {mark}")
+            # The mark goes first: a title wider than the chat is cut at its end.
+            title = literal(f"⚙ {mark} {_call_summary(call)}")
             with Collapsible(title=title, collapsed=True, classes="message--tool"):
                 yield Static(Text(clean(as_text(call.get("input")))), classes="message--tool-input")
                 if result is not None:
