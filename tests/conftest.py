@@ -237,6 +237,10 @@ from tests.pg_helpers import pg_cluster, pg_cluster_server, pg_url  # noqa: E402
 # would take them for its size (Rich reads them) and draw 80×24 in a wider window.
 os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
+# An app's model process waits as the spare for the next app (chatui.llm.spare) when its
+# app ends: in the suite every app would leave one behind for ten minutes, and one
+# test's spare would serve another's app. None here; the spare's tests turn it on.
+os.environ["CHATUI_SPARE_SECONDS"] = "0"
 
 # -- a real browser (the HTML export) ------------------------------------------------
 #

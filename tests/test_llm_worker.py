@@ -4,6 +4,7 @@ real child process and LiteLLM's real HTTP client, against the scripted server."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -250,7 +251,8 @@ async def test_a_missing_python_is_a_readable_error(llm_server, fake_key, tmp_pa
 
 
 def test_the_worker_exits_when_the_app_is_killed(tmp_path):
-    """A killed terminal takes the app with it; the model process must not linger."""
+    """A killed terminal takes the app with it; with no spare kept (the suite's
+    CHATUI_SPARE_SECONDS=0) the model process must not linger."""
     code = textwrap.dedent(
         """
         import sys, time
@@ -530,3 +532,174 @@ def test_the_model_process_is_ready_before_it_loads_the_tokenizer_tables(tmp_pat
     finally:
         child.stdin.close()
         child.wait(timeout=30)
+
+
+# -- the spare: a warm model process kept for the next app ----------------------------
+
+
+@pytest.fixture
+def spares(monkeypatch):
+    """Spares on, in a private folder of this test's own (a short path: a socket's is at
+    most 107 bytes); every process that waited as one is gone after the test."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="sp", dir="/tmp")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", folder)
+    monkeypatch.setenv("CHATUI_SPARE_SECONDS", "60")
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def warm(worker: StreamWorker) -> None:
+    """Until the worker's process has said it is ready (a process that goes before that
+    exits instead of waiting as the spare)."""
+    for _ in range(1200):
+        if worker.ready.is_set():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the model process never got ready")
+
+
+async def spare_waits() -> None:
+    """Until a spare listens (the app it served has just gone)."""
+    from chatui.llm import spare
+
+    path = spare.spare_path()
+    assert path is not None
+    for _ in range(600):
+        if os.path.exists(path):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no spare is waiting")
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with contextlib.suppress(ChildProcessError):  # reap it if it is this test's child
+        os.waitpid(pid, os.WNOHANG)
+    return False
+
+
+async def test_an_app_that_ends_leaves_its_model_process_warm_for_the_next(
+    spares, llm_server, monkeypatch
+):
+    """The first reply after launch waited seconds for LiteLLM's import in a new model
+    process. The ended app's process is adopted, ready at once; the next app's key
+    reaches its call; an app started while the spare is taken starts its own."""
+    llm_server.script(script.text("one"), script.text("two"), script.text("three"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-first-app-key-0000000000")
+    first = StreamWorker()
+    first.start()
+    assert first._process is not None
+    spares.append(first._process.pid)
+    assert text_of(await run(first, llm_server, timeout=30)) == "one"
+    await warm(first)
+    first.close()  # the app quits
+    await spare_waits()
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-second-app-key-111111111")
+    second = StreamWorker()
+    second.start()
+    try:
+        assert second.ready.is_set()  # no warm-up to wait for
+        assert second._process is not None and second._process.pid == spares[0]
+        assert text_of(await run(second, llm_server)) == "two"
+        assert llm_server.request_headers[-1]["authorization"] == (
+            "Bearer sk-second-app-key-111111111"
+        )
+        third = StreamWorker()  # another app, while the spare serves the second
+        third.start()
+        try:
+            assert third._process is not None
+            spares.append(third._process.pid)
+            assert third._process.pid != spares[0]
+            assert not third.ready.is_set()  # its own process, still loading
+            assert text_of(await run(third, llm_server, timeout=30)) == "three"
+        finally:
+            third.close()
+    finally:
+        second.close()
+
+
+async def test_the_spare_stops_the_gone_apps_call_and_exits_when_its_time_is_up(
+    spares, llm_server, fake_key, monkeypatch
+):
+    """An app killed mid-reply: its call stops in the spare, none of its words reach the
+    next app (whose calls are numbered from 1 again), and a spare nobody adopts exits."""
+    llm_server.script(script.hang(30, text_before="the gone app's words"), script.text("after"))
+    first = StreamWorker()
+    stream = first.stream(MODEL, HI, api_base=llm_server.base_url, timeout=60, max_retries=0)
+    assert isinstance(await anext(stream), llm.TextChunk)
+    assert first._process is not None
+    pid = first._process.pid
+    spares.append(pid)
+    await warm(first)
+    first.close()  # the app is gone, its call still hanging at the server
+    await spare_waits()
+
+    monkeypatch.setenv("CHATUI_SPARE_SECONDS", "1")  # the next app passes it on
+    second = StreamWorker()
+    second.start()
+    try:
+        assert second._process is not None and second._process.pid == pid
+        assert text_of(await run(second, llm_server)) == "after"
+    finally:
+        second.close()
+    for _ in range(600):  # nobody comes for it: it exits a second later
+        if gone(pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the spare outlived its time")
+
+
+async def test_a_stranger_on_the_spares_socket_is_not_taken_for_a_spare(
+    spares, llm_server, fake_key
+):
+    """Something else listening at the spare's path (it says nothing, or nonsense) is
+    given up after `ADOPT_WAIT`; the app starts its own process. A client that sends a
+    spare nonsense and goes leaves it waiting for the next app."""
+    import socket
+
+    from chatui.llm import spare
+
+    path = spare.spare_path()
+    assert path is not None
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stranger.bind(path)
+    stranger.listen(1)
+    try:
+        assert spare.adopt(wait=0.5) is None
+    finally:
+        stranger.close()
+        os.unlink(path)
+
+    llm_server.script(script.text("own"), script.text("adopted"))
+    first = StreamWorker()
+    first.start()
+    assert first._process is not None
+    spares.append(first._process.pid)
+    assert text_of(await run(first, llm_server, timeout=30)) == "own"
+    await warm(first)
+    first.close()
+    await spare_waits()
+    rude = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    rude.connect(path)
+    assert json.loads(rude.makefile("rb").readline())["t"] == "ready"
+    rude.sendall(b'not json\n[1, 2]\n{"op": "stream"}\n')  # then it goes
+    rude.close()
+    await spare_waits()
+    second = StreamWorker()
+    second.start()
+    try:
+        assert second._process is not None and second._process.pid == spares[0]
+        assert text_of(await run(second, llm_server)) == "adopted"
+    finally:
+        second.close()

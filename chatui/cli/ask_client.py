@@ -37,6 +37,7 @@ import _socket  # the C module: `socket` would import enum, selectors, ...
 import os
 import sys
 
+from ..runtime import CHECKOUT, code_stamp, private_folder
 from .argv import find_command, reads_as_prompt
 
 # No `typing`, `json`, `socket` or `hashlib` here: each costs milliseconds at start-up,
@@ -67,24 +68,10 @@ def wants_daemon(args: list[str]) -> bool:
     return False
 
 
-def _root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def stamp() -> str:
     """The code the ask process must run: the newest change to the modules it loads
     (an upgrade or an edit restarts it)."""
-    newest = 0
-    root = _root()
-    for package in _PACKAGES:
-        try:
-            with os.scandir(os.path.join(root, package)) as entries:
-                for entry in entries:
-                    if entry.name.endswith(".py"):
-                        newest = max(newest, entry.stat().st_mtime_ns)
-        except OSError:
-            continue
-    return f"{root}:{newest}"
+    return code_stamp(_PACKAGES)
 
 
 def socket_path() -> str | None:
@@ -92,21 +79,8 @@ def socket_path() -> str | None:
     enter (None: no such folder can be had; `ask` runs in process)."""
     from binascii import crc32
 
-    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
-    folder = os.path.join(base, f"chatui-{os.getuid()}")
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return None
-    import stat
-
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    folder = private_folder()
+    if folder is None:
         return None
     home = (
         os.path.abspath(os.environ.get("CHATUI_HOME", "")) if os.environ.get("CHATUI_HOME") else ""
@@ -134,7 +108,7 @@ def _start(path: str) -> None:
     import subprocess
 
     env = dict(os.environ)
-    root = _root()
+    root = CHECKOUT
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     subprocess.Popen(
         # -P: `-m` would put the working folder first on the path, and a folder holding

@@ -25,8 +25,9 @@ Design notes:
   keys come from the environment, and a key exported after launch (or a
   test's variable) must reach the call. It travels over the pipe only,
   never to a file or a log.
-- The worker exits when its stdin closes, so it never outlives the app,
-  however the app ends (a killed terminal included).
+- When the app ends, however it ends (a killed terminal included), the
+  process's stdin closes: it exits, or stays warm as the spare for the next
+  app (`spare`), which adopts it over a socket instead of starting its own.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -43,6 +45,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from . import spare
 from .chunks import Chunk, ChunkStream, ReasoningChunk, TextChunk
 from .env import DEFAULT_TIMEOUT
 from .errors import LLMError, redact
@@ -60,7 +63,7 @@ class _Call:
     """One call in flight: what the reading thread hands over, drained by `stream()`."""
 
     loop: asyncio.AbstractEventLoop
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | _Adopted | None = None
     items: deque[Chunk | LLMError | None] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     number: int = 0
@@ -73,6 +76,38 @@ class _Call:
         self.ready.set()
 
 
+_let_go: list[subprocess.Popen[bytes]] = []
+"""Model processes let go to wait as the spare: kept, so that no warning says they were
+dropped while running."""
+
+
+class _Adopted:
+    """A spare model process (`spare`) reached over its socket, with the surface of
+    `Popen` the worker uses: requests to `stdin`, lines from `stdout`."""
+
+    def __init__(self, connection: socket.socket, pid: int) -> None:
+        self._connection = connection
+        self.pid = pid
+        self.stdin: IO[bytes] | None = connection.makefile("wb")
+        self.stdout: IO[bytes] | None = connection.makefile("rb")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Let it go (it waits as the spare again); no exit code: it lives on."""
+        self.kill()
+        return None
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            self.returncode = 0
+            with contextlib.suppress(OSError):
+                self._connection.shutdown(socket.SHUT_RDWR)
+            self._connection.close()
+
+
 class StreamWorker:
     """The model process and the calls running in it."""
 
@@ -83,7 +118,7 @@ class StreamWorker:
         `BATCH_SECONDS`)."""
         self.lines = 0
         """Lines read from the model process (its messages)."""
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | _Adopted | None = None
         self._calls: dict[int, _Call] = {}
         self._next = 0
         self._lock = threading.Lock()
@@ -109,6 +144,8 @@ class StreamWorker:
         """
         with self._lock:
             if self.running:
+                return
+            if self.python == sys.executable and self._adopt():
                 return
             try:
                 process = subprocess.Popen(
@@ -139,6 +176,22 @@ class StreamWorker:
                 target=self._read, args=(process, process.stdout), name="model-worker", daemon=True
             ).start()
 
+    def _adopt(self) -> bool:
+        """Take the spare left warm by an app that ended (True), ready at once."""
+        found = spare.adopt()
+        if found is None:
+            return False
+        connection, pid = found
+        process = _Adopted(connection, pid)
+        self._process = process
+        self.ready.set()
+        self._sent_env = None  # it holds no environment: the first call sends this one
+        assert process.stdout is not None
+        threading.Thread(
+            target=self._read, args=(process, process.stdout), name="model-worker", daemon=True
+        ).start()
+        return True
+
     @staticmethod
     def _child_env() -> dict[str, str]:
         env = dict(os.environ)
@@ -148,7 +201,8 @@ class StreamWorker:
         return env
 
     def close(self) -> None:
-        """Stop the worker (calls in flight end with an error)."""
+        """Let the worker go (calls in flight end with an error): it exits, or, warm,
+        stays as the spare for the next app (`spare`)."""
         with self._lock:
             process, self._process = self._process, None
         if process is None:
@@ -156,6 +210,9 @@ class StreamWorker:
         with contextlib.suppress(OSError):
             if process.stdin is not None:
                 process.stdin.close()
+        if isinstance(process, subprocess.Popen) and self.ready.is_set() and spare.spare_seconds():
+            _let_go.append(process)  # it decides: the spare, or its exit (reaped by init)
+            return
         try:
             process.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -170,7 +227,7 @@ class StreamWorker:
             process.stdin.write(line)
             process.stdin.flush()
 
-    def _read(self, process: subprocess.Popen[bytes], out: IO[bytes]) -> None:
+    def _read(self, process: subprocess.Popen[bytes] | _Adopted, out: IO[bytes]) -> None:
         """The reading thread: the lines of each read to the loop of their call (one
         hand-over per call and read), until the pipe ends."""
         rest = b""
@@ -245,10 +302,11 @@ class StreamWorker:
 
     @staticmethod
     def _died(code: int | None, partial: bool) -> LLMError:
+        how = f" (exit code {code})" if code is not None else ""
         return LLMError(
             "connection",
             "The model process stopped",
-            f"chatui's model process ended unexpectedly (exit code {code}).",
+            f"chatui's model process ended unexpectedly{how}.",
             "What arrived is kept. Press ctrl+r to try again (a new process starts).",
             partial=partial,
         )

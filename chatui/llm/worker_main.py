@@ -4,7 +4,9 @@ Reads one JSON request a line on stdin (`stream`, `cancel`), runs each
 `stream` as a task of its own event loop, and writes its chunks as lines
 (`wire`) on the stdout it was started with. Anything else that would print
 to stdout (a library's banner) goes to stderr, which the app discards;
-warnings travel as `log` lines. It exits when stdin closes.
+warnings travel as `log` lines. When stdin closes (the app is gone), it
+exits, or, warm, waits as the spare for the next app (`spare`): then the
+same requests come over the adopting app's socket, and its lines go there.
 
 A call's text goes out at most every `BATCH_SECONDS` (`_Outbox`): a local
 model streams a token every few milliseconds, and every line costs the app a
@@ -19,14 +21,16 @@ once, with the text before it, in one write.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import socket
 import sys
 import threading
-from typing import Any
+from typing import IO, Any
 
-from . import stream_completion, warm_up
+from . import spare, stream_completion, warm_up
 from .chunks import Chunk, ReasoningChunk, TextChunk
 from .env import warm_tokenizers
 from .errors import LLMError, map_error, redact
@@ -37,15 +41,15 @@ from .wire import END, encode
 class _Lines(logging.Handler):
     """Warnings and errors of the process, sent to the app's log as lines."""
 
-    def __init__(self, out: int) -> None:
+    def __init__(self, worker: Worker) -> None:
         super().__init__(logging.WARNING)
-        self.out = out
+        self.worker = worker
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = redact(f"{record.name}: {record.getMessage()}")
             line = json.dumps({"t": "log", "level": record.levelno, "msg": message}) + "\n"
-            os.write(self.out, line.encode())
+            self.worker.write(line.encode())
         except Exception:  # logging must never end the process
             pass
 
@@ -115,14 +119,27 @@ def _joined(chunks: list[Chunk]) -> list[Chunk]:
 
 class Worker:
     def __init__(self, out: int) -> None:
-        self.out = out
+        self.out: int | None = out
+        """Where lines go: the app's pipe, an adopting app's socket; None while no app
+        listens (between apps, as the spare)."""
         self.loop = asyncio.new_event_loop()
         self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.warm = False
+        """LiteLLM is loaded and a first call rehearsed: worth keeping as the spare."""
+        self.stamp = spare.current_stamp()
+        """The code this process runs, as it was when it started."""
+        self._connection: socket.socket | None = None
 
     def write(self, line: bytes) -> None:
+        out = self.out
+        if out is None:
+            return
         view = memoryview(line)
-        while view:
-            view = view[os.write(self.out, view) :]
+        try:
+            while view:
+                view = view[os.write(out, view) :]
+        except OSError:  # the app went away: what it would read has nowhere to go
+            pass
 
     def handle(self, request: dict[str, Any]) -> None:
         """On the loop: start or cancel a call."""
@@ -169,30 +186,59 @@ class Worker:
         outbox.send(encode(END, number))
 
     def read(self) -> None:
-        """The stdin thread: requests to the loop; the end of stdin stops the process."""
-        for line in sys.stdin.buffer:
-            try:
-                request = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(request, dict):
-                self.loop.call_soon_threadsafe(self.handle, request)
-        # The app closed the pipe or died: nothing more will be asked. Exit now, even in
-        # the middle of the warm-up: finishing LiteLLM's import (seconds of CPU) would
-        # only compete with what runs next on the machine (the app started again).
-        os._exit(0)
+        """The requests thread: requests to the loop. When the app goes, the process
+        waits as the spare for the next app (`spare`), or exits."""
+        source: IO[bytes] = sys.stdin.buffer
+        while True:
+            for line in source:
+                try:
+                    request = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(request, dict):
+                    self.loop.call_soon_threadsafe(self.handle, request)
+            # The app closed the pipe or died: nothing more will be asked. Exit now, even
+            # in the middle of the warm-up: finishing LiteLLM's import (seconds of CPU)
+            # would only compete with what runs next on the machine (the app again).
+            self.out = None
+            self._close_connection()
+            if not self.warm:
+                os._exit(0)
+            asyncio.run_coroutine_threadsafe(self._cancel_all(), self.loop).result()
+            connection = spare.wait_for_adopter(self.stamp, spare.spare_seconds())
+            if connection is None:
+                os._exit(0)
+            self._connection = connection
+            source = connection.makefile("rb")
+            self.out = connection.fileno()
+            self.write(json.dumps({"t": "ready", "pid": os.getpid()}).encode() + b"\n")
+
+    async def _cancel_all(self) -> None:
+        """The app that asked is gone: its calls stop, and none of their lines can reach
+        the next app (whose calls are numbered from 1 again)."""
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _close_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(OSError):
+                connection.close()
 
 
 def main() -> None:
     out = os.dup(1)  # the app's pipe, for our lines only
     os.dup2(2, 1)  # print() anywhere else lands on stderr (discarded by the app)
-    logging.basicConfig(level=logging.WARNING, handlers=[_Lines(out)])
     worker = Worker(out)
+    logging.basicConfig(level=logging.WARNING, handlers=[_Lines(worker)])
     threading.Thread(target=worker.read, name="requests", daemon=True).start()
     try:
         warm_up(tokenizers=False)  # LiteLLM, before the first call needs it
         # The first call's own set-up (hundreds of ms), rehearsed on a loopback server.
         worker.loop.run_until_complete(warm_call())
+        worker.warm = True
     except Exception:
         logging.getLogger(__name__).warning("warming up LiteLLM failed", exc_info=True)
     worker.write(b'{"t": "ready"}\n')
