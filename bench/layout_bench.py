@@ -11,6 +11,7 @@ layout and its frame, rendered to terminal text as a terminal driver would.
 Run on demand (never in tests):
 
     .venv/bin/python bench/layout_bench.py --history 30 --rounds 200
+    .venv/bin/python bench/layout_bench.py --history 60 --earlier-pages 3  # 48 views
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from chatui.tui.app import ChatApp  # noqa: E402
 from store import Store  # noqa: E402
 
 
-async def run(history: int, rounds: int, profile: str | None) -> None:
+async def run(history: int, rounds: int, profile: str | None, pages: int = 0) -> None:
     from textual._compositor import Compositor
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
@@ -77,6 +78,11 @@ async def run(history: int, rounds: int, profile: str | None) -> None:
             main = app.main
             await main.pane.open_chat(chat.id)
             await pilot.pause(0.3)
+            for _ in range(pages):  # a long sitting keeps up to four pages mounted
+                await main.chat_view.load_earlier()
+                await pilot.pause(0.2)
+            main.chat_view.scroll_end(animate=False)
+            await pilot.pause(0.3)
             views = [v for v in main.chat_view.query("MessageView")]
             body = views[-1]._body_widget()
             assert body is not None
@@ -98,7 +104,7 @@ async def run(history: int, rounds: int, profile: str | None) -> None:
     if profiler is not None and profile:
         profiler.dump_stats(profile)
     print(
-        f"history {history}, {rounds} layouts; load: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f"history {history}, {len(views)} message views mounted, {rounds} layouts; load: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print(
         f"CPU per layout p50 {statistics.median(cpu) * 1000:.2f} ms, "
@@ -113,8 +119,14 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--profile", help="write a cProfile of the layouts to this file")
+    parser.add_argument(
+        "--earlier-pages",
+        type=int,
+        default=0,
+        help="earlier pages mounted besides the newest (a long sitting's chat: up to 3)",
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.history, args.rounds, args.profile))
+    asyncio.run(run(args.history, args.rounds, args.profile, args.earlier_pages))
 
 
 if __name__ == "__main__":

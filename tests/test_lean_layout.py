@@ -595,3 +595,42 @@ async def test_a_method_called_later_again_and_again_has_its_parameters_counted_
             await settle(pilot)
         assert called[3:] == [0, 1, 2]
         assert sum(getattr(f, "__name__", None) == "later" for f in read) <= 1
+
+
+async def test_a_send_places_whole_only_the_messages_near_what_the_chat_shows(
+    store, ids, monkeypatch
+):
+    """Issue 22: every layout of a send placed (and sized) every widget of every mounted
+    message, up to four pages of them, though the chat shows a few. A message view more
+    than a screen away from what the chat shows is placed without its header and body;
+    scrolling to it, or moving the focus to it, shows it whole."""
+    app = make_app(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        chat = await fill_the_chat(app, pilot, count=40)
+        await settle(pilot)
+        screen = app.screen
+        await add_an_exchange(app, chat)
+        await settle(pilot)
+        placed = screen._compositor.widgets
+        views = list(chat.views)
+        whole = [v for v in views if all(c in placed for c in v.children)]
+        assert all(v in placed for v in views)  # each view itself is still placed
+        assert views[-6:] == whole[-6:]
+        assert len(views) >= 40 and not set(views[:15]) & set(whole)  # all were whole
+        assert "Take it early." in "\n".join(screen_lines(app))
+
+        # The focus moved up message by message reaches the far ones, shown whole.
+        views[-1].focus()
+        await settle(pilot)
+        for _ in range(30):
+            await pilot.press("up")
+        await wait_until(pilot, lambda: app.focused is views[-31])
+        await settle(pilot)
+        text = views[-31].message.text
+        assert text in "\n".join(screen_lines(app))
+        assert all(c in screen._compositor.widgets for c in views[-31].children)
+
+        chat.scroll_home(animate=False)
+        await settle(pilot)
+        first = views[0].message.text
+        assert first in "\n".join(screen_lines(app))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from rich.text import Text
 from textual import events
 from textual.containers import VerticalScroll
-from textual.geometry import Region
+from textual.geometry import Region, Size
+from textual.layout import DockArrangeResult
 from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
@@ -124,6 +125,8 @@ class ChatView(VerticalScroll, can_focus=False):
         """Where the moves of one run of keys came from, then each place they sent the
         focus (`step_focus`)."""
         self._own_lines = KeptLines()
+        self._unmapped: list[MessageView] = []
+        """The views marked far in its last arrangement (`_mark_far_views`)."""
         """Its own lines last drawn (`render_lines`), with what they were drawn from."""
 
     def on_mount(self) -> None:
@@ -135,6 +138,42 @@ class ChatView(VerticalScroll, can_focus=False):
         # line) and drew all of them again, and cut them up, in the layout's frame
         # (~2 ms a layout). Kept while what they are drawn from is the same.
         return self._own_lines.render(self, crop, super().render_lines)
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        # Every view is whole while the chat arranges them: a view's height is its
+        # children's (`is_container`), and a far one was measured as one line.
+        for view in self._unmapped:
+            view.unmapped = False
+        self._unmapped = []
+        arrangement = super().arrange(size, optimal)
+        if MessageView.arranging:
+            self._mark_far_views(arrangement, size)
+        return arrangement
+
+    def _mark_far_views(self, arrangement: DockArrangeResult, size: Size) -> None:
+        """Mark the message views more than a viewport above or below the one shown
+        (`MessageView.unmapped`): the compositor places them but not their children.
+
+        Every layout of a send placed every widget of every mounted message (up to
+        `MOUNTED_PAGES` pages, three or more widgets each), and sized each, though a
+        long sitting shows a tenth of them: with 48 views mounted, 160 widgets placed a
+        layout for the 44 on screen. Scrolling arranges the chat again from the new
+        offset before it draws, so a view coming near is placed whole first. A view
+        holding the focus stays whole (a child left out of the map is blurred)."""
+        total = arrangement.spatial_map.total_region
+        if self._anchored and not self._anchor_released:
+            top = total.bottom - size.height  # where the compositor scrolls it next
+        else:
+            top = round(self.scroll_offset.y)
+        near = Region(0, top - size.height, max(size.width, total.right), size.height * 3)
+        focused = self.screen.focused if self.is_attached else None
+        holding = set(focused.ancestors_with_self) if focused is not None else ()
+        for placement in arrangement.placements:
+            view = placement.widget
+            if isinstance(view, MessageView):
+                if not placement.region.overlaps(near) and view not in holding:
+                    view.unmapped = True
+                    self._unmapped.append(view)
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:

@@ -306,6 +306,22 @@ class MessageView(Vertical, can_focus=True):
         # (a millisecond or two on the way to a reply's first frame).
         self._update_classes(update=False)
 
+    arranging = False
+    """Set (by the app's compositor, `chatui.tui.lean_compositor`) while it places widgets:
+    only then does a view far from the chat's viewport keep its children out of the
+    compositor's map (`unmapped`). Left unset, every view is placed whole."""
+    unmapped = False
+    """Far from the chat's viewport in its last arrangement (`ChatView.arrange`)."""
+
+    @property
+    def is_container(self) -> bool:
+        # Read by the compositor to decide whether to place the view's children: a far
+        # view's (its header and body, a screen or more away) are left out of the map.
+        # Everything else that asks (focus chain, content size) gets Textual's answer.
+        if self.unmapped and MessageView.arranging:
+            return False
+        return super().is_container
+
     @property
     def message_id(self) -> str:
         return self.message.id

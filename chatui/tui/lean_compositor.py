@@ -34,6 +34,13 @@ layout) arranged the whole screen again, every message of the chat included.
 It keeps each widget's count of layout requests as the reflow arranged it
 (`layout_counts`), for `EchoFreeLayout` to put back when it drops a request.
 
+Nor are the header and body of a message far from what the chat shows placed: while
+it arranges (`_arrange_root`, a private hook of Textual 8.2.8, pinned in
+pyproject.toml) `MessageView.arranging` is set, and a view the chat marked more than a
+viewport away (`ChatView._mark_far_views`) answers that it holds no children
+(`is_container`, which Textual's placing reads). A long sitting keeps up to 48 views
+mounted, ~160 widgets placed and sized in every layout of a send for ~45 on screen.
+
 It also keeps what its last update drew (`drawn`, `updates`), and for a
 layout's own partial frame (`settle_repaints`, set by `EchoFreeLayout`) drops
 the repaints asked before it by widgets it drew whole: the scrolled chat's
@@ -47,7 +54,10 @@ from typing import TYPE_CHECKING, cast
 
 from textual._compositor import ChopsUpdate, Compositor, ReflowResult
 from textual.geometry import Region, Size
+from textual.map_geometry import MapGeometry
 from textual.strip import Strip
+
+from widgets.message_view import MessageView
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -77,6 +87,17 @@ class LeanCompositor(Compositor):
         self._full_map_invalidated = False
         self.layout_counts = {widget: widget._layout_updates for widget in self.widgets}
         return result
+
+    def _arrange_root(
+        self, root: Widget, size: Size, visible_only: bool = True
+    ) -> tuple[dict[Widget, MapGeometry], set[Widget]]:
+        # The chat's far message views are placed without their children while this
+        # compositor arranges (`ChatView._mark_far_views`), and only then.
+        MessageView.arranging = True
+        try:
+            return super()._arrange_root(root, size, visible_only)
+        finally:
+            MessageView.arranging = False
 
     def render_update(
         self, full: bool = False, screen_stack: list[Screen] | None = None, simplify: bool = False
