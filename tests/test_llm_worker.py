@@ -187,6 +187,23 @@ async def test_calls_run_side_by_side(worker, llm_server, fake_key):
     assert [text_of(r) for r in results] == [words] * 3
 
 
+async def test_the_model_process_says_whether_a_key_is_set_as_the_app_would(worker, monkeypatch):
+    """The app asks it while its own LiteLLM import runs: the same sentence as
+    `llm.key_problem` in the app, with the app's environment as it is now."""
+    for name in list(os.environ):
+        if name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    missing = await worker.key_problem("openai/gpt-4o-mini", None)
+    assert missing == llm.key_problem("openai/gpt-4o-mini", None)
+    assert missing is not None and "OPENAI_API_KEY" in missing
+    assert await worker.key_problem("openai/gpt-4o-mini", "http://127.0.0.1:9/v1") is None
+    assert await worker.key_problem("no-such-provider/model-x", None) == llm.key_problem(
+        "no-such-provider/model-x", None
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-after-launch-0000000000")
+    assert await worker.key_problem("openai/gpt-4o-mini", None) is None
+
+
 async def test_a_key_exported_after_launch_reaches_the_call(worker, llm_server, monkeypatch):
     llm_server.script(script.text("one"), script.text("two"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-first-key-000000000000")
