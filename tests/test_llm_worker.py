@@ -595,6 +595,19 @@ async def spare_waits() -> None:
     raise AssertionError("no spare is waiting")
 
 
+async def an_app_that_ends(spares: list[int], server, reply: str) -> None:
+    """An app's model process answers once (`reply`), then its app quits: it waits as
+    the spare (its pid noted in `spares`)."""
+    app = StreamWorker()
+    app.start()
+    assert app._process is not None
+    spares.append(app._process.pid)
+    assert text_of(await run(app, server, timeout=30)) == reply
+    await warm(app)
+    app.close()
+    await spare_waits()
+
+
 def gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -613,14 +626,7 @@ async def test_an_app_that_ends_leaves_its_model_process_warm_for_the_next(
     reaches its call; an app started while the spare is taken starts its own."""
     llm_server.script(script.text("one"), script.text("two"), script.text("three"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-first-app-key-0000000000")
-    first = StreamWorker()
-    first.start()
-    assert first._process is not None
-    spares.append(first._process.pid)
-    assert text_of(await run(first, llm_server, timeout=30)) == "one"
-    await warm(first)
-    first.close()  # the app quits
-    await spare_waits()
+    await an_app_that_ends(spares, llm_server, "one")
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-second-app-key-111111111")
     second = StreamWorker()
@@ -699,14 +705,7 @@ async def test_a_stranger_on_the_spares_socket_is_not_taken_for_a_spare(
         os.unlink(path)
 
     llm_server.script(script.text("own"), script.text("adopted"))
-    first = StreamWorker()
-    first.start()
-    assert first._process is not None
-    spares.append(first._process.pid)
-    assert text_of(await run(first, llm_server, timeout=30)) == "own"
-    await warm(first)
-    first.close()
-    await spare_waits()
+    await an_app_that_ends(spares, llm_server, "own")
     rude = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     rude.connect(path)
     assert json.loads(rude.makefile("rb").readline())["t"] == "ready"
