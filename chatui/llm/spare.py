@@ -1,8 +1,9 @@
 """The spare: a warm model process kept for the app's next launch.
 
-LiteLLM takes seconds of CPU to import (about five on a 2.1 GHz core), and the
-app's first reply waits for its model process to load it: a question sent in the
-first seconds after `chatui` starts sat under "starting the model…". So when an
+LiteLLM takes seconds of CPU to import (about five on the 2-core development
+machine), and the app's first reply waits for its model process to load it: a
+question sent in the first seconds after `chatui` starts sat under "starting the
+model…". So when an
 app goes (quit, or its terminal killed), its model process does not exit: with
 its calls cancelled and the app's environment dropped, it waits on a socket as
 the spare, and the next app to start adopts it instead of starting its own, ready
