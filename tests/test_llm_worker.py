@@ -187,6 +187,23 @@ async def test_calls_run_side_by_side(worker, llm_server, fake_key):
     assert [text_of(r) for r in results] == [words] * 3
 
 
+async def test_the_model_process_says_whether_a_key_is_set_as_the_app_would(worker, monkeypatch):
+    """The app asks it while its own LiteLLM import runs: the same sentence as
+    `llm.key_problem` in the app, with the app's environment as it is now."""
+    for name in list(os.environ):
+        if name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    missing = await worker.key_problem("openai/gpt-4o-mini", None)
+    assert missing == llm.key_problem("openai/gpt-4o-mini", None)
+    assert missing is not None and "OPENAI_API_KEY" in missing
+    assert await worker.key_problem("openai/gpt-4o-mini", "http://127.0.0.1:9/v1") is None
+    assert await worker.key_problem("no-such-provider/model-x", None) == llm.key_problem(
+        "no-such-provider/model-x", None
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-after-launch-0000000000")
+    assert await worker.key_problem("openai/gpt-4o-mini", None) is None
+
+
 async def test_a_key_exported_after_launch_reaches_the_call(worker, llm_server, monkeypatch):
     llm_server.script(script.text("one"), script.text("two"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-first-key-000000000000")
@@ -578,6 +595,19 @@ async def spare_waits() -> None:
     raise AssertionError("no spare is waiting")
 
 
+async def an_app_that_ends(spares: list[int], server, reply: str) -> None:
+    """An app's model process answers once (`reply`), then its app quits: it waits as
+    the spare (its pid noted in `spares`)."""
+    app = StreamWorker()
+    app.start()
+    assert app._process is not None
+    spares.append(app._process.pid)
+    assert text_of(await run(app, server, timeout=30)) == reply
+    await warm(app)
+    app.close()
+    await spare_waits()
+
+
 def gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -596,14 +626,7 @@ async def test_an_app_that_ends_leaves_its_model_process_warm_for_the_next(
     reaches its call; an app started while the spare is taken starts its own."""
     llm_server.script(script.text("one"), script.text("two"), script.text("three"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-first-app-key-0000000000")
-    first = StreamWorker()
-    first.start()
-    assert first._process is not None
-    spares.append(first._process.pid)
-    assert text_of(await run(first, llm_server, timeout=30)) == "one"
-    await warm(first)
-    first.close()  # the app quits
-    await spare_waits()
+    await an_app_that_ends(spares, llm_server, "one")
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-second-app-key-111111111")
     second = StreamWorker()
@@ -682,14 +705,7 @@ async def test_a_stranger_on_the_spares_socket_is_not_taken_for_a_spare(
         os.unlink(path)
 
     llm_server.script(script.text("own"), script.text("adopted"))
-    first = StreamWorker()
-    first.start()
-    assert first._process is not None
-    spares.append(first._process.pid)
-    assert text_of(await run(first, llm_server, timeout=30)) == "own"
-    await warm(first)
-    first.close()
-    await spare_waits()
+    await an_app_that_ends(spares, llm_server, "own")
     rude = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     rude.connect(path)
     assert json.loads(rude.makefile("rb").readline())["t"] == "ready"

@@ -186,6 +186,39 @@ async def test_a_missing_key_stores_no_empty_chat_and_keeps_the_text(store, monk
     assert SessionManager(store).list(include_deleted=True) == []
 
 
+async def test_while_the_app_imports_litellm_its_model_process_says_the_key_is_missing(
+    store, monkeypatch
+):
+    """The first question after launch waited for the app's own LiteLLM import (seconds)
+    to check the key, even with a spare model process ready at once: the check is asked
+    of the model process then, with the same answer."""
+    from chatui import llm
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    app = make_app(store, Config(model="openai/gpt-4o-mini", max_retries=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        worker = app.workspace.worker
+        assert worker is not None
+        asked: list[str] = []
+        ask = worker.key_problem
+
+        async def counted(model: str, api_base: str | None) -> str | None:
+            asked.append(model)
+            return await ask(model, api_base)
+
+        monkeypatch.setattr(worker, "key_problem", counted)
+        monkeypatch.setattr(llm, "is_loaded", lambda: False)  # the app's import runs
+        await pilot.press(*"Hello?", "enter")
+        await wait_until(pilot, lambda: app.main.query(ChatNotice) and not app.main.generating)
+        notices = [n.plain for n in app.main.query(ChatNotice)]
+        assert any("No API key for openai/gpt-4o-mini" in n for n in notices), notices
+        assert "OPENAI_API_KEY" in " ".join(notices)
+        assert asked == ["openai/gpt-4o-mini"]
+        assert app.main.chat_input.text == "Hello?"
+    assert SessionManager(store).list(include_deleted=True) == []
+
+
 def test_a_401_with_no_key_set_says_the_key_is_missing_not_rejected(monkeypatch):
     """With a global `api_base` and an Anthropic model the error said the key was
     "rejected" when none was set."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -300,3 +301,48 @@ def test_enter_typed_while_the_app_starts_sends_the_message(terminal):
     lines = term.wait_for("You ·")
     assert any("▌ Where does the river start" in line for line in lines)  # sent
     assert not any("│ Where does the river start" in line for line in lines)  # not a draft
+
+
+def test_quit_and_start_again_the_first_question_is_answered_by_the_warm_spare(
+    terminal, monkeypatch
+):
+    """The first reply after launch waited seconds for a new model process to import
+    LiteLLM. Quit with ctrl+q (or a killed terminal): the app's model process waits as
+    the spare, and the next `chatui` adopts it."""
+    import tempfile
+
+    from chatui.llm import spare
+
+    folder = tempfile.mkdtemp(prefix="sp", dir="/tmp")  # a socket's path is short
+    monkeypatch.setenv("XDG_RUNTIME_DIR", folder)
+    monkeypatch.setenv("CHATUI_SPARE_SECONDS", "60")
+    monkeypatch.setenv("CHATUI_DEMO_DELAY", "0")  # its reply ends at once: quit asks nothing
+    path = spare.spare_path()
+    assert path is not None
+    try:
+        first = terminal(100, 30, "--model", "demo")
+        first.wait_for("Message · enter sends")
+        first.send("one", "Enter")
+        first.wait_for("real model with ctrl+l")  # its model process is warm now
+        wait_until_sync(lambda: not any("replying" in line for line in first.screen()), 30)
+        first.send("C-q")
+        wait_until_sync(lambda: os.path.exists(path), 30, every=0.1)
+
+        second = terminal(100, 30, "--model", "demo")
+        wait_until_sync(lambda: not os.path.exists(path), 30, every=0.1)  # adopted
+        second.wait_for("Message · enter sends")
+        second.send("two words", "Enter")
+        second.wait_for("You wrote 2 words")
+        second.close()  # a killed terminal: the spare waits again
+        wait_until_sync(lambda: os.path.exists(path), 30, every=0.1)
+    finally:
+        with contextlib.suppress(OSError):
+            if os.path.exists(path):  # the spare: sent away as an app would leave it
+                import socket
+
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                probe.connect(path)
+                hello = probe.makefile("rb").readline()
+                os.kill(int(json.loads(hello)["pid"]), signal.SIGKILL)
+                probe.close()
+        shutil.rmtree(folder, ignore_errors=True)

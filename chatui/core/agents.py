@@ -38,7 +38,7 @@ from .wiring import GLOBAL_NAMESPACE, build_manager
 _SESSION_NOTE = re.compile(r"\s*\(session [^)]*\)")
 
 if TYPE_CHECKING:
-    from .engine import ChatEngine, Streamer
+    from .engine import ChatEngine, KeyChecker, Streamer
 
 __all__ = ["AgentRuntime", "PeerMarks", "agent_blocks", "agent_namespace", "agent_spec"]
 
@@ -115,6 +115,9 @@ class AgentRuntime:
         self.streamer: Streamer | None = None
         """How engines stream model calls (None: in this process; the app sets its
         model process's)."""
+        self.key_checker: KeyChecker | None = None
+        """Who says whether a model's key is set (None: LiteLLM in this process; the
+        app sets its model process's)."""
         self.counted: Callable[[str], None] | None = None
         """Told a model's name when a server's count, asked in the background, taught
         its figures (`ChatEngine.counted`; the workspace's `ModelFactsChanged`)."""
@@ -195,6 +198,7 @@ class AgentRuntime:
                 config,
                 extra_tools=lambda session_id: self.extra_tools(session_id, agent_id),
                 streamer=self.streamer,
+                key_checker=self.key_checker,
                 agent=agent,
                 tool_filter=self.enabled_tools.get,
                 counted=self._counted,

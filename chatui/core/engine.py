@@ -29,7 +29,15 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, TypeAlias
@@ -88,11 +96,18 @@ from .replies import ReplyWriter, new_id, run_tools
 from .summaries import make_summarizer, summary_model
 from .traffic import TRAFFIC
 
-__all__ = ["ChatEngine", "ContextUsage", "Streamer"]  # ContextUsage lives in context_usage
+__all__ = [
+    "ChatEngine",
+    "ContextUsage",
+    "KeyChecker",
+    "Streamer",
+]  # ContextUsage lives in context_usage
 
 log = logging.getLogger(__name__)
 
 Streamer: TypeAlias = Callable[..., llm.ChunkStream]
+KeyChecker: TypeAlias = Callable[[str, str | None], Awaitable[str | None]]
+"""`llm.key_problem`, asked where LiteLLM is loaded (the app's model process)."""
 """`llm.stream_completion`'s signature: (model, messages, *, tools, api_base, timeout,
 max_retries, params) → chunks."""
 
@@ -144,6 +159,7 @@ class ChatEngine:
         agent: AgentInfo | None = None,
         tool_filter: Callable[[str], Collection[str] | None] | None = None,
         counted: Callable[[str], None] | None = None,
+        key_checker: KeyChecker | None = None,
     ) -> None:
         self.manager = manager
         self.config = config
@@ -164,6 +180,9 @@ class ChatEngine:
         self.streamer: Streamer = streamer or llm.stream_completion
         """How a model call is streamed: in this process (the default), or the app's
         model process (`llm.worker`), which keeps LiteLLM's per-chunk work off the UI."""
+        self.key_checker = key_checker
+        """Who says whether a model's key is set (None: LiteLLM in this process). The
+        app's model process can answer while this process still imports LiteLLM."""
 
     # -- facts --------------------------------------------------------------------
 
@@ -671,8 +690,11 @@ class ChatEngine:
             # No key to check: store the user's message now rather than after LiteLLM's
             # import (seconds, on the first send after launch); the call waits for it.
             return None
-        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
-        problem = llm.key_problem(model, api_base)
+        if self.key_checker is not None:
+            problem = await self.key_checker(model, api_base)
+        else:
+            await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
+            problem = llm.key_problem(model, api_base)
         if problem:
             return TurnFailed(
                 session_id,

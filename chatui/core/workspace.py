@@ -186,6 +186,7 @@ class Workspace:
         if model_process:
             self.worker = shared_worker()
             self._runtime.streamer = self.worker.stream
+            self._runtime.key_checker = self._key_problem
         self.tools = McpHub(
             config.mcp, self._manager, emit=self._emit, log_dir=paths.log_file().parent
         )
@@ -259,6 +260,19 @@ class Workspace:
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
+
+    async def _key_problem(self, model: str, api_base: str | None) -> str | None:
+        """Whether `model`'s key is set, asked of the model process while this one still
+        imports LiteLLM and that one is ready (a spare adopted at launch): the first
+        question after launch goes without waiting for this process's import."""
+        worker = self.worker
+        if not llm.is_loaded() and worker is not None and worker.ready.is_set():
+            try:
+                return await worker.key_problem(model, api_base)
+            except llm.LLMError:
+                log.warning("the model process did not say whether a key is set", exc_info=True)
+        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
+        return llm.key_problem(model, api_base)
 
     def start_model_process(self) -> None:
         """Start the model process now, so LiteLLM is loaded there before the first send

@@ -69,6 +69,8 @@ class _Call:
     number: int = 0
     ended: bool = False
     streamed: bool = False
+    answer: str | None = None
+    """A `key` request's answer (`StreamWorker.key_problem`)."""
 
     def push(self, *items: Chunk | LLMError | None) -> None:
         """On the call's loop: queue `items` (None: the call ended)."""
@@ -275,6 +277,11 @@ class StreamWorker:
         call = self._calls.get(number)
         if call is None:
             return  # cancelled meanwhile: its remaining lines are dropped
+        if data.get("t") == "key":
+            problem = data.get("problem")
+            call.answer = str(problem) if problem else None
+            batches.setdefault(number, []).append(None)
+            return
         try:
             item = None if data.get("t") == "end" else decode(data)
         except (KeyError, ValueError, TypeError):
@@ -359,6 +366,24 @@ class StreamWorker:
         if self.batch_seconds is not None:
             args["batch"] = self.batch_seconds
         return _Stream(self, self._begin("stream", args))
+
+    async def key_problem(self, model: str, api_base: str | None) -> str | None:
+        """`llm.key_problem`, answered by the model process, where LiteLLM is loaded
+        while the app may still be importing its own (a spare's: seconds sooner).
+
+        Raises:
+            LLMError: the process could not answer.
+        """
+        call = self._begin("key", {"model": model, "api_base": api_base})
+        try:
+            await call.ready.wait()
+            item = call.items.popleft()
+        finally:
+            call.ended = True
+            self._end(call)
+        if isinstance(item, LLMError):
+            raise item
+        return call.answer
 
     def _begin(self, op: str, args: dict[str, Any]) -> _Call:
         """Register a call and write its request; a failure to send is the call's error."""

@@ -30,7 +30,7 @@ import sys
 import threading
 from typing import IO, Any
 
-from . import spare, stream_completion, warm_up
+from . import key_problem, spare, stream_completion, warm_up
 from .chunks import Chunk, ReasoningChunk, TextChunk
 from .env import warm_tokenizers
 from .errors import LLMError, map_error, redact
@@ -149,15 +149,29 @@ class Worker:
             if task is not None:
                 task.cancel()
             return
-        if request.get("op") != "stream":
+        if request.get("op") not in ("stream", "key"):
             return
         env = request.get("env")
         if isinstance(env, dict):
             os.environ.clear()
             os.environ.update({str(k): str(v) for k, v in env.items()})
+        if request.get("op") == "key":
+            self.answer_key(number, request.get("args") or {})
+            return
         task = self.loop.create_task(self.run(number, request.get("args") or {}))
         self.tasks[number] = task
         task.add_done_callback(lambda _: self.tasks.pop(number, None))
+
+    def answer_key(self, number: int, args: dict[str, Any]) -> None:
+        """Whether the model's key is set (`key_problem`, LiteLLM loaded here), for an
+        app still importing LiteLLM itself."""
+        try:
+            api_base = args.get("api_base")
+            problem = key_problem(str(args.get("model", "")), str(api_base) if api_base else None)
+        except Exception as exc:  # the app's own check is the fallback: say why
+            self.write(encode(map_error(exc, str(args.get("model", ""))), number))
+            return
+        self.write(json.dumps({"t": "key", "id": number, "problem": problem}).encode() + b"\n")
 
     async def run(self, number: int, args: dict[str, Any]) -> None:
         model = str(args.get("model", ""))
