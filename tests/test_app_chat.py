@@ -43,6 +43,23 @@ def chat_path(app) -> list:
     return app.main.snapshot.history if app.main.snapshot else []
 
 
+async def test_a_new_chat_is_named_as_its_question_reads_not_as_it_is_marked_up(
+    store, config, llm_server
+):
+    """A chat started with "**Why** does `pip install` fail?" was named with the stars and
+    backticks (in the title, the chat list and `chatui list`), where the tree's row and
+    the chat read "Why does pip install fail?"."""
+    llm_server.text("Because.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*"**Why** does `pip install` fail for x_y?", "enter")
+        await idle(pilot)
+        assert app.main.chat is not None
+        assert app.main.chat.info.name == "Why does pip install fail for x_y?"
+        assert chat_path(app)[0].text == "**Why** does `pip install` fail for x_y?"
+
+
 async def test_enter_sends_streams_and_stores_before_the_model_answers(store, config, llm_server):
     llm_server.text("Hello **there**, how can I help?", delay=0.01)
     app = make_app(store, config)

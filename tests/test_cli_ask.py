@@ -91,6 +91,16 @@ def test_a_prompt_from_the_arguments_streams_to_stdout_and_is_stored(capsys, mon
     assert reply.parent_id == user.id and reply_state(reply) == "complete"
 
 
+def test_a_chat_asked_in_markdown_is_named_as_it_reads(capsys, monkeypatch, server):
+    server.script(text("Because."))
+    code, _, _ = ask(capsys, monkeypatch, "## **Why** does `pip` fail?")
+    assert code == 0
+    [info] = chats()
+    assert info.name == "Why does pip fail?"
+    [user] = [m for m in tree(info.id) if m.role == "user"]
+    assert user.text == "## **Why** does `pip` fail?"  # stored as written
+
+
 def test_piped_text_comes_first_then_the_words(capsys, monkeypatch, server):
     server.script(text("It failed on line 2."))
     code, out, _ = ask(capsys, monkeypatch, "summarise", stdin=b"line 1 ok\nline 2 FAILED\n")

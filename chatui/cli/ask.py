@@ -30,6 +30,8 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from store.text import plain
+
 from ..transfer.text import neutralise, one_line
 from .base import BAD_INPUT, NOT_FOUND, OK, USAGE, CliError, _open, _resolve
 from .exits import code_for_failure
@@ -153,7 +155,8 @@ def read_prompt(
         raise CliError("nothing to ask: give a prompt, or pipe text in", USAGE)
     prompt = f"{piped}\n\n{asked}" if piped and asked else (asked or piped)
     first_file = os.path.basename(attached[0]) if attached else ""
-    return prompt, one_line(asked or piped or first_file, 48)
+    # Named as the question reads, not as it is marked up ("**Why** `pip`" → "Why pip").
+    return prompt, one_line(plain(asked or piped) or first_file, 48)
 
 
 def _stdin() -> IO[bytes] | None:

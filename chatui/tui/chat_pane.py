@@ -39,6 +39,7 @@ from textual.message import Message as TextualMessage
 from textual.timer import Timer
 
 from store import SessionInfo
+from store.text import plain
 from widgets import AttachmentTray, ChatInput, ChatView, MessageView, one_line
 
 from ..core.chat_state import ChatSnapshot, ChatState
@@ -544,9 +545,11 @@ class ChatPane(SurvivesOutage, Vertical):
             self.sync_busy()
 
     def _ensure_chat(self, first_text: str) -> ChatState:
-        if not first_text.strip() and self.attached:  # an attachment sent alone names it
-            first_text = self.attached[0].name
-        name = one_line(first_text, 48) or NEW_CHAT_NAME
+        # Named as the question reads, not as it is marked up ("**Why** `pip`" → "Why pip").
+        words = plain(first_text)
+        if not words.strip() and self.attached:  # an attachment sent alone names it
+            words = self.attached[0].name
+        name = one_line(words, 48) or NEW_CHAT_NAME
         if self.chat is None:
             facts = self.facts
             agent = facts.agent if facts is not None else None
@@ -565,7 +568,7 @@ class ChatPane(SurvivesOutage, Vertical):
             if facts is not None:  # what the new chat's facts were, now under its id
                 self.facts = facts.stored(info)
             self.post_message(self.ChatOpened(info.id))
-        elif self.name == NEW_CHAT_NAME and first_text.strip():
+        elif self.name == NEW_CHAT_NAME and words.strip():
             self.renamed(self.workspace.rename_chat(self.chat.session_id, name))
         return self.chat
 
