@@ -383,6 +383,9 @@ def report(name: str, samples: list[float], target: str) -> None:
 
 
 def main() -> None:
+    # No warm model process left behind for the next run to adopt (chatui.llm.spare):
+    # each run starts its own, as it measured before spares.
+    os.environ.setdefault("CHATUI_SPARE_SECONDS", "0")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--messages", type=int, default=100_000)

@@ -115,6 +115,9 @@ async def run(history: int, rounds: int, profile: str | None, pages: int = 0) ->
 
 
 def main() -> None:
+    # No warm model process left behind for the next run to adopt (chatui.llm.spare):
+    # each run starts its own, as it measured before spares.
+    os.environ.setdefault("CHATUI_SPARE_SECONDS", "0")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=200)

@@ -11,6 +11,7 @@ Target: open ≤ 300 ms. Figures, not assertions: `python bench/tree_bench.py`.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import statistics
 import subprocess
@@ -177,6 +178,9 @@ async def idle_keys(db: Path) -> list[float]:
 
 
 def main() -> None:
+    # No warm model process left behind for the next run to adopt (chatui.llm.spare):
+    # each run starts its own, as it measured before spares.
+    os.environ.setdefault("CHATUI_SPARE_SECONDS", "0")
     folder = Path(tempfile.mkdtemp(prefix="tree-bench-"))
     try:
         db = folder / "chats.db"

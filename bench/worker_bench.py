@@ -179,6 +179,9 @@ async def run(
 
 
 def main() -> None:
+    # No warm model process left behind for the next run to adopt (chatui.llm.spare):
+    # each run starts its own, as it measured before spares.
+    os.environ.setdefault("CHATUI_SPARE_SECONDS", "0")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sends", type=int, default=40)
     parser.add_argument("--words", type=int, default=24)
