@@ -281,3 +281,58 @@ def browser():
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield chromium
         chromium.close()
+
+
+# -- the order of the run -------------------------------------------------------------
+#
+# pytest-xdist's worksteal hands each worker a contiguous share of the collected tests
+# and lets idle workers take from the tails of the others' shares; a test is never
+# taken once it runs. A file of long tests that starts late in a share decides when
+# the whole run ends (the 80-second fuzz of live chats, the tmux sessions). So the
+# slowest files (seconds a file, measured on the 2-core machine) go first in the
+# shares, spread so that each share starts with about as much of them; whole files,
+# so that a module's fixtures are made once.
+_SLOW_FILES: dict[str, int] = {
+    "test_fuzz_live.py": 90,
+    "test_tmux.py": 150,
+    "test_llm_worker.py": 200,
+    "test_tmux_live.py": 60,
+    "test_export_roundtrip.py": 60,
+    "test_fuzz_tools.py": 45,
+    "test_engine_kill.py": 40,
+    "test_reliability_kill.py": 40,
+    "test_live_chats.py": 60,
+    "test_security_keys.py": 35,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    workerinput = getattr(config, "workerinput", None)
+    workers = int(workerinput["workercount"]) if workerinput else 0
+    if workers < 2:
+        return
+    files: dict[str, list] = {}
+    rest = []
+    for item in items:
+        if item.path.name in _SLOW_FILES:
+            files.setdefault(item.path.name, []).append(item)
+        else:
+            rest.append(item)
+    heads: list[list] = [[] for _ in range(workers)]
+    weight = [0] * workers
+    for name in sorted(files, key=lambda n: -_SLOW_FILES[n]):
+        lightest = weight.index(min(weight))
+        heads[lightest].extend(files[name])
+        weight[lightest] += _SLOW_FILES[name]
+    # The shares as worksteal cuts them: what is left, divided by the workers left.
+    ordered: list = []
+    left = len(items)
+    for share in range(workers):
+        size = left // (workers - share)
+        chunk = heads[share][:]
+        while len(chunk) < size and rest:
+            chunk.append(rest.pop(0))
+        ordered.extend(chunk)
+        left -= len(chunk)
+    ordered.extend(rest)
+    items[:] = ordered

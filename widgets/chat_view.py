@@ -125,9 +125,9 @@ class ChatView(VerticalScroll, can_focus=False):
         """Where the moves of one run of keys came from, then each place they sent the
         focus (`step_focus`)."""
         self._own_lines = KeptLines()
+        """Its own lines last drawn (`render_lines`), with what they were drawn from."""
         self._unmapped: list[MessageView] = []
         """The views marked far in its last arrangement (`_mark_far_views`)."""
-        """Its own lines last drawn (`render_lines`), with what they were drawn from."""
 
     def on_mount(self) -> None:
         self.watch(self.screen, "focused", self._focus_moved, init=False)
