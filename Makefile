@@ -16,16 +16,18 @@ $(BIN)/python:
 # `run` installs what the app needs; `test` adds the test tools on top.
 # compat editable mode puts the checkout on sys.path (no import hook: faster start-up);
 # compileall writes the bytecode even where PYTHONDONTWRITEBYTECODE is set.
+COMPILE := $(BIN)/python -m compileall -q chatui store widgets themes >/dev/null
+
 $(APP_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e . --config-settings editable_mode=compat
-	$(BIN)/python -m compileall -q chatui store widgets themes >/dev/null
+	$(COMPILE)
 	@touch $(APP_STAMP)
 
 # One pip run for the tests' set (the app's and the test tools), not the app's and then
 # the tests' again: a fresh clone's `make test` stays in its ten minutes on 2 cores.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
-	$(BIN)/python -m compileall -q chatui store widgets themes >/dev/null
+	$(COMPILE)
 	@touch $(APP_STAMP) $(STAMP)
 
 run: $(APP_STAMP)

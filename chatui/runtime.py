@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CHECKOUT", "code_stamp", "private_folder"]
+__all__ = ["CHECKOUT", "code_stamp", "private_folder", "socket_path"]
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 """The folder holding this `chatui` (a child process must run this code, not another
@@ -41,6 +41,21 @@ def private_folder() -> str | None:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         return None
     return folder
+
+
+def socket_path(kind: str, key: str) -> str | None:
+    """The socket of a warm process of `kind` ("ask", "model") for `key` (its home, its
+    code), in the private folder; None where none can be had."""
+    from binascii import crc32
+
+    folder = private_folder()
+    if folder is None:
+        return None
+    # A short name (a clash would only share one process: each request carries its own
+    # environment), and a path a socket can have: sun_path holds 108 bytes.
+    name = f"{kind}-{crc32(key.encode('utf-8', 'surrogateescape')):08x}.sock"
+    path = os.path.join(folder, name)
+    return path if len(path.encode()) < 100 else None
 
 
 def code_stamp(packages: tuple[str, ...]) -> str:

@@ -25,8 +25,8 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from store import Message, reply_state, reply_state_label
+from store.text import plain
 
-from .plain_text import plain
 from .sanitize import clean, one_line
 from .tree_layout import TreeEntry, TreeLayout, TreeRow, lay_out
 

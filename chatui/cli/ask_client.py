@@ -37,7 +37,8 @@ import _socket  # the C module: `socket` would import enum, selectors, ...
 import os
 import sys
 
-from ..runtime import CHECKOUT, code_stamp, private_folder
+from ..runtime import CHECKOUT, code_stamp
+from ..runtime import socket_path as runtime_socket
 from .argv import find_command, reads_as_prompt
 
 # No `typing`, `json`, `socket` or `hashlib` here: each costs milliseconds at start-up,
@@ -77,19 +78,10 @@ def stamp() -> str:
 def socket_path() -> str | None:
     """The ask process's socket for this `CHATUI_HOME`, in a folder only this user can
     enter (None: no such folder can be had; `ask` runs in process)."""
-    from binascii import crc32
-
-    folder = private_folder()
-    if folder is None:
-        return None
     home = (
         os.path.abspath(os.environ.get("CHATUI_HOME", "")) if os.environ.get("CHATUI_HOME") else ""
     )
-    # A short name for the home's process (a clash would only share one process: each
-    # request carries its own environment, CHATUI_HOME included).
-    key = f"{crc32(home.encode('utf-8', 'surrogateescape')):08x}"
-    path = os.path.join(folder, f"ask-{key}.sock")
-    return path if len(path.encode()) < 100 else None  # sun_path holds 108 bytes
+    return runtime_socket("ask", home)  # CHATUI_HOME travels with each request too
 
 
 def _connect(path: str) -> _socket.socket | None:

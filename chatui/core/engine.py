@@ -106,10 +106,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Streamer: TypeAlias = Callable[..., llm.ChunkStream]
-KeyChecker: TypeAlias = Callable[[str, str | None], Awaitable[str | None]]
-"""`llm.key_problem`, asked where LiteLLM is loaded (the app's model process)."""
 """`llm.stream_completion`'s signature: (model, messages, *, tools, api_base, timeout,
 max_retries, params) → chunks."""
+KeyChecker: TypeAlias = Callable[[str, str | None], Awaitable[str | None]]
+"""`llm.key_problem`, asked where LiteLLM is loaded (the app's model process)."""
 
 Params: TypeAlias = dict[str, Any]
 

@@ -28,7 +28,7 @@ import os
 import socket
 import sys
 
-from ..runtime import code_stamp, private_folder
+from ..runtime import code_stamp, socket_path
 
 __all__ = [
     "ADOPT_WAIT",
@@ -61,14 +61,7 @@ def spare_path(stamp: str | None = None) -> str | None:
     """The spare's socket for this code (`stamp`: `code_stamp` of the model process's
     modules, as the process read it when it started); None where no private folder
     can be had."""
-    from binascii import crc32
-
-    folder = private_folder()
-    if folder is None:
-        return None
-    stamp = stamp if stamp is not None else current_stamp()
-    path = os.path.join(folder, f"model-{crc32(stamp.encode('utf-8', 'surrogateescape')):08x}.sock")
-    return path if len(path.encode()) < 100 else None  # sun_path holds 108 bytes
+    return socket_path("model", stamp if stamp is not None else current_stamp())
 
 
 def current_stamp() -> str:

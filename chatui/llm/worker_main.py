@@ -211,9 +211,10 @@ class Worker:
                     continue
                 if isinstance(request, dict):
                     self.loop.call_soon_threadsafe(self.handle, request)
-            # The app closed the pipe or died: nothing more will be asked. Exit now, even
-            # in the middle of the warm-up: finishing LiteLLM's import (seconds of CPU)
-            # would only compete with what runs next on the machine (the app again).
+            # The app closed the pipe or died: nothing more will be asked. In the middle
+            # of the warm-up, exit now: finishing LiteLLM's import (seconds of CPU) would
+            # only compete with what runs next on the machine (the app again). Warm, its
+            # calls stop and it waits as the spare for the next app.
             self.out = None
             self._close_connection()
             if not self.warm:
