@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual import events
 from textual.widgets import Label
 
 from chatui.core.ui_state import load_state
@@ -303,3 +304,39 @@ async def test_theme_picked_in_the_palette_is_remembered(store, chats):
     async with again.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert again.theme == "chatui-light"
+
+
+async def test_down_then_enter_in_the_chat_list_opens_the_chat_the_cursor_reached(store, chats):
+    """Keys read together (a quick typist, a loaded machine): enter waits for the down
+    still on its way through the table, and opens the chat it moved to."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await pilot.pause()
+        assert app.screen.selected().name == "Lisbon trip"
+        app.post_message(events.Key("down", None))
+        app.post_message(events.Key("enter", None))
+        await wait_until(pilot, lambda: not isinstance(app.screen, ChatListScreen))
+        await pilot.pause()
+        assert main_of(app).session_id == chats["soup"]
+
+
+async def test_the_chat_list_filter_moves_and_opens_with_the_keys_of_the_list(store, chats):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await pilot.press("slash", "e")  # not "Lisbon trip"
+        await pilot.pause()
+        screen = app.screen
+        assert [r.name for r in screen.rows] == ["Soup recipes", "Python help"]
+        await pilot.press("down", "up", "down")  # the cursor moves; the typing stays
+        await pilot.pause()
+        assert screen.query_one("#chats-filter").has_focus
+        assert screen.selected().name == "Python help"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ChatListScreen))
+        assert main_of(app).session_id == chats["python"]

@@ -51,7 +51,11 @@ class ChatListScreen(SurvivesOutage, ListKeys, ModalScreen[str | None]):
     CSS_PATH = "chat_list.tcss"
     BINDINGS = [
         Binding("escape", "close", "Close", id="chats.close"),
-        Binding("enter", "open", "Open", id="chats.open", priority=True),
+        # Not a priority binding: one is answered as the key arrives, ahead of keys
+        # still on their way through the table (down then enter opened the chat the
+        # cursor had left on a loaded machine). The table's enter selects the row; the
+        # filter's submits, and both open the chat under the cursor.
+        Binding("enter", "open", "Open", id="chats.open"),
         Binding("r", "rename", "Rename", id="chats.rename"),
         Binding("d,delete", "delete", "Delete", id="chats.delete"),
         Binding("u", "undo", "Undo delete", id="chats.undo"),
@@ -293,4 +297,13 @@ class ChatListScreen(SurvivesOutage, ListKeys, ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.query_one(DataTable).focus()
+        self.action_open()
+
+    def action_list_move(self, step: int) -> None:
+        """Up and down move the list's cursor from the filter too (typing stays there)."""
+        if self.query_one("#chats-filter", Input).has_focus:
+            table = self.query_one(DataTable)
+            move = table.action_cursor_down if step > 0 else table.action_cursor_up
+            move()
+            return
+        super().action_list_move(step)
