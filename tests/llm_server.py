@@ -201,6 +201,8 @@ class LLMServer:
         """JSON bodies of every chat-completions request, in arrival order."""
         self.request_times: list[float] = []
         self.request_headers: list[dict[str, str]] = []
+        self.request_paths: list[str] = []
+        """The path each of `requests` was sent to."""
         self.default: Scripted | None = None
         """Answer used when the queue is empty (None: a 500 saying the script ran out)."""
         self.model_ids = model_ids
@@ -213,6 +215,12 @@ class LLMServer:
         """llama.cpp's `GET /props` answer (None: 404)."""
         self.ollama_show: Any = None
         """Ollama's `POST /api/show` answer (None: 404)."""
+        self.ollama = False
+        """Speak Ollama's own API as well: `GET /api/tags` lists `model_ids`, and
+        `POST /api/chat` answers the script in Ollama's shape (a stream of JSON lines,
+        tool calls with their arguments as objects, usage as `prompt_eval_count` and
+        `eval_count` on the last line). `POST /api/chat` is 404 otherwise, as on
+        llama.cpp; `/v1/...` is served either way, as Ollama serves it too."""
         self.info_delay = 0.0
         """Seconds every model-info route waits before answering (a slow server)."""
         self.info_gate: threading.Event | None = None
@@ -495,6 +503,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif path.endswith("/props"):
             self._info(self.owner.props)
+        elif path.endswith("/api/tags") and self.owner.ollama:
+            self._info({"models": [{"name": m, "model": m} for m in self.owner.model_ids]})
         else:
             self._send_json(
                 404,
@@ -510,7 +520,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.owner.n_ctx is not None and self.path.rstrip("/").endswith("/tokenize"):
             self._tokenize(raw)
             return
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        ollama = self.owner.ollama and self.path.rstrip("/").endswith("/api/chat")
+        if self.owner.ollama and self.path.rstrip("/") == "/chat/completions":
+            self._send_json(404, {"error": "404 page not found"})  # Ollama: only under /v1
+            return
+        if not ollama and not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(
                 404,
                 {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}},
@@ -526,6 +540,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.owner
         with owner._lock:
             owner.requests.append(body)
+            owner.request_paths.append(self.path)
             owner.request_times.append(time.monotonic())
             owner.request_headers.append({k.lower(): v for k, v in self.headers.items()})
         if owner.count_gate is not None and not body.get("stream") and body.get("max_tokens") == 1:
@@ -542,6 +557,13 @@ class _Handler(BaseHTTPRequestHandler):
         problem = strict_problem(body) if owner.strict else None
         if problem is not None:
             self._send_json(500, {"error": {"message": problem, "type": "server_error"}})
+            return
+        if ollama:
+            reply = owner._next()
+            if reply is None:
+                self._send_json(500, {"error": "the test script has no response left"})
+            else:
+                self._ollama_answer(body, reply)
             return
         if owner.n_ctx is not None and self._llama_cpp_python(body):
             return
@@ -657,6 +679,61 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
         return True
+
+    def _ollama_answer(self, body: dict[str, Any], reply: Scripted) -> None:
+        """The script in Ollama's `/api/chat` shape (text and tool calls)."""
+        model = body.get("model", "test-model")
+        prompt, completion = reply.usage or (0, 0)
+        calls = [
+            {"function": {"name": name, "arguments": json.loads(arguments or "{}")}}
+            for _, name, arguments in reply.calls
+        ]
+
+        def line(content: str, *, done: bool = False, tool_calls: Any = None) -> dict[str, Any]:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if tool_calls:
+                message["tool_calls"] = tool_calls
+            answer: dict[str, Any] = {
+                "model": model,
+                "created_at": "2026-11-27T00:00:00Z",
+                "message": message,
+                "done": done,
+            }
+            if done:
+                answer |= {
+                    "done_reason": "stop",
+                    "prompt_eval_count": prompt,
+                    "eval_count": completion,
+                }
+            return answer
+
+        if reply.kind == "error":  # Ollama's shape: the message alone
+            said = reply.body.get("error") if isinstance(reply.body, dict) else reply.body
+            said = said.get("message") if isinstance(said, dict) else said
+            self._send_json(reply.status, {"error": str(said)})
+            return
+        if not body.get("stream", True):
+            self._send_json(200, line(reply.text, done=True, tool_calls=calls))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def send(answer: dict[str, Any]) -> None:
+            data = json.dumps(answer).encode() + b"\n"
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        for word in _words(reply.text):
+            if reply.delay:
+                self.owner.wait(reply.delay)
+            send(line(word))
+        if calls:
+            send(line("", tool_calls=calls))
+        send(line("", done=True))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _answer(self, body: dict[str, Any], reply: Scripted) -> None:
         model = body.get("model", "test-model")

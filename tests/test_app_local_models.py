@@ -258,3 +258,65 @@ async def test_the_sidebar_says_estimated_until_the_server_counted_then_exact(
         await idle(pilot)
     # The question "x" is one token and its message three (the toy ChatML's markers).
     assert shown + 1 + 3 == llm_server.prompt_tokens[-1]
+
+
+async def test_an_ollama_servers_models_are_listed_as_ollama_and_answer_there(
+    store, llm_server, fake_key, monkeypatch
+):
+    """An Ollama server given by its root (`api_base = "http://127.0.0.1:11434"`): ctrl+l
+    lists its models named for LiteLLM's Ollama provider, and the one picked answers
+    through Ollama's own `/api/chat` (a bare name sent to that root asked for
+    `/chat/completions`, which Ollama does not serve), tool calls included."""
+
+    from chatui.llm.served import SERVED
+    from chatui.tui.screens.model_picker import ModelPicker
+
+    SERVED.clear()
+    monkeypatch.setattr(SERVED, "refresh", partial(type(SERVED).refresh, SERVED, timeout=60))
+    llm_server.ollama = True
+    llm_server.model_ids = ("llama3.2:latest", "qwen2.5:7b")
+    root = llm_server.base_url.removesuffix("/v1")
+    config = Config(model="ollama_chat/llama3.2:latest", api_base=root, max_retries=0)
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: bool(SERVED.known(root)))
+        assert SERVED.known(root) == ["ollama_chat/llama3.2:latest", "ollama_chat/qwen2.5:7b"]
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        await pilot.press(*"qwen", "down", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ModelPicker))
+        assert app.main.pane.model == "ollama_chat/qwen2.5:7b"
+
+        llm_server.script(
+            script.tool_calls(("call_1", "set_context", '{"label": "memory", "content": "Tea"}')),
+            script.text("Noted: you like tea."),
+        )
+        await type_and_send(pilot, "Remember that I like tea")
+        await idle(pilot)
+        path = chat_path(app)
+        assert path[-1].text == "Noted: you like tea."
+        assert llm_server.request_paths == ["/api/chat", "/api/chat"]
+        assert llm_server.requests[0]["model"] == "qwen2.5:7b"
+        memory = [b for b in app.main.sidebar.blocks if b.label == "memory"]
+        assert memory and memory[0].content == "Tea"
+
+
+def test_served_lists_name_ollamas_models_only_at_its_root(llm_server):
+    from chatui.llm.served import ServedModels
+
+    served = ServedModels()
+    llm_server.model_ids = ("smol",)
+    assert served.refresh(llm_server.base_url)  # an OpenAI-compatible /v1: bare names
+    assert served.known(llm_server.base_url) == ["smol"]
+    root = llm_server.base_url.removesuffix("/v1")
+    assert served.refresh(root)  # a root that is not Ollama's: its /v1/models, bare
+    assert served.known(root) == ["smol"]
+    llm_server.ollama = True
+    assert served.refresh(root)
+    assert served.known(root) == ["ollama_chat/smol"]
+    assert not served.refresh(llm_server.base_url)  # Ollama's /v1: bare names, unchanged
+    assert served.known(llm_server.base_url) == ["smol"]

@@ -2,7 +2,8 @@
 the model picker.
 
 OpenAI-compatible servers (llama.cpp, vLLM, LM Studio, a LiteLLM proxy) list
-theirs at `GET /v1/models`; Ollama at `GET /api/tags`. The lists are asked
+theirs at `GET /v1/models`; Ollama at `GET /api/tags`, named `ollama_chat/…` when
+the address is its root (see `_lists`). The lists are asked
 for in a background thread and cached per address: the picker shows what is
 known when it opens and never waits for a server.
 
@@ -45,6 +46,22 @@ def _ids(answer: Any) -> list[str]:
     return [name for name in dict.fromkeys(found) if name.strip()][:MAX_MODELS]
 
 
+OLLAMA_PREFIX = "ollama_chat/"
+"""How an Ollama server's models are named: LiteLLM's Ollama provider, which calls
+the server's own `/api/chat` at the `api_base` given."""
+
+
+def _lists(base: str) -> list[tuple[str, str]]:
+    """Where a server at `base` lists its models, in the order asked, each with the
+    prefix its names take. An address ending in `/v1` is an OpenAI-compatible API:
+    bare names, sent there as `openai/…`. At a server's root, Ollama's `/api/tags`
+    comes first: Ollama lists the same models at `/v1/models` too, but a bare name
+    sent to its root asks `/chat/completions`, which Ollama does not serve."""
+    if base.endswith("/v1"):  # Ollama's too, if that is where it was given: bare names
+        return [(base + "/models", ""), (_root(base) + "/api/tags", "")]
+    return [(base + "/api/tags", OLLAMA_PREFIX), (base + "/v1/models", "")]
+
+
 class ServedModels:
     """Model ids per server address, as last asked; thread-safe."""
 
@@ -60,11 +77,10 @@ class ServedModels:
     def refresh(self, api_base: str, timeout: float = ASK_TIMEOUT) -> bool:
         """Ask the server again (blocking: call in a thread); True when the list changed."""
         base = api_base.rstrip("/")
-        models_url = base + "/models" if base.endswith("/v1") else base + "/v1/models"
         found: list[str] = []
-        for url in (models_url, _root(base) + "/api/tags"):
+        for url, prefix in _lists(base):
             try:
-                found = _ids(_get(url, timeout))
+                found = [prefix + name for name in _ids(_get(url, timeout))]
             except (OSError, ValueError) as exc:
                 log.debug("models at %s: %s", url, exc)
                 continue

@@ -79,7 +79,12 @@ class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
                 self.dismiss(options.get_option_at_index(options.highlighted or 0).id)
 
     def action_focus_list(self) -> None:
-        self.query_one("#models-list", OptionList).focus()
+        """Down from the name: into the list, on its first model (after a filter the
+        list had none highlighted, and enter there picked nothing)."""
+        options = self.query_one("#models-list", OptionList)
+        if options.highlighted is None and options.option_count:
+            options.highlighted = 0
+        options.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
