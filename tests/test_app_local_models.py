@@ -320,3 +320,79 @@ def test_served_lists_name_ollamas_models_only_at_its_root(llm_server):
     assert served.known(root) == ["ollama_chat/smol"]
     assert not served.refresh(llm_server.base_url)  # Ollama's /v1: bare names, unchanged
     assert served.known(llm_server.base_url) == ["smol"]
+
+
+async def test_a_local_ollama_needs_no_config(store, llm_server, fake_key, monkeypatch):
+    """Ollama running where LiteLLM looks for it (`OLLAMA_API_BASE`, else its default
+    port) and nothing configured: ctrl+l lists its models, the one picked answers
+    there, and its window comes from Ollama's `/api/show`, as with an `api_base`."""
+    from chatui.llm.served import SERVED
+    from chatui.tui.screens.model_picker import ModelPicker
+
+    SERVED.clear()
+    monkeypatch.setattr(SERVED, "refresh", partial(type(SERVED).refresh, SERVED, timeout=60))
+    llm_server.ollama = True
+    llm_server.model_ids = ("gemma3:1b",)
+    llm_server.ollama_show = {"model_info": {"gemma3.context_length": 32768}}
+    root = llm_server.base_url.removesuffix("/v1")
+    monkeypatch.setenv("OLLAMA_API_BASE", root)
+    app = make_app(store, Config(model="demo", max_retries=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: bool(SERVED.known(root)))
+        await pilot.press("ctrl+l")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        shown = {str(o.id): str(o.prompt) for o in app.screen.query_one("#models-list").options}
+        assert f"served by Ollama at {root}" in shown["ollama_chat/gemma3:1b"]
+        await pilot.press(*"gemma", "down", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ModelPicker))
+        llm_server.script(script.text("Hello from Ollama."))
+        await type_and_send(pilot, "Hi")
+        await idle(pilot)
+        assert chat_path(app)[-1].text == "Hello from Ollama."
+        assert llm_server.request_paths == ["/api/chat"]
+        stats = lambda: app.main.sidebar.stats  # noqa: E731 - redrawn when the answer lands
+        await wait_until(pilot, lambda: stats().window_source == "server")
+        assert stats().window == 32768
+
+
+async def test_what_answers_at_ollamas_address_but_is_not_ollama_is_not_listed(
+    store, llm_server, fake_key, monkeypatch
+):
+    """Only Ollama's own list counts there: a bare name from another server's
+    `/v1/models` would be sent to OpenAI, with the OpenAI key, when picked."""
+    from chatui.llm.served import SERVED
+
+    SERVED.clear()
+    llm_server.model_ids = ("not-ollama",)
+    root = llm_server.base_url.removesuffix("/v1")
+    monkeypatch.setenv("OLLAMA_API_BASE", root)
+    app = make_app(store, Config(model="demo", max_retries=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert SERVED.refresh(root)  # what the picker's background ask finds there
+        assert SERVED.known(root) == ["not-ollama"]
+        models = [m for m, _ in app.workspace.model_choices("demo", [])]
+        assert "not-ollama" not in models and not [m for m in models if "ollama" in m]
+
+
+def test_an_ollama_models_address_is_the_configs_else_ollamas_own(monkeypatch):
+    from chatui.core.config import ModelOptions
+
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    bare = Config(model="demo")
+    assert bare.options_for("ollama_chat/llama3.2").api_base == "http://localhost:11434"
+    assert bare.options_for("ollama/llama3.2").api_base == "http://localhost:11434"
+    assert bare.options_for("gpt-4o").api_base is None  # hosted: LiteLLM's provider's own
+    monkeypatch.setenv("OLLAMA_API_BASE", "http://gpu-box:11434/")
+    assert bare.options_for("ollama_chat/llama3.2").api_base == "http://gpu-box:11434"
+    given = Config(
+        model="demo",
+        api_base="http://127.0.0.1:9999",
+        models={"ollama_chat/big": ModelOptions(api_base="http://other:11434")},
+    )
+    assert given.options_for("ollama_chat/llama3.2").api_base == "http://127.0.0.1:9999"
+    assert given.options_for("ollama_chat/big").api_base == "http://other:11434"

@@ -9,6 +9,7 @@ never live here: LiteLLM reads them from the environment.
 
 from __future__ import annotations
 
+import os
 import string
 import sys
 import tomllib
@@ -28,6 +29,8 @@ __all__ = [
     "BlockScope",
     "Config",
     "ConfigError",
+    "OLLAMA_DEFAULT",
+    "ollama_address",
     "ModelOptions",
     "PersonaConfig",
     "TemplateConfig",
@@ -86,6 +89,17 @@ DEFAULT_BLOCKS: tuple[BlockConfig, ...] = (
     ),
     BlockConfig("scratchpad", description="Working notes for this chat", max_tokens=600),
 )
+
+
+OLLAMA_PROVIDERS = ("ollama/", "ollama_chat/")
+OLLAMA_DEFAULT = "http://localhost:11434"
+
+
+def ollama_address() -> str:
+    """Where an Ollama model runs when no `api_base` says: LiteLLM's own choice
+    (`OLLAMA_API_BASE`, else Ollama's default port). Given as the model's `api_base`,
+    it is asked for the window and listed in the model picker as a configured one is."""
+    return os.environ.get("OLLAMA_API_BASE", "").strip().rstrip("/") or OLLAMA_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -200,10 +214,14 @@ class Config:
     """The file this was read from (None: defaults)."""
 
     def options_for(self, model: str) -> ModelOptions:
-        """The model's own options, with the global `api_base` as fallback."""
+        """The model's own options, with the global `api_base` as fallback; an Ollama
+        model with neither is Ollama's at its own address (`ollama_address`)."""
         own = self.models.get(model, ModelOptions())
+        api_base = own.api_base or self.api_base
+        if api_base is None and model.startswith(OLLAMA_PROVIDERS):
+            api_base = ollama_address()
         return ModelOptions(
-            api_base=own.api_base or self.api_base,
+            api_base=api_base,
             context_window=own.context_window,
             vision=own.vision,
         )

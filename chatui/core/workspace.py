@@ -57,7 +57,7 @@ from .agents import AgentRuntime, PeerMarks
 from .attachments import Attached, AttachmentDesk, AttachRefused, pasted_path
 from .branch_notes import LeftBranch, left_branch, stored_notes, write_note
 from .chat_state import ChatState
-from .config import Config, PersonaConfig, TemplateConfig
+from .config import Config, PersonaConfig, TemplateConfig, ollama_address
 from .context_usage import ContextUsage, Measured, NextRequest, ToolLine
 from .events import JobEvent, TurnEvent, TurnKind
 from .facts import ChatFacts, ModelChoice, choose_model, window_of
@@ -392,7 +392,7 @@ class Workspace:
 
     def model_choices(self, current: str, recent: Sequence[str]) -> list[tuple[str, str]]:
         """Models to offer in the picker, each with why it is there (first reason wins)."""
-        from ..llm.served import HOSTED, SERVED  # loaded by the picker's first showing
+        from ..llm.served import HOSTED, OLLAMA_PREFIX, SERVED  # loaded by the picker
 
         seen: dict[str, str] = {current: "current"}
         for model in recent:
@@ -407,6 +407,15 @@ class Workspace:
             for model in SERVED.known(self.config.api_base):
                 seen.setdefault(model, f"served at {self.config.api_base}")
             self._refresh_served(self.config.api_base)
+        ollama = ollama_address()
+        if ollama != (self.config.api_base or "").rstrip("/"):
+            # A local Ollama needs no config: its models, named for LiteLLM's Ollama
+            # provider, go to the same address (a bare name found there would go to
+            # OpenAI: only Ollama's own list counts).
+            for model in SERVED.known(ollama):
+                if model.startswith(OLLAMA_PREFIX):
+                    seen.setdefault(model, f"served by Ollama at {ollama}")
+            self._refresh_served(ollama)
         for model in self._manager.models_used():
             seen.setdefault(model, "used before")
         for model, variable in HOSTED.known():

@@ -24,7 +24,7 @@ from typing import Any
 from .env import load_litellm, provider_key_env
 from .windows import _get, _root
 
-__all__ = ["HOSTED", "SERVED", "HostedModels", "ServedModels"]
+__all__ = ["HOSTED", "OLLAMA_PREFIX", "SERVED", "HostedModels", "ServedModels"]
 
 log = logging.getLogger(__name__)
 
