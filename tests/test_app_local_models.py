@@ -396,3 +396,21 @@ def test_an_ollama_models_address_is_the_configs_else_ollamas_own(monkeypatch):
     )
     assert given.options_for("ollama_chat/llama3.2").api_base == "http://127.0.0.1:9999"
     assert given.options_for("ollama_chat/big").api_base == "http://other:11434"
+
+
+async def test_a_bad_ollama_address_says_where_it_looked(store, fake_key, monkeypatch):
+    from chatui.llm.served import SERVED
+
+    SERVED.clear()
+    monkeypatch.setenv("OLLAMA_API_BASE", "not a url")
+    assert not SERVED.refresh("not a url")  # the picker's background ask: nothing, no error
+    app = make_app(store, Config(model="ollama_chat/llama3.2", max_retries=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await type_and_send(pilot, "hi")
+        await idle(pilot)
+        path = chat_path(app)
+        assert [m.text for m in path[:1]] == ["hi"]  # the question is kept
+        assert reply_state(path[-1]) == "error"
+        notices = [str(n.render()) for n in app.main.query("ChatNotice")]
+        assert any("Cannot reach" in n and "not a url" in n for n in notices), notices
