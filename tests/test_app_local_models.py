@@ -260,6 +260,22 @@ async def test_the_sidebar_says_estimated_until_the_server_counted_then_exact(
     assert shown + 1 + 3 == llm_server.prompt_tokens[-1]
 
 
+async def picker_once_served(pilot, address: str) -> None:
+    """ctrl+l (which asks `address` for its models in the background), escape, and
+    ctrl+l again once the answer is in: the picker open with the served models."""
+    from chatui.llm.served import SERVED
+    from chatui.tui.screens.model_picker import ModelPicker
+
+    app = pilot.app
+    await pilot.pause()
+    await pilot.press("ctrl+l")
+    await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+    await pilot.press("escape")
+    await wait_until(pilot, lambda: bool(SERVED.known(address)))
+    await pilot.press("ctrl+l")
+    await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+
+
 async def test_an_ollama_servers_models_are_listed_as_ollama_and_answer_there(
     store, llm_server, fake_key, monkeypatch
 ):
@@ -279,14 +295,8 @@ async def test_an_ollama_servers_models_are_listed_as_ollama_and_answer_there(
     config = Config(model="ollama_chat/llama3.2:latest", api_base=root, max_retries=0)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
-        await pilot.press("escape")
-        await wait_until(pilot, lambda: bool(SERVED.known(root)))
+        await picker_once_served(pilot, root)
         assert SERVED.known(root) == ["ollama_chat/llama3.2:latest", "ollama_chat/qwen2.5:7b"]
-        await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
         await pilot.press(*"qwen", "down", "enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, ModelPicker))
         assert app.main.pane.model == "ollama_chat/qwen2.5:7b"
@@ -338,13 +348,7 @@ async def test_a_local_ollama_needs_no_config(store, llm_server, fake_key, monke
     monkeypatch.setenv("OLLAMA_API_BASE", root)
     app = make_app(store, Config(model="demo", max_retries=0))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
-        await pilot.press("escape")
-        await wait_until(pilot, lambda: bool(SERVED.known(root)))
-        await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        await picker_once_served(pilot, root)
         shown = {str(o.id): str(o.prompt) for o in app.screen.query_one("#models-list").options}
         assert f"served by Ollama at {root}" in shown["ollama_chat/gemma3:1b"]
         await pilot.press(*"gemma", "down", "enter")

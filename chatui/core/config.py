@@ -29,13 +29,14 @@ __all__ = [
     "BlockScope",
     "Config",
     "ConfigError",
-    "OLLAMA_DEFAULT",
-    "ollama_address",
     "ModelOptions",
+    "OLLAMA_DEFAULT",
+    "OLLAMA_PROVIDERS",
     "PersonaConfig",
     "TemplateConfig",
     "DEFAULT_BLOCKS",
     "load_config",
+    "ollama_address",
     "parse_blocks",
 ]
 
