@@ -88,6 +88,7 @@ __all__ = [
     "Measured",
     "ModelChoice",
     "ModelFactsChanged",
+    "ModelsListed",
     "NextRequest",
     "ParamsError",
     "PeerMarks",
@@ -129,6 +130,12 @@ class ModelFactsChanged:
 
 
 @dataclass(frozen=True)
+class ModelsListed:
+    """A server's or a provider's list of models changed (asked in the background when
+    the picker opened): an open picker shows it at once."""
+
+
+@dataclass(frozen=True)
 class ChatsChanged:
     """Another process wrote to these chats (or to a shared memory namespace, e.g. "global")."""
 
@@ -148,7 +155,7 @@ class EditRefused(ValueError):
 
 
 WorkspaceEvent: TypeAlias = (
-    JobEvent | ModelFactsChanged | ChatsChanged | ToolsChanged | ToolApproval
+    JobEvent | ModelFactsChanged | ModelsListed | ChatsChanged | ToolsChanged | ToolApproval
 )
 Listener: TypeAlias = Callable[[WorkspaceEvent], None]
 
@@ -390,8 +397,12 @@ class Workspace:
         self._key_checked.add(model)
         return llm.key_problem(model, self.config.options_for(model).api_base)
 
-    def model_choices(self, current: str, recent: Sequence[str]) -> list[tuple[str, str]]:
-        """Models to offer in the picker, each with why it is there (first reason wins)."""
+    def model_choices(
+        self, current: str, recent: Sequence[str], *, ask: bool = True
+    ) -> list[tuple[str, str]]:
+        """Models to offer in the picker, each with why it is there (first reason wins).
+        `ask`: the servers and providers are asked again in the background (a changed
+        list comes as `ModelsListed`); False reads the lists as known."""
         from ..llm.served import HOSTED, OLLAMA_PREFIX, SERVED  # loaded by the picker
 
         seen: dict[str, str] = {current: "current"}
@@ -406,7 +417,8 @@ class Workspace:
         if self.config.api_base:  # a bare name goes there: what it serves can be picked
             for model in SERVED.known(self.config.api_base):
                 seen.setdefault(model, f"served at {self.config.api_base}")
-            self._refresh_served(self.config.api_base)
+            if ask:
+                self._refresh_served(self.config.api_base)
         ollama = ollama_address()
         if ollama != (self.config.api_base or "").rstrip("/"):
             # A local Ollama needs no config: its models, named for LiteLLM's Ollama
@@ -415,12 +427,14 @@ class Workspace:
             for model in SERVED.known(ollama):
                 if model.startswith(OLLAMA_PREFIX):
                     seen.setdefault(model, f"served by Ollama at {ollama}")
-            self._refresh_served(ollama)
+            if ask:
+                self._refresh_served(ollama)
         for model in self._manager.models_used():
             seen.setdefault(model, "used before")
         for model, variable in HOSTED.known():
             seen.setdefault(model, f"{variable} is set")
-        self._refresh_hosted()
+        if ask:
+            self._refresh_hosted()
         return list(seen.items())
 
     def _refresh_hosted(self) -> None:
@@ -441,9 +455,12 @@ class Workspace:
         try:
             from ..llm.served import HOSTED
 
-            await asyncio.to_thread(HOSTED.refresh)
+            changed = await asyncio.to_thread(HOSTED.refresh)
         except Exception:
             log.debug("listing hosted models failed", exc_info=True)
+            return
+        if changed:
+            self._emit(ModelsListed())
 
     def _refresh_served(self, api_base: str) -> None:
         """Ask the server for its models in the background; the picker shows the list
@@ -460,9 +477,12 @@ class Workspace:
         try:
             from ..llm.served import SERVED
 
-            await asyncio.to_thread(SERVED.refresh, api_base)
+            changed = await asyncio.to_thread(SERVED.refresh, api_base)
         except Exception:
             log.debug("asking %s for its models failed", api_base, exc_info=True)
+            return
+        if changed:
+            self._emit(ModelsListed())
 
     # -- chats ----------------------------------------------------------------------
 

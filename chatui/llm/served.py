@@ -5,13 +5,14 @@ OpenAI-compatible servers (llama.cpp, vLLM, LM Studio, a LiteLLM proxy) list
 theirs at `GET /v1/models`; Ollama at `GET /api/tags`, named `ollama_chat/…` when
 the address is its root (see `_lists`). The lists are asked
 for in a background thread and cached per address: the picker shows what is
-known when it opens and never waits for a server.
+known when it opens, never waits for a server, and shows what comes back (the
+workspace's `ModelsListed`).
 
 Hosted providers' chat models come from LiteLLM's own table
 (`models_by_provider`, `model_cost`), for the providers whose key variable is
 set in the environment (`OPENAI_API_KEY`, …): read only to know that it is set,
 never kept or shown. Also made in a background thread and cached, refreshed
-when the picker opens (a key set meanwhile shows up on the next opening).
+when the picker opens.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from ...core.events import JobEnded
 from ...core.workspace import (
     ChatsChanged,
     ModelFactsChanged,
+    ModelsListed,
     ToolApproval,
     ToolsChanged,
     UiState,
@@ -257,7 +258,9 @@ class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
     def _heard(self, event: WorkspaceEvent) -> None:
         """The workspace's listener (on the event loop, synchronously): the chat on
         screen's events go to its pane as they come; the rest become messages."""
-        if isinstance(event, ModelFactsChanged | ChatsChanged | ToolsChanged | ToolApproval):
+        if isinstance(
+            event, ModelFactsChanged | ModelsListed | ChatsChanged | ToolsChanged | ToolApproval
+        ):
             self.post_message(self.WorkspaceChanged(event))
         elif event.session_id == self.pane.session_id:
             self.pane.heard(event)
@@ -276,6 +279,14 @@ class MainScreen(SurvivesOutage, EchoFreeLayout, Screen[None]):
             await pane.remeasure()
         elif isinstance(event, ToolApproval):
             self.ask_approval(event)
+        elif isinstance(event, ModelsListed):
+            from .model_picker import ModelPicker  # loaded by the picker's first showing
+
+            picker = self.app.screen
+            if isinstance(picker, ModelPicker):
+                picker.update_choices(
+                    self.workspace.model_choices(picker.current, pane.recent_models, ask=False)
+                )
         elif isinstance(event, ChatsChanged):
             # Another process wrote: the chat on screen is read again if it is one of
             # them (one replying here is left to its stream: this process writes it); a

@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys
@@ -64,9 +64,25 @@ class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
         self.query_one("#models-input", Input).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        self._show(event.value.strip())
+
+    def update_choices(self, choices: list[tuple[str, str]]) -> None:
+        """The lists asked for in the background came in: shown now, under the same
+        filter, the highlighted model staying highlighted."""
+        self.choices = choices
+        self._show(self.query_one("#models-input", Input).value.strip())
+
+    def _show(self, needle: str) -> None:
         options = self.query_one("#models-list", OptionList)
+        index = options.highlighted
+        was = options.get_option_at_index(index).id if index is not None else None
         options.clear_options()
-        options.add_options(self._options(event.value.strip()))
+        options.add_options(self._options(needle))
+        if was is not None:
+            try:
+                options.highlighted = options.get_option_index(was)
+            except OptionDoesNotExist:
+                pass
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
