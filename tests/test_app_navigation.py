@@ -340,3 +340,9 @@ async def test_the_chat_list_filter_moves_and_opens_with_the_keys_of_the_list(st
         await pilot.press("enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, ChatListScreen))
         assert main_of(app).session_id == chats["python"]
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChatListScreen))
+        await pilot.press("slash", *"zzz", "down", "up", "enter")  # matches nothing
+        await pilot.pause()
+        assert isinstance(app.screen, ChatListScreen) and app.screen.rows == []
+        assert main_of(app).session_id == chats["python"]
