@@ -159,7 +159,7 @@ async def test_pasting_text_types_it_and_backspace_removes_the_last_attachment(
         await pilot.pause()
         box = app.main.query_one(ChatInput)
         await paste(pilot, "notes")  # a word is typed, even with a file of that name here
-        await wait_until(pilot, lambda: box.text == "notes", 2)
+        await wait_until(pilot, lambda: box.text == "notes")
         box.clear()
         await paste(pilot, str(tmp_path / "a\\ b.txt"))  # a shell-escaped path
         await paste(pilot, f"file://{tmp_path / 'notes'}")

@@ -316,19 +316,19 @@ async def test_a_streaming_reply_sends_the_screen_no_message_per_word(store, con
 async def test_a_reply_slow_to_start_shows_writing_before_its_first_word(store, config, llm_server):
     """The reply's view is drawn with the question, empty and marked writing, until its
     words come; they are drawn into it, not into a second view."""
-    llm_server.text("late words arrive", delay=0.8)
+    llm_server.text("late words", delay=2.0)  # the first 2 s in: room for a loaded machine
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Anyone there?")
         await wait_until(pilot, lambda: app.main.generating)
-        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2, 0.7)
+        await wait_until(pilot, lambda: len(app.main.chat_view.views) == 2, 1.9)
         view = app.main.chat_view.views[-1]
         assert view.message.role == "assistant" and view.text == ""
         assert "writing…" in view.header().plain
         await wait_until(pilot, lambda: not app.main.generating)
         await pilot.pause()
-        assert app.main.chat_view.views[-1].text == "late words arrive"
+        assert app.main.chat_view.views[-1].text == "late words"
         assert len(app.main.chat_view.views) == 2  # drawn once, not twice
 
 
@@ -457,7 +457,7 @@ async def test_the_busy_title_and_the_tree_s_new_rows_are_one_frame(store, confi
     from chatui.tui.chat_panes import ChatTitle
     from widgets import MessageTree
 
-    llm_server.text("late words arrive", delay=0.6)  # the follow comes before the words
+    llm_server.text("late words arrive", delay=1.5)  # the follow comes before the words
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -669,7 +669,9 @@ async def test_a_slow_reply_draws_its_question_after_the_hold_before_its_words(
     store, config, llm_server, monkeypatch
 ):
     hold_for(monkeypatch, 0.2)
-    llm_server.text("late words arrive", delay=0.8)
+    # The words come 2 s apart, the first 2 s in: room for a loaded machine to draw the
+    # question after the hold and before them (0.8 s left it 0.7 s to do so).
+    llm_server.text("late words", delay=2.0)
     app = make_app(store, config)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -681,10 +683,10 @@ async def test_a_slow_reply_draws_its_question_after_the_hold_before_its_words(
         # longer than the hold to press the key): the question is not drawn yet.
         if time.monotonic() - sent < 0.2:
             assert len(main.chat_view.views) == 0
-        await wait_until(pilot, lambda: len(main.chat_view.views) == 2, 0.7)
+        await wait_until(pilot, lambda: len(main.chat_view.views) == 2, 1.9)
         assert time.monotonic() - sent >= 0.2  # drawn once the hold ran out, not before
         assert main.chat_view.views[-1].text == ""  # the hold ran out before the words
-        await wait_until(pilot, lambda: main.chat_view.views[-1].shown == "late words arrive")
+        await wait_until(pilot, lambda: main.chat_view.views[-1].shown == "late words")
         await wait_until(pilot, lambda: not main.generating)
 
 
