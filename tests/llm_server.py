@@ -23,6 +23,8 @@ its message reads, instead); text streams as usual; a prompt longer than
 usage, whatever the client asks (a whole reply has it); prompt tokens are
 counted by one toy tokenizer (`count_tokens`), which `/extras/tokenize` and
 `/tokenize` expose.
+
+`ollama = True` adds Ollama's own API (`/api/tags`, `/api/chat`; see the attribute).
 """
 
 from __future__ import annotations
@@ -219,8 +221,9 @@ class LLMServer:
         """Speak Ollama's own API as well: `GET /api/tags` lists `model_ids`, and
         `POST /api/chat` answers the script in Ollama's shape (a stream of JSON lines,
         tool calls with their arguments as objects, usage as `prompt_eval_count` and
-        `eval_count` on the last line). `POST /api/chat` is 404 otherwise, as on
-        llama.cpp; `/v1/...` is served either way, as Ollama serves it too."""
+        `eval_count` on the last line), and the root's `/chat/completions` is 404 (Ollama
+        serves it only under `/v1`). `POST /api/chat` is 404 otherwise, as on llama.cpp;
+        `/v1/...` is served either way, as Ollama serves it too."""
         self.info_delay = 0.0
         """Seconds every model-info route waits before answering (a slow server)."""
         self.info_gate: threading.Event | None = None
