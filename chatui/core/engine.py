@@ -180,8 +180,8 @@ class ChatEngine:
         self.streamer: Streamer = streamer or llm.stream_completion
         """How a model call is streamed: in this process (the default), or the app's
         model process (`llm.worker`), which keeps LiteLLM's per-chunk work off the UI."""
-        self.key_checker = key_checker
-        """Who says whether a model's key is set (None: LiteLLM in this process). The
+        self.key_checker: KeyChecker = key_checker or llm.key_problem_loaded
+        """Who says whether a model's key is set (by default LiteLLM in this process). The
         app's model process can answer while this process still imports LiteLLM."""
 
     # -- facts --------------------------------------------------------------------
@@ -690,11 +690,7 @@ class ChatEngine:
             # No key to check: store the user's message now rather than after LiteLLM's
             # import (seconds, on the first send after launch); the call waits for it.
             return None
-        if self.key_checker is not None:
-            problem = await self.key_checker(model, api_base)
-        else:
-            await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
-            problem = llm.key_problem(model, api_base)
+        problem = await self.key_checker(model, api_base)
         if problem:
             return TurnFailed(
                 session_id,

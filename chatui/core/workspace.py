@@ -278,8 +278,7 @@ class Workspace:
                 return await worker.key_problem(model, api_base)
             except llm.LLMError:
                 log.warning("the model process did not say whether a key is set", exc_info=True)
-        await llm.ensure_loaded()  # off the event loop if the warm-up has not finished
-        return llm.key_problem(model, api_base)
+        return await llm.key_problem_loaded(model, api_base)
 
     def start_model_process(self) -> None:
         """Start the model process now, so LiteLLM is loaded there before the first send

@@ -74,6 +74,7 @@ __all__ = [
     "is_demo",
     "is_loaded",
     "key_problem",
+    "key_problem_loaded",
     "known_params",
     "litellm_model",
     "litellm_count",
@@ -191,6 +192,13 @@ def key_problem(model: str, api_base: str | None = None) -> str | None:
         f"{model} needs {names} in your environment. Set it and restart chatui "
         f"(for example: export {secret[0]}=...), or pick the offline demo model with ctrl+l."
     )
+
+
+async def key_problem_loaded(model: str, api_base: str | None = None) -> str | None:
+    """`key_problem`, LiteLLM imported first off the event loop if it is not yet (a
+    send before the warm-up has finished)."""
+    await ensure_loaded()
+    return key_problem(model, api_base)
 
 
 def known_params() -> frozenset[str]:

@@ -170,29 +170,28 @@ class StreamWorker:
                     str(exc),
                     "Check that Python can run from this folder, then press ctrl+r.",
                 ) from None
-            self._process = process
             self.ready.clear()
-            self._sent_env = dict(os.environ)
-            assert process.stdout is not None
-            threading.Thread(
-                target=self._read, args=(process, process.stdout), name="model-worker", daemon=True
-            ).start()
+            self._attach(process, dict(os.environ))
 
     def _adopt(self) -> bool:
         """Take the spare left warm by an app that ended (True), ready at once."""
         found = spare.adopt()
         if found is None:
             return False
-        connection, pid = found
-        process = _Adopted(connection, pid)
-        self._process = process
+        self._attach(_Adopted(*found), None)  # no environment held: the first call sends it
         self.ready.set()
-        self._sent_env = None  # it holds no environment: the first call sends this one
+        return True
+
+    def _attach(
+        self, process: subprocess.Popen[bytes] | _Adopted, sent_env: dict[str, str] | None
+    ) -> None:
+        """Make `process` the worker's and read its lines on a thread of their own."""
+        self._process = process
+        self._sent_env = sent_env
         assert process.stdout is not None
         threading.Thread(
             target=self._read, args=(process, process.stdout), name="model-worker", daemon=True
         ).start()
-        return True
 
     @staticmethod
     def _child_env() -> dict[str, str]:
