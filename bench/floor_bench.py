@@ -54,9 +54,16 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
 SETTLE = 0.3  # as local_bench: what a turn's end draws comes within it
+VARIANTS = (
+    ("every chunk", 0.0, True),
+    ("10 a second", 0.1, True),
+    # A bound, not an app: the reply's widget keeps its first size until the end (no
+    # layout while it streams), so lines past its first show only when it ends.
+    ("10 a second, no layout until the end", 0.1, False),
+)
 
 
-def floor_app(base: str, throttle: float = 0.0) -> Any:
+def floor_app(base: str, throttle: float = 0.0, grow: bool = True) -> Any:
     import litellm
     from textual.app import App, ComposeResult
     from textual.containers import VerticalScroll
@@ -107,7 +114,7 @@ def floor_app(base: str, throttle: float = 0.0) -> Any:
                 if delta:
                     text += delta
                     if time.monotonic() - shown_at >= throttle:
-                        reply.update(text)
+                        reply.update(text, layout=grow)
                         drawn, shown_at = text, time.monotonic()
             if text != drawn:
                 reply.update(text)
@@ -139,9 +146,9 @@ async def litellm_alone(base: str, sends: int) -> list[float]:
 
 
 async def floor_sends(
-    base: str, sends: int, throttle: float
+    base: str, sends: int, throttle: float, grow: bool = True
 ) -> tuple[list[float], list[int], list[int]]:
-    app = floor_app(base, throttle)
+    app = floor_app(base, throttle, grow)
     frames = 0
     original = app._display
 
@@ -188,8 +195,8 @@ async def measure(base: str, sends: int, rounds: int, scripted: bool, words: int
     await litellm_alone(base, 2)  # first calls: connections, caches, the server's prompt
     for round_ in range(rounds):
         print(f"\n== round {round_ + 1} of {rounds}")
-        for name, throttle in (("every chunk", 0.0), ("10 a second", 0.1)):
-            floor, frames, chunks = await floor_sends(base, sends, throttle)
+        for name, throttle, grow in VARIANTS:
+            floor, frames, chunks = await floor_sends(base, sends, throttle, grow)
             print(
                 f"floor app, reply drawn {name}: CPU per send p50 "
                 f"{statistics.median(floor) * 1000:.1f} ms ({ms(floor)}); "
