@@ -164,11 +164,15 @@ async def test_the_model_picker_lists_what_the_server_serves_without_waiting(
         listed = app.screen.query_one("#models-list", OptionList)
         assert "qwen2.5-7b-instruct" not in [o.id for o in listed.options]  # nothing waited
         await pilot.press(*"qwen")
+        assert [o.id for o in listed.options] == ["qwen"]  # nothing listed: offered as typed
         answer.set()
-        await wait_until(pilot, lambda: listed.option_count > 0)
-        assert [o.id for o in listed.options] == ["qwen2.5-7b-instruct"]
+        await wait_until(pilot, lambda: listed.option_count > 1)
+        assert [o.id for o in listed.options] == ["qwen2.5-7b-instruct", "qwen"]
         assert "served at" in str(listed.options[0].prompt)
-        await pilot.press("down", "enter")
+        assert "as typed" in str(listed.options[1].prompt)
+        # The row "as typed", highlighted while nothing else matched, gave way to the
+        # model that came in: enter picks it.
+        await pilot.press("enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, ModelPicker))
         assert app.main.pane.model == "qwen2.5-7b-instruct"
 

@@ -1,6 +1,14 @@
-"""The model picker (ctrl+l): recent and configured models, or any LiteLLM name typed in."""
+"""The model picker (ctrl+l): recent and configured models, or any LiteLLM name typed in.
+
+What enter picks is always the highlighted row: typing filters the list and
+highlights its best match (the name typed exactly, else the first that holds it),
+and a name that is not listed is offered as a row of its own, "as typed", last. A
+filter typed and enter pressed picks the model the filter found, not the letters
+typed (before, `4o-mi` and enter made `4o-mi` the chat's model)."""
 
 from __future__ import annotations
+
+import contextlib
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -44,8 +52,8 @@ class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
             )
             yield OptionList(*self._options(""), id="models-list")
             yield Label(
-                "enter picks · the name is passed to LiteLLM as typed · keys come "
-                "from the environment",
+                "enter picks the highlighted row · a name not listed is offered as "
+                "typed · keys come from the environment",
                 id="models-hint",
             )
 
@@ -58,13 +66,31 @@ class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
             if note:
                 prompt.append(f"  {note}", "dim")
             options.append(Option(prompt, id=model))
+        if needle and all(model != needle for model, _ in self.choices):
+            typed = Text(needle)
+            typed.append("  as typed: passed to LiteLLM as it is", "dim")
+            options.append(Option(typed, id=needle))
         return options
 
     def on_mount(self) -> None:
         self.query_one("#models-input", Input).focus()
+        self._highlight_best(self.current)
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        # Typing moves the highlight to the best match, whatever was highlighted.
+        self.query_one("#models-list", OptionList).highlighted = None
         self._show(event.value.strip())
+
+    def _highlight_best(self, name: str) -> None:
+        """`name` where it is a listed model, else the first row (the first match, or
+        the row "as typed" when nothing matched): what enter will pick."""
+        options = self.query_one("#models-list", OptionList)
+        if not options.option_count:
+            return
+        options.highlighted = 0
+        if any(model == name for model, _ in self.choices):
+            with contextlib.suppress(OptionDoesNotExist):
+                options.highlighted = options.get_option_index(name)
 
     def update_choices(self, choices: list[tuple[str, str]]) -> None:
         """The lists asked for in the background came in: shown now, under the same
@@ -78,25 +104,24 @@ class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
         was = options.get_option_at_index(index).id if index is not None else None
         options.clear_options()
         options.add_options(self._options(needle))
-        if was is not None:
+        if was is not None and any(model == was for model, _ in self.choices):
             try:
                 options.highlighted = options.get_option_index(was)
+                return
             except OptionDoesNotExist:
                 pass
+        # The row "as typed" gives way to a model that came in since and matches.
+        self._highlight_best(needle or self.current)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        value = event.value.strip()
-        if value:
-            self.dismiss(value)
-        else:
-            options = self.query_one("#models-list", OptionList)
-            if options.option_count:
-                self.dismiss(options.get_option_at_index(options.highlighted or 0).id)
+        options = self.query_one("#models-list", OptionList)
+        if options.option_count:
+            self.dismiss(options.get_option_at_index(options.highlighted or 0).id)
 
     def action_focus_list(self) -> None:
-        """Down from the name: into the list, on its first model (after a filter the
-        list had none highlighted, and enter there picked nothing)."""
+        """Down from the name: into the list, on the row enter would pick (its first
+        when none is highlighted)."""
         options = self.query_one("#models-list", OptionList)
         if options.highlighted is None and options.option_count:
             options.highlighted = 0
