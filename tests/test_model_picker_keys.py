@@ -99,3 +99,30 @@ async def test_a_filter_typed_then_changed_highlights_the_new_best_match():
         await pilot.press("backspace", "backspace", "backspace", *"qwen", "enter")
         await wait_until(pilot, lambda: app.picked)
     assert app.picked == ["ollama_chat/qwen2.5:7b"]
+
+
+async def test_the_title_names_the_model_picked_before_and_after_the_first_send(store):
+    """The title line named the model the chat had before ctrl+l until the next send
+    (the sidebar followed at once): `New chat · demo` with gpt-4o picked."""
+    from chatui.tui.chat_panes import ChatTitle
+
+    from .app_helpers import make_app
+    from .test_app_chat import idle, type_and_send
+
+    app = make_app(store)  # the demo model
+    async with app.run_test(size=(140, 40)) as pilot:
+        title = app.main.query_one(ChatTitle)
+
+        async def choose(name: str) -> None:
+            await pilot.press("ctrl+l")
+            await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+            await pilot.press(*name, "enter")
+            await wait_until(pilot, lambda: title._said.endswith(f"· {name}"))
+
+        await wait_until(pilot, lambda: title._said.endswith("· demo"))
+        await choose("openai/gpt-test")  # a new chat, nothing sent
+        await choose("demo")
+        await type_and_send(pilot, "hello")
+        await idle(pilot)
+        await choose("openai/gpt-test")  # a stored chat
+        assert app.main.pane.model == "openai/gpt-test"

@@ -401,8 +401,10 @@ class ChatPane(SurvivesOutage, Vertical):
             )
 
     async def remeasure(self, labels: tuple[str, ...] = ()) -> None:
-        """Measure the chat's facts again (memory changed, a window was learned)."""
+        """Measure the chat's facts again (memory changed, a window was learned, the
+        model picked): the title names the model the facts hold, so it follows."""
         await self._measure()
+        self.update_title()
         self._tell(self.FactsChanged(labels))
 
     def renamed(self, info: SessionInfo) -> None:
