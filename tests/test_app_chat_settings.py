@@ -51,7 +51,8 @@ async def test_parameters_set_in_f2_reach_the_request_and_bad_ones_are_refused(
         await wait_until(pilot, lambda: "temperature must be a number from 0 to 2" in hint(app))
         assert isinstance(app.screen, TextPrompt)
         field = app.screen.query_one("#dialog-input")
-        assert field.text.startswith("temperature = 5")
+        # Typed where the example ends, on the line after its comments.
+        assert field.text.endswith("# top_p = 0.9\ntemperature = 5")
         # A secret is never stored with a chat; a misspelt name gets a suggestion.
         await pilot.press("f7", *"api_key = 'sk-x'", "enter")
         await wait_until(pilot, lambda: "API keys come from the environment" in hint(app))

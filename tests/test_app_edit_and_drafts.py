@@ -192,3 +192,25 @@ def test_a_damaged_drafts_entry_is_dropped_not_fatal(tmp_path):
     assert load_state(path).drafts == {"a": "kept"}
     path.write_text(json.dumps({"drafts": "not a table"}))
     assert load_state(path).drafts == {}
+
+
+async def test_e_opens_a_message_with_the_cursor_at_its_end(store, config, llm_server):
+    """What is typed after `e` goes where the message ends (its last line), not before
+    its first word."""
+    llm_server.text("One.")
+    llm_server.text("Two.")
+    app = make_app(store, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        main = app.main
+        await pilot.press(*"Capital of", "ctrl+j", *"France?", "enter")
+        await idle(pilot)
+        question = main.snapshot.history[-2]
+        await pilot.press("up", "up")
+        assert isinstance(app.focused, MessageView) and app.focused.message_id == question.id
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        await pilot.press(*" Be brief.", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, TextPrompt))
+        await idle(pilot)
+        assert main.snapshot.history[-2].text == "Capital of\nFrance? Be brief."

@@ -58,7 +58,12 @@ class TextPrompt(SurvivesOutage, ModalScreen[str | None]):
             yield Label(hint, id="dialog-hint")
 
     def on_mount(self) -> None:
-        self.query_one("#dialog-input").focus()
+        field = self.query_one("#dialog-input")
+        if isinstance(field, ChatInput):
+            # A message or a setting is edited where it ends, as a chat's edit box
+            # opens: typing at its start put a correction before the first word.
+            field.move_cursor(field.document.end)
+        field.focus()
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
