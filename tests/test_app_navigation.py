@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from textual import events
-from textual.widgets import Label
+from textual.widgets import Input, Label, OptionList
 
 from chatui.core.ui_state import load_state
 from chatui.tui.screens.chat_list import ChatListScreen
@@ -170,6 +170,31 @@ async def test_search_with_hostile_query_does_not_break(store, chats):
         assert (
             'A quoted phrase is not closed: add the closing ". Searched as plain words.' in status
         )
+
+
+async def test_letters_typed_in_the_search_hits_change_the_query(store, chats):
+    """Down moved into the hits, and the letters typed next went nowhere; with no hits
+    down moved the focus into an empty list. Typing in the hits goes to the query now
+    (backspace too), and down with no hits leaves the focus on the query."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+f")
+        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen))
+        screen = app.screen
+        field = screen.query_one("#search-input", Input)
+        await pilot.press(*"natx", "down")
+        await wait_until(
+            pilot,
+            lambda: "Nothing matches" in str(screen.query_one("#search-status", Label).render()),
+        )
+        assert app.focused is field  # nothing to move to
+        await pilot.press("backspace", *"a", "down")
+        await wait_until(pilot, lambda: [h.id for h in screen.hits] == ["a3"])
+        await pilot.press("down")
+        assert isinstance(app.focused, OptionList)
+        await pilot.press("backspace", "backspace", "backspace", "backspace", *"Gulbenkian")
+        assert app.focused is field and field.value == "Gulbenkian"
+        await wait_until(pilot, lambda: len(screen.hits) == 1 and screen.hits[0].id != "a3")
 
 
 async def test_search_says_1_match_and_counts_more(store, chats):

@@ -126,3 +126,38 @@ async def test_the_title_names_the_model_picked_before_and_after_the_first_send(
         await idle(pilot)
         await choose("openai/gpt-test")  # a stored chat
         assert app.main.pane.model == "openai/gpt-test"
+
+
+async def test_letters_typed_in_the_list_go_on_filtering():
+    """Down into the list, then more letters: they filter (the focus goes back to the
+    name), and enter picks the best match of the whole filter."""
+    app = Host()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        field = app.screen.query_one("#models-input")
+        await pilot.press(*"gpt", "down")
+        assert isinstance(app.focused, OptionList)
+        await pilot.press(*"-4o-mx", "backspace", "i")
+        assert app.focused is field and field.value == "gpt-4o-mi"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.picked)
+    assert app.picked == ["gpt-4o-mini"]
+
+
+async def test_letters_typed_fast_in_the_list_all_reach_the_name():
+    """Keys typed fast are queued to the list they were sent to, before the first of
+    them moves the focus: each still lands in the name (in tmux, ' OR first' typed
+    in the search hits kept only its space)."""
+    from textual import events
+
+    app = Host()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker))
+        field = app.screen.query_one("#models-input")
+        await pilot.press(*"gpt", "down")
+        rows = app.screen.query_one("#models-list", OptionList)
+        assert app.focused is rows
+        for char in "-4o-mini":  # to the app in the same instant, as the driver sends them
+            app.post_message(events.Key(char, char))
+        await wait_until(pilot, lambda: field.value == "gpt-4o-mini")
+        assert app.focused is field

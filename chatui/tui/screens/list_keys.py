@@ -4,9 +4,13 @@ for printable keys to belong to)."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import Any
 
-__all__ = ["LIST_BINDINGS", "ListKeys"]
+from textual import events
+from textual.binding import Binding
+from textual.widgets import Input
+
+__all__ = ["LIST_BINDINGS", "ListKeys", "TypingGoesToInput"]
 
 LIST_BINDINGS = [
     Binding("down", "list_move(1)", "Down", id="list.down", show=False),
@@ -24,3 +28,33 @@ class ListKeys:
         move = getattr(getattr(self, "focused", None), name, None)
         if callable(move):
             move()
+
+
+class TypingGoesToInput:
+    """For a screen whose input filters its list: a key typed while the list has the
+    focus (a printable one that no binding takes, or backspace) goes to the input,
+    and the focus with it. Down had moved into the list, and the letters typed next
+    went nowhere. `TYPING_INPUT`: the input's selector (its `select_on_focus` off,
+    or focusing it would select what is there and the next key replace it)."""
+
+    TYPING_INPUT = "Input"
+
+    def on_key(self, event: events.Key) -> None:
+        # The input takes its own keys (they never come here): a key that does came
+        # from the list, even one already on its way there when an earlier key moved
+        # the focus (keys typed fast are queued to the list they were sent to).
+        screen: Any = self
+        field = screen.query_one(self.TYPING_INPUT, Input)
+        if event.key in screen.app.active_bindings:  # `j` / `k` in the vim preset
+            return
+        if event.key != "backspace" and not (event.is_printable and event.character):
+            return
+        event.stop()
+        event.prevent_default()
+        if screen.focused is not field:
+            screen.set_focus(field)
+        field.cursor_position = len(field.value)
+        if event.key == "backspace":
+            field.action_delete_left()
+        else:
+            field.insert_text_at_cursor(event.character or "")

@@ -19,15 +19,16 @@ from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from ..outage import SurvivesOutage
-from .list_keys import LIST_BINDINGS, ListKeys
+from .list_keys import LIST_BINDINGS, ListKeys, TypingGoesToInput
 
 __all__ = ["ModelPicker"]
 
 
-class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
+class ModelPicker(SurvivesOutage, ListKeys, TypingGoesToInput, ModalScreen[str | None]):
     """Pick from `choices` (model, note) or type a name; dismisses with the model or None."""
 
     CSS_PATH = "model_picker.tcss"
+    TYPING_INPUT = "#models-input"
     BINDINGS = [
         Binding("escape", "dismiss(None)", "Close", id="models.close"),
         Binding("down", "focus_list", "List", show=False, id="models.list"),
@@ -49,6 +50,7 @@ class ModelPicker(SurvivesOutage, ListKeys, ModalScreen[str | None]):
                 placeholder="any LiteLLM model name, e.g. gpt-4o-mini, "
                 "anthropic/claude-sonnet-4-5, ollama/llama3.2",
                 id="models-input",
+                select_on_focus=False,
             )
             yield OptionList(*self._options(""), id="models-list")
             yield Label(

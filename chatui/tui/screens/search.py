@@ -19,7 +19,7 @@ from widgets import clean
 
 from ...core.workspace import Workspace
 from ..outage import SurvivesOutage
-from .list_keys import LIST_BINDINGS, ListKeys
+from .list_keys import LIST_BINDINGS, ListKeys, TypingGoesToInput
 
 __all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
 
@@ -57,8 +57,10 @@ def _flat(piece: str) -> str:
     return head + words + tail if words else (" " if cleaned else "")
 
 
-class SearchScreen(SurvivesOutage, ListKeys, ModalScreen[SearchHit | None]):
+class SearchScreen(SurvivesOutage, ListKeys, TypingGoesToInput, ModalScreen[SearchHit | None]):
     """Type to search; enter opens the chat at the hit, on the hit's branch."""
+
+    TYPING_INPUT = "#search-input"
 
     CSS_PATH = "search.tcss"
     BINDINGS = [
@@ -82,6 +84,7 @@ class SearchScreen(SurvivesOutage, ListKeys, ModalScreen[SearchHit | None]):
                 self.initial,
                 placeholder='Search every chat…  ("phrase", word*, a OR b)',
                 id="search-input",
+                select_on_focus=False,
             )
             yield Label("", id="search-status")
             yield OptionList(id="search-results")
@@ -140,7 +143,10 @@ class SearchScreen(SurvivesOutage, ListKeys, ModalScreen[SearchHit | None]):
         return Option(Text("\n").join([head, body]), id=str(index))
 
     def action_focus_results(self) -> None:
-        self.query_one("#search-results", OptionList).focus()
+        """Down from the query: into the hits (none: the query keeps the focus)."""
+        results = self.query_one("#search-results", OptionList)
+        if results.option_count:
+            results.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
