@@ -197,6 +197,58 @@ async def test_letters_typed_in_the_search_hits_change_the_query(store, chats):
         await wait_until(pilot, lambda: len(screen.hits) == 1 and screen.hits[0].id != "a3")
 
 
+async def test_the_word_being_typed_is_searched_as_a_prefix(store, chats):
+    """`Gulben` found nothing until the word was whole: the last word typed is a prefix
+    now; after a space it is a whole word again, and a phrase still being typed is left
+    as it is."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+f")
+        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen))
+        screen = app.screen
+        status = screen.query_one("#search-status", Label)
+        await pilot.press(*"Gulben")
+        await wait_until(pilot, lambda: len(screen.hits) == 1)
+        assert "Gulbenkian" in str(
+            screen.query_one("#search-results", OptionList).options[0].prompt
+        )
+        await pilot.press("space")
+        await wait_until(pilot, lambda: "Nothing matches 'Gulben '" in str(status.render()))
+        assert screen.hits == []
+        await pilot.press("enter")  # enter searches the same way: nothing to open
+        assert isinstance(app.screen, SearchScreen)
+        await pilot.press("backspace", "enter")  # the prefix's hit opens
+        await wait_until(pilot, lambda: not isinstance(app.screen, SearchScreen))
+
+
+def test_only_a_word_being_typed_becomes_a_prefix():
+    from chatui.tui.screens.search import as_typed
+
+    assert as_typed("questio") == "(questio OR questio*)"
+    assert as_typed("tea OR cof") == "tea OR (cof OR cof*)"
+    assert as_typed("tea ") == "tea "  # a space: the word is whole
+    assert as_typed('"green te') == '"green te'  # a phrase still open
+    assert as_typed('"green tea"') == '"green tea"'
+    assert as_typed("tea OR") == "tea OR"  # an operator, not a word
+    assert as_typed("te*") == "te*"
+    assert as_typed("t") == "t"  # one letter would match nearly everything
+    assert as_typed("été") == "(été OR été*)"
+    assert as_typed("") == ""
+
+
+def test_a_whole_word_typed_last_still_finds_what_it_found(store, chats):
+    """The index holds stems and a prefix is matched against them: a whole word as a
+    prefix alone missed (`zymurgy*`, `pastéis*`); with the word itself beside it, the
+    search finds everything the word found, and what its prefix adds."""
+    from chatui.tui.screens.search import as_typed
+
+    manager = SessionManager(store)
+    for word in ("pastéis", "Gulbenkian", "Belém", "days", "reverse"):
+        whole = {hit.id for hit in manager.search(word, 50)}
+        assert whole, word
+        assert whole <= {hit.id for hit in manager.search(as_typed(word), 50)}, word
+
+
 async def test_search_says_1_match_and_counts_more(store, chats):
     """ "1 matches" was the status line of a search with one hit."""
     app = make_app(store)
