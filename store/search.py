@@ -38,6 +38,7 @@ __all__ = [
     "Or",
     "Query",
     "Term",
+    "as_you_type",
     "fts5_expression",
     "match_expression",
     "parse_query",
@@ -221,6 +222,25 @@ def parse_query(query: object) -> Query | None:
         return _parse_strict(query)
     except SearchSyntaxError:
         return _plain_words(query)
+
+
+_LAST_WORD = re.compile(r"(?:^|[\s(])(\w{2,})$")
+
+
+def as_you_type(query: str) -> str:
+    """`query` as a search box runs it while its last word is still being typed: that
+    word searched whole or as a prefix (`questio` finds `question`). Whole as well:
+    the index holds stems, and a prefix is matched against them, so a whole word as
+    a prefix alone can miss (`zymurgy*` against the stem `zymurgi`). Left as it is
+    after a space, inside an open phrase, on an operator, on a prefix already, or on
+    a single letter (a prefix of one letter matches nearly everything)."""
+    if query.count('"') % 2:
+        return query
+    last = _LAST_WORD.search(query)
+    if last is None or last.group(1) in _OPERATORS:
+        return query
+    word = last.group(1)
+    return f"{query[: last.start(1)]}({word} OR {word}*)"
 
 
 def query_problem(query: object) -> str | None:

@@ -172,15 +172,20 @@ async def test_search_with_hostile_query_does_not_break(store, chats):
         )
 
 
+async def open_search(pilot) -> SearchScreen:
+    """ctrl+f, once the search screen is up."""
+    await pilot.press("ctrl+f")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SearchScreen))
+    return pilot.app.screen
+
+
 async def test_letters_typed_in_the_search_hits_change_the_query(store, chats):
     """Down moved into the hits, and the letters typed next went nowhere; with no hits
     down moved the focus into an empty list. Typing in the hits goes to the query now
     (backspace too), and down with no hits leaves the focus on the query."""
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("ctrl+f")
-        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen))
-        screen = app.screen
+        screen = await open_search(pilot)
         field = screen.query_one("#search-input", Input)
         await pilot.press(*"natx", "down")
         await wait_until(
@@ -203,9 +208,7 @@ async def test_the_word_being_typed_is_searched_as_a_prefix(store, chats):
     as it is."""
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("ctrl+f")
-        await wait_until(pilot, lambda: isinstance(app.screen, SearchScreen))
-        screen = app.screen
+        screen = await open_search(pilot)
         status = screen.query_one("#search-status", Label)
         await pilot.press(*"Gulben")
         await wait_until(pilot, lambda: len(screen.hits) == 1)
@@ -222,31 +225,31 @@ async def test_the_word_being_typed_is_searched_as_a_prefix(store, chats):
 
 
 def test_only_a_word_being_typed_becomes_a_prefix():
-    from chatui.tui.screens.search import as_typed
+    from store.search import as_you_type
 
-    assert as_typed("questio") == "(questio OR questio*)"
-    assert as_typed("tea OR cof") == "tea OR (cof OR cof*)"
-    assert as_typed("tea ") == "tea "  # a space: the word is whole
-    assert as_typed('"green te') == '"green te'  # a phrase still open
-    assert as_typed('"green tea"') == '"green tea"'
-    assert as_typed("tea OR") == "tea OR"  # an operator, not a word
-    assert as_typed("te*") == "te*"
-    assert as_typed("t") == "t"  # one letter would match nearly everything
-    assert as_typed("été") == "(été OR été*)"
-    assert as_typed("") == ""
+    assert as_you_type("questio") == "(questio OR questio*)"
+    assert as_you_type("tea OR cof") == "tea OR (cof OR cof*)"
+    assert as_you_type("tea ") == "tea "  # a space: the word is whole
+    assert as_you_type('"green te') == '"green te'  # a phrase still open
+    assert as_you_type('"green tea"') == '"green tea"'
+    assert as_you_type("tea OR") == "tea OR"  # an operator, not a word
+    assert as_you_type("te*") == "te*"
+    assert as_you_type("t") == "t"  # one letter would match nearly everything
+    assert as_you_type("été") == "(été OR été*)"
+    assert as_you_type("") == ""
 
 
 def test_a_whole_word_typed_last_still_finds_what_it_found(store, chats):
     """The index holds stems and a prefix is matched against them: a whole word as a
     prefix alone missed (`zymurgy*`, `pastéis*`); with the word itself beside it, the
     search finds everything the word found, and what its prefix adds."""
-    from chatui.tui.screens.search import as_typed
+    from store.search import as_you_type
 
     manager = SessionManager(store)
     for word in ("pastéis", "Gulbenkian", "Belém", "days", "reverse"):
         whole = {hit.id for hit in manager.search(word, 50)}
         assert whole, word
-        assert whole <= {hit.id for hit in manager.search(as_typed(word), 50)}, word
+        assert whole <= {hit.id for hit in manager.search(as_you_type(word), 50)}, word
 
 
 async def test_search_says_1_match_and_counts_more(store, chats):

@@ -44,11 +44,11 @@ class TypingGoesToInput:
         # from the list, even one already on its way there when an earlier key moved
         # the focus (keys typed fast are queued to the list they were sent to).
         screen: Any = self
-        field = screen.query_one(self.TYPING_INPUT, Input)
-        if event.key in screen.app.active_bindings:  # `j` / `k` in the vim preset
-            return
         if event.key != "backspace" and not (event.is_printable and event.character):
             return
+        if event.key in screen.app.active_bindings:  # `j` / `k` in the vim preset
+            return
+        field = screen.query_one(self.TYPING_INPUT, Input)
         event.stop()
         event.prevent_default()
         if screen.focused is not field:

@@ -68,7 +68,7 @@ class ModelPicker(SurvivesOutage, ListKeys, TypingGoesToInput, ModalScreen[str |
             if note:
                 prompt.append(f"  {note}", "dim")
             options.append(Option(prompt, id=model))
-        if needle and all(model != needle for model, _ in self.choices):
+        if needle and not self._listed(needle):
             typed = Text(needle)
             typed.append("  as typed: passed to LiteLLM as it is", "dim")
             options.append(Option(typed, id=needle))
@@ -76,23 +76,28 @@ class ModelPicker(SurvivesOutage, ListKeys, TypingGoesToInput, ModalScreen[str |
 
     def on_mount(self) -> None:
         self.query_one("#models-input", Input).focus()
-        self._highlight_best(self.current)
+        self._highlight(self.current)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         # Typing moves the highlight to the best match, whatever was highlighted.
         self.query_one("#models-list", OptionList).highlighted = None
         self._show(event.value.strip())
 
-    def _highlight_best(self, name: str) -> None:
-        """`name` where it is a listed model, else the first row (the first match, or
-        the row "as typed" when nothing matched): what enter will pick."""
+    def _listed(self, name: str | None) -> bool:
+        return any(model == name for model, _ in self.choices)
+
+    def _highlight(self, *names: str | None) -> None:
+        """The first of `names` that is a listed model on show, else the first row (the
+        first match, or the row "as typed" when nothing matched): what enter picks."""
         options = self.query_one("#models-list", OptionList)
         if not options.option_count:
             return
         options.highlighted = 0
-        if any(model == name for model, _ in self.choices):
-            with contextlib.suppress(OptionDoesNotExist):
-                options.highlighted = options.get_option_index(name)
+        for name in names:
+            if self._listed(name):
+                with contextlib.suppress(OptionDoesNotExist):
+                    options.highlighted = options.get_option_index(name or "")
+                    return
 
     def update_choices(self, choices: list[tuple[str, str]]) -> None:
         """The lists asked for in the background came in: shown now, under the same
@@ -106,14 +111,9 @@ class ModelPicker(SurvivesOutage, ListKeys, TypingGoesToInput, ModalScreen[str |
         was = options.get_option_at_index(index).id if index is not None else None
         options.clear_options()
         options.add_options(self._options(needle))
-        if was is not None and any(model == was for model, _ in self.choices):
-            try:
-                options.highlighted = options.get_option_index(was)
-                return
-            except OptionDoesNotExist:
-                pass
-        # The row "as typed" gives way to a model that came in since and matches.
-        self._highlight_best(needle or self.current)
+        # The highlighted model stays; the row "as typed" gives way to a model that
+        # came in since and matches.
+        self._highlight(was, needle or self.current)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,32 +15,14 @@ from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from store import SearchResult
+from store.search import as_you_type
 from widgets import clean
 
 from ...core.workspace import Workspace
 from ..outage import SurvivesOutage
 from .list_keys import LIST_BINDINGS, ListKeys, TypingGoesToInput
 
-__all__ = ["SearchHit", "SearchScreen", "as_typed", "highlight_snippet"]
-
-_LAST_WORD = re.compile(r"(?:^|[\s(])(\w{2,})$")
-_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
-
-
-def as_typed(query: str) -> str:
-    """`query` with the word being typed at its end searched whole or as a prefix
-    (`questio` finds `question` before the word is whole). Whole as well: the index
-    holds stems, and a prefix is matched against them, so a whole word alone as a
-    prefix can miss (`zymurgy*` against the stem `zymurgi`). Left as it is after a
-    space, inside an open phrase, on an operator, on a prefix already, or on a single
-    letter (a prefix of one letter matches nearly everything)."""
-    if query.count('"') % 2:
-        return query
-    last = _LAST_WORD.search(query)
-    if last is None or last.group(1) in _OPERATORS:
-        return query
-    word = last.group(1)
-    return f"{query[: last.start(1)]}({word} OR {word}*)"
+__all__ = ["SearchHit", "SearchScreen", "highlight_snippet"]
 
 
 @dataclass(frozen=True)
@@ -133,7 +114,7 @@ class SearchScreen(SurvivesOutage, ListKeys, TypingGoesToInput, ModalScreen[Sear
         """Search now and show the hits (synchronous: a search takes milliseconds)."""
         results = self.query_one("#search-results", OptionList)
         status = self.query_one("#search-status", Label)
-        searched = as_typed(query)
+        searched = as_you_type(query)
         self.hits = self.workspace.search(searched, self.limit) if query.strip() else []
         results.clear_options()
         results.add_options([self._option(i, hit) for i, hit in enumerate(self.hits)])
